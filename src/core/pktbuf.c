@@ -1,0 +1,115 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include <softub/errors.h>
+#include "core/pktbuf.h"
+
+int ub__pktpool_init(struct ub__pktpool *pool, uint32_t count, uint32_t buf_size, uint32_t headroom)
+{
+    memset(pool, 0, sizeof(*pool));
+    if (count == 0 || buf_size <= headroom)
+        return UB_EINVAL;
+    /* Cache-line aligned buffers: headers are written at fixed offsets. */
+    size_t stride = ((size_t)buf_size + 63) & ~(size_t)63;
+    pool->pkts = calloc(count, sizeof(*pool->pkts));
+    pool->mem = aligned_alloc(64, stride * count);
+    if (!pool->pkts || !pool->mem) {
+        free(pool->pkts);
+        free(pool->mem);
+        memset(pool, 0, sizeof(*pool));
+        return UB_ENOMEM;
+    }
+    pool->count = count;
+    pool->buf_size = buf_size;
+    pool->headroom = headroom;
+    for (uint32_t i = count; i-- > 0;) {
+        struct ub__pkt *p = &pool->pkts[i];
+        p->pool = pool;
+        p->head = pool->mem + stride * i;
+        p->next = pool->free;
+        pool->free = p;
+    }
+    pool->avail = count;
+    return 0;
+}
+
+void ub__pktpool_fini(struct ub__pktpool *pool)
+{
+    free(pool->pkts);
+    free(pool->mem);
+    memset(pool, 0, sizeof(*pool));
+}
+
+struct ub__pkt *ub__pkt_alloc(struct ub__pktpool *pool)
+{
+    struct ub__pkt *p = pool->free;
+    if (!p) {
+        pool->exhausted++;
+        return 0;
+    }
+    pool->free = p->next;
+    pool->avail--;
+    p->next = 0;
+    p->data = p->head + pool->headroom;
+    p->len = 0;
+    p->refcnt = 1;
+    p->ts = 0;
+    memset(&p->addr, 0, sizeof(p->addr));
+    p->path = 0;
+    p->ecn = 0;
+    p->flags = 0;
+    return p;
+}
+
+void ub__pkt_free(struct ub__pkt *p)
+{
+    if (--p->refcnt)
+        return;
+    struct ub__pktpool *pool = p->pool;
+    p->next = pool->free;
+    pool->free = p;
+    pool->avail++;
+}
+
+uint8_t *ub__pkt_put(struct ub__pkt *p, uint32_t n)
+{
+    if (n > ub__pkt_tailroom(p))
+        return 0;
+    uint8_t *at = p->data + p->len;
+    p->len += n;
+    return at;
+}
+
+uint8_t *ub__pkt_push(struct ub__pkt *p, uint32_t n)
+{
+    if (n > ub__pkt_headroom(p))
+        return 0;
+    p->data -= n;
+    p->len += n;
+    return p->data;
+}
+
+uint8_t *ub__pkt_pull(struct ub__pkt *p, uint32_t n)
+{
+    if (n > p->len)
+        return 0;
+    p->data += n;
+    p->len -= n;
+    return p->data;
+}
+
+struct ub__pkt *ub__pkt_clone(const struct ub__pkt *p)
+{
+    struct ub__pkt *c = ub__pkt_alloc(p->pool);
+    if (!c)
+        return 0;
+    c->data = c->head + (p->data - p->head);
+    memcpy(c->data, p->data, p->len);
+    c->len = p->len;
+    c->ts = p->ts;
+    c->addr = p->addr;
+    c->path = p->path;
+    c->ecn = p->ecn;
+    c->flags = p->flags;
+    return c;
+}

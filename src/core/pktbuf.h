@@ -1,0 +1,79 @@
+/*
+ * Packet buffers: fixed-size buffers carved from one allocation at start-up,
+ * handed out from a free list, reference counted (a packet kept for
+ * retransmission and in flight on a loop device is shared, not copied).
+ * Headroom lets lower layers prepend headers without copying the payload.
+ * A pool is single-threaded; it never allocates after init.
+ */
+#ifndef UB_CORE_PKTBUF_H
+#define UB_CORE_PKTBUF_H
+
+#include <stdint.h>
+
+#include "core/addr.h"
+
+struct ub__pktpool;
+
+struct ub__pkt {
+    struct ub__pkt *next; /* free list, or any single queue the owner keeps it on */
+    struct ub__pktpool *pool;
+    uint8_t *head; /* start of the buffer */
+    uint8_t *data; /* first valid byte */
+    uint32_t len;  /* valid bytes from data */
+    uint32_t refcnt;
+    uint64_t ts;          /* time of receipt or of (re)transmission, ns */
+    struct ub__addr addr; /* peer: source on receive, destination on send */
+    uint16_t path;        /* entropy value: the path (UDP source port index) */
+    uint8_t ecn;          /* IP ECN codepoint: 0 not-ECT, 1 ECT(1), 2 ECT(0), 3 CE */
+    uint8_t flags;
+};
+
+struct ub__pktpool {
+    struct ub__pkt *free;
+    struct ub__pkt *pkts;
+    uint8_t *mem;
+    uint32_t count;    /* buffers in the pool */
+    uint32_t avail;    /* buffers on the free list */
+    uint32_t buf_size; /* bytes per buffer, headroom included */
+    uint32_t headroom;
+    uint64_t exhausted; /* allocations refused because the pool was empty */
+};
+
+int ub__pktpool_init(struct ub__pktpool *pool, uint32_t count, uint32_t buf_size,
+                     uint32_t headroom);
+/* Every buffer must be back: fini asserts nothing, but leaks are reported by the count. */
+void ub__pktpool_fini(struct ub__pktpool *pool);
+
+/* A packet with len 0 and data at headroom, refcnt 1; NULL when the pool is empty. */
+struct ub__pkt *ub__pkt_alloc(struct ub__pktpool *pool);
+
+static inline void ub__pkt_ref(struct ub__pkt *p)
+{
+    p->refcnt++;
+}
+
+/* Drops one reference; the last returns the buffer to its pool. */
+void ub__pkt_free(struct ub__pkt *p);
+
+/* Room left after the valid bytes. */
+static inline uint32_t ub__pkt_tailroom(const struct ub__pkt *p)
+{
+    return (uint32_t)(p->pool->buf_size - (uint32_t)(p->data - p->head) - p->len);
+}
+
+static inline uint32_t ub__pkt_headroom(const struct ub__pkt *p)
+{
+    return (uint32_t)(p->data - p->head);
+}
+
+/* Extends the valid bytes by n at the end; returns where they start, NULL if no room. */
+uint8_t *ub__pkt_put(struct ub__pkt *p, uint32_t n);
+/* Extends the valid bytes by n at the front; NULL if not enough headroom. */
+uint8_t *ub__pkt_push(struct ub__pkt *p, uint32_t n);
+/* Removes n bytes from the front; returns the new start, NULL if fewer than n. */
+uint8_t *ub__pkt_pull(struct ub__pkt *p, uint32_t n);
+
+/* A new packet with the same bytes and metadata (refcnt 1); NULL when the pool is empty. */
+struct ub__pkt *ub__pkt_clone(const struct ub__pkt *p);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * The device interface: the only thing between the sans-I/O engine and a
+ * network. A device moves batches of packets and says how to wait for it;
+ * it knows nothing of the protocol. Implementations: loop (engines in one
+ * process, for tests), udp, shm, and the simulator's host port.
+ */
+#ifndef UB_DEV_DEV_H
+#define UB_DEV_DEV_H
+
+#include <stdint.h>
+
+#include "core/addr.h"
+#include "core/pktbuf.h"
+
+struct ub__dev;
+
+struct ub__dev_ops {
+    const char *name;
+    /*
+     * Sends pkts[0..n) to pkt->addr over path pkt->path (modulo the path
+     * count). Takes one reference of every packet it accepts; returns how
+     * many it accepted, in order (fewer than n when the device is full:
+     * the rest stay the caller's), or a negative error.
+     */
+    int (*send)(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n);
+    /*
+     * Receives up to max packets, with addr = sender, path and ecn filled
+     * in; buffers come from pool unless the device hands over its own.
+     * Returns the count (0 when nothing waits) or a negative error.
+     */
+    int (*recv)(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struct ub__pktpool *pool);
+    /* A file descriptor that polls readable when recv has work, or -1. */
+    int (*fd)(const struct ub__dev *dev);
+    /* Largest datagram (softub headers included) the device carries. */
+    uint32_t (*mtu)(const struct ub__dev *dev);
+    /* Number of distinct paths (entropy values) the device can use. */
+    uint32_t (*num_paths)(const struct ub__dev *dev);
+    void (*close)(struct ub__dev *dev);
+};
+
+struct ub__dev {
+    const struct ub__dev_ops *ops;
+    struct ub__addr local;
+};
+
+static inline int ub__dev_send(struct ub__dev *d, struct ub__pkt *const *pkts, uint32_t n)
+{
+    return d->ops->send(d, pkts, n);
+}
+
+static inline int ub__dev_recv(struct ub__dev *d, struct ub__pkt **pkts, uint32_t max,
+                               struct ub__pktpool *pool)
+{
+    return d->ops->recv(d, pkts, max, pool);
+}
+
+static inline int ub__dev_fd(const struct ub__dev *d)
+{
+    return d->ops->fd(d);
+}
+
+static inline uint32_t ub__dev_mtu(const struct ub__dev *d)
+{
+    return d->ops->mtu(d);
+}
+
+static inline uint32_t ub__dev_num_paths(const struct ub__dev *d)
+{
+    return d->ops->num_paths(d);
+}
+
+static inline void ub__dev_close(struct ub__dev *d)
+{
+    d->ops->close(d);
+}
+
+#endif
