@@ -18,9 +18,11 @@ struct ub__dev_ops {
     const char *name;
     /*
      * Sends pkts[0..n) to pkt->addr over path pkt->path (modulo the path
-     * count). Takes one reference of every packet it accepts; returns how
-     * many it accepted, in order (fewer than n when the device is full:
-     * the rest stay the caller's), or a negative error.
+     * count). Consumes the caller's reference of every packet it accepts
+     * (a sender that keeps a packet for retransmission takes a reference of
+     * its own first); returns how many it accepted, pkts[0..k) in order
+     * (fewer than n when the device is full: the rest stay the caller's),
+     * or a negative error.
      */
     int (*send)(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n);
     /*

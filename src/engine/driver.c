@@ -1,0 +1,47 @@
+#include "engine/driver.h"
+
+int ub__drive_once(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
+                   struct ub__drive_stats *st)
+{
+    struct ub__pkt *batch[UB_DRIVE_BATCH];
+    int moved = 0;
+    st->rounds++;
+
+    for (;;) {
+        int n = ub__dev_recv(dev, batch, UB_DRIVE_BATCH, &e->pool);
+        if (n < 0) {
+            st->dev_errors++;
+            return n;
+        }
+        if (n == 0)
+            break;
+        st->rx_batches++;
+        ub__engine_input(e, batch, (uint32_t)n, now);
+        moved += n;
+        if (n < UB_DRIVE_BATCH)
+            break;
+    }
+
+    if (ub__engine_next_deadline(e) <= now)
+        ub__engine_expire(e, now);
+
+    for (;;) {
+        uint32_t n = ub__engine_output(e, batch, UB_DRIVE_BATCH, now);
+        if (n == 0)
+            break;
+        st->tx_batches++;
+        int sent = ub__dev_send(dev, batch, n);
+        if (sent < 0) {
+            st->dev_errors++;
+            sent = 0;
+        }
+        /* The device consumed what it accepted; the rest is dropped here. */
+        for (uint32_t i = (uint32_t)sent; i < n; i++)
+            ub__pkt_free(batch[i]);
+        st->tx_refused += n - (uint32_t)sent;
+        moved += (int)n;
+        if (n < UB_DRIVE_BATCH)
+            break;
+    }
+    return moved;
+}

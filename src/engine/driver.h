@@ -1,0 +1,30 @@
+/*
+ * Drives one engine over one device: the glue every driver repeats, kept in
+ * one place. It reads no clock: `now` is the caller's.
+ */
+#ifndef UB_ENGINE_DRIVER_H
+#define UB_ENGINE_DRIVER_H
+
+#include <stdint.h>
+
+#include "dev/dev.h"
+#include "engine/engine.h"
+
+#define UB_DRIVE_BATCH 64
+
+struct ub__drive_stats {
+    uint64_t rounds;
+    uint64_t rx_batches, tx_batches;
+    uint64_t tx_refused; /* datagrams the device did not accept (full): dropped, like a NIC would */
+    uint64_t dev_errors;
+};
+
+/*
+ * One round at `now`: receive what the device has (in batches), run due
+ * timers, hand the engine's output to the device (in batches). Returns the
+ * number of packets moved in either direction, or a negative device error.
+ */
+int ub__drive_once(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
+                   struct ub__drive_stats *st);
+
+#endif

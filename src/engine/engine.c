@@ -1,0 +1,198 @@
+#include <string.h>
+
+#include <softub/errors.h>
+#include "core/clock.h"
+#include "engine/engine.h"
+#include "wire/datagram.h"
+
+static void set_defaults(struct ub__engine_cfg *c)
+{
+    if (!c->mtu)
+        c->mtu = UB_ENGINE_DEFAULT_MTU;
+    if (!c->num_paths)
+        c->num_paths = UB_ENGINE_DEFAULT_PATHS;
+    if (!c->pool_bufs)
+        c->pool_bufs = UB_ENGINE_DEFAULT_POOL;
+    if (!c->txq_cap)
+        c->txq_cap = UB_ENGINE_DEFAULT_TXQ;
+}
+
+int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
+{
+    memset(e, 0, sizeof(*e));
+    e->cfg = *cfg;
+    set_defaults(&e->cfg);
+    if (e->cfg.job_id > UB_SES_JOB_ID_MAX || e->cfg.mtu < 256)
+        return UB_EINVAL;
+    ub__rng_seed(&e->rng, e->cfg.seed);
+    int rc = ub__timers_init(&e->timers, 64);
+    if (rc)
+        return rc;
+    rc = ub__pktpool_init(&e->pool, e->cfg.pool_bufs, e->cfg.mtu + UB_ENGINE_HEADROOM,
+                          UB_ENGINE_HEADROOM);
+    if (rc)
+        goto fail_pool;
+    rc = ub__ring_init(&e->txq, e->cfg.txq_cap);
+    if (rc)
+        goto fail_ring;
+    return 0;
+fail_ring:
+    ub__pktpool_fini(&e->pool);
+fail_pool:
+    ub__timers_fini(&e->timers);
+    return rc;
+}
+
+void ub__engine_fini(struct ub__engine *e)
+{
+    struct ub__pkt *p;
+    while ((p = ub__ring_pop(&e->txq)) != NULL)
+        ub__pkt_free(p);
+    ub__ring_fini(&e->txq);
+    if (e->pool.avail != e->pool.count)
+        UB_LOG(e->cfg.log, UB_LOG_WARN, "engine closed with %u packet buffers still out",
+               e->pool.count - e->pool.avail);
+    ub__pktpool_fini(&e->pool);
+    ub__timers_fini(&e->timers);
+}
+
+void ub__engine_set_upcalls(struct ub__engine *e, const struct ub__engine_upcalls *up, void *arg)
+{
+    e->up = up;
+    e->up_arg = arg;
+}
+
+static void deliver_dgram(struct ub__engine *e, const struct ub__pkt *p,
+                          const struct ub__wire_dgram *d, uint64_t now)
+{
+    const struct ub__ses_std *s = &d->ses.u.std;
+    if (d->ses_kind != UB_PDS_NH_REQ_STD || s->opcode != UB_SES_OP_DGRAM_SEND ||
+        (s->flags & (UB_SES_F_SOM | UB_SES_F_EOM)) != (UB_SES_F_SOM | UB_SES_F_EOM) ||
+        d->payload_len != s->request_length || !e->up || !e->up->dgram) {
+        e->stats.rx_unsupported++;
+        return;
+    }
+    struct ub__dgram_in in = {
+        .src = &p->addr,
+        .initiator = s->initiator,
+        .path = p->path,
+        .ecn = p->ecn,
+        .data = p->data + d->payload_off,
+        .len = (uint32_t)d->payload_len,
+        .header_data = (s->flags & UB_SES_F_HD) ? s->header_data : 0,
+    };
+    e->stats.rx_delivered++;
+    e->up->dgram(e->up_arg, &in, now);
+}
+
+static void input_one(struct ub__engine *e, const struct ub__pkt *p, uint64_t now)
+{
+    struct ub__wire_dgram d;
+    e->stats.rx_pkts++;
+    e->stats.rx_bytes += p->len;
+    int rc = ub__wire_parse_datagram(&d, p->data, p->len, 0);
+    if (rc) {
+        e->stats.rx_malformed++;
+        UB_LOG(e->cfg.log, UB_LOG_DEBUG, "dropped malformed datagram (%u B): %s", p->len,
+               ub_strerror(rc));
+        return;
+    }
+    switch (d.pds.type) {
+    case UB_PDS_TYPE_UUD_REQ:
+        deliver_dgram(e, p, &d, now);
+        break;
+    default:
+        e->stats.rx_unsupported++;
+        break;
+    }
+}
+
+void ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n, uint64_t now)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        input_one(e, pkts[i], now);
+        ub__pkt_free(pkts[i]);
+    }
+}
+
+uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t max, uint64_t now)
+{
+    uint32_t n = 0;
+    while (n < max) {
+        struct ub__pkt *p = ub__ring_pop(&e->txq);
+        if (!p)
+            break;
+        p->ts = now;
+        e->stats.tx_pkts++;
+        e->stats.tx_bytes += p->len;
+        pkts[n++] = p;
+    }
+    return n;
+}
+
+uint64_t ub__engine_next_deadline(const struct ub__engine *e)
+{
+    return ub__timers_next(&e->timers);
+}
+
+void ub__engine_expire(struct ub__engine *e, uint64_t now)
+{
+    e->stats.timers_fired += ub__timers_expire(&e->timers, now);
+}
+
+/* The datagram service's headers: PDS UUD_REQ, SES standard request, DGRAM_SEND. */
+static void dgram_headers(struct ub__wire_dgram *d, const struct ub__engine *e, uint32_t initiator,
+                          uint64_t header_data, uint32_t len)
+{
+    memset(d, 0, sizeof(*d));
+    d->pds.type = UB_PDS_TYPE_UUD_REQ;
+    d->pds.u.uud.next_hdr = UB_PDS_NH_REQ_STD;
+    d->ses_kind = UB_PDS_NH_REQ_STD;
+    d->ses.kind = UB_PDS_NH_REQ_STD;
+    struct ub__ses_std *s = &d->ses.u.std;
+    s->opcode = UB_SES_OP_DGRAM_SEND;
+    s->flags = UB_SES_F_SOM | UB_SES_F_EOM | (header_data ? UB_SES_F_HD : 0);
+    s->job_id = e->cfg.job_id;
+    s->initiator = initiator;
+    s->header_data = header_data;
+    s->request_length = len;
+}
+
+uint32_t ub__engine_dgram_max(const struct ub__engine *e)
+{
+    return e->cfg.mtu - (UB_PDS_UUD_SIZE + UB_SES_STD_SIZE);
+}
+
+int ub__engine_dgram_send(struct ub__engine *e, const struct ub__addr *dst, uint16_t path,
+                          uint32_t initiator, uint64_t header_data, const void *buf, uint32_t len,
+                          uint64_t now)
+{
+    (void)now;
+    if (len > ub__engine_dgram_max(e))
+        return UB_ELENGTH;
+    if (ub__ring_full(&e->txq)) {
+        e->stats.tx_queue_full++;
+        return UB_EFULL;
+    }
+    struct ub__pkt *p = ub__pkt_alloc(&e->pool);
+    if (!p) {
+        e->stats.tx_nobufs++;
+        return UB_ENOBUFS;
+    }
+    struct ub__wire_dgram d;
+    dgram_headers(&d, e, initiator, header_data, len);
+    struct ub__wcur w;
+    ub__wcur_init(&w, p->data, ub__pkt_tailroom(p));
+    int rc = ub__wire_encode_headers(&d, &w);
+    if (rc) {
+        ub__pkt_free(p);
+        return rc;
+    }
+    uint32_t hdr = (uint32_t)ub__wcur_offset(&w);
+    ub__pkt_put(p, hdr);
+    memcpy(ub__pkt_put(p, len), buf, len);
+    p->addr = *dst;
+    p->path = (uint16_t)(path % e->cfg.num_paths);
+    ub__ring_push(&e->txq, p);
+    return 0;
+}

@@ -1,0 +1,119 @@
+/*
+ * The engine: softub's protocol stack for one endpoint, sans I/O.
+ *
+ * It never opens a socket or reads a clock. A driver (a progress loop over a
+ * real device, a test bed, the simulator's host) moves packets and time:
+ *
+ *   ub__engine_input(e, pkts, n, now)   received datagrams in; the engine
+ *                                       takes the references
+ *   ub__engine_output(e, pkts, max, now) datagrams to transmit out, in
+ *                                       order; the caller gets the references
+ *   ub__engine_next_deadline(e)         when the engine next wants to run
+ *   ub__engine_expire(e, now)           run the timers due by now
+ *
+ * Time is integer nanoseconds, monotonic, supplied by the driver; all
+ * randomness comes from the engine's rng, seeded from the configuration.
+ * Equal seeds and equal inputs give equal outputs, byte for byte.
+ *
+ * The services above the delivery layers plug in through upcalls. The first
+ * service is the unreliable datagram (PDS UUD + SES DGRAM_SEND), which the
+ * self-test and the device tests use; the reliable modes and the URMA
+ * semantics stack on the same boundary.
+ */
+#ifndef UB_ENGINE_ENGINE_H
+#define UB_ENGINE_ENGINE_H
+
+#include <stdint.h>
+
+#include "core/addr.h"
+#include "core/log.h"
+#include "core/pktbuf.h"
+#include "core/rand.h"
+#include "core/ring.h"
+#include "core/timer.h"
+
+/* Zero fields take the defaults below. */
+struct ub__engine_cfg {
+    uint64_t seed;
+    uint32_t mtu;              /* largest datagram, all headers included */
+    uint32_t num_paths;        /* entropy values the device offers */
+    uint32_t pool_bufs;        /* packet buffers owned by the engine */
+    uint32_t txq_cap;          /* datagrams waiting for the driver */
+    uint32_t job_id;           /* SES job id stamped on outgoing requests (24 bits) */
+    const struct ub__log *log; /* may be NULL */
+};
+
+#define UB_ENGINE_DEFAULT_MTU   4096
+#define UB_ENGINE_DEFAULT_PATHS 1
+#define UB_ENGINE_DEFAULT_POOL  4096
+#define UB_ENGINE_DEFAULT_TXQ   1024
+#define UB_ENGINE_HEADROOM      64 /* lower layers may prepend (TSS) without a copy */
+
+/* What the engine counted. Every received datagram lands in exactly one rx_* outcome. */
+struct ub__engine_stats {
+    uint64_t rx_pkts, rx_bytes;
+    uint64_t rx_delivered;   /* handed to a service */
+    uint64_t rx_malformed;   /* failed to parse: dropped */
+    uint64_t rx_unsupported; /* well formed, but nothing here serves it: dropped */
+    uint64_t tx_pkts, tx_bytes;
+    uint64_t tx_queue_full; /* sends refused: the output queue was full */
+    uint64_t tx_nobufs;     /* sends refused: the packet pool was empty */
+    uint64_t timers_fired;
+};
+
+/* A received datagram, as a service sees it. The bytes are valid during the upcall only. */
+struct ub__dgram_in {
+    const struct ub__addr *src;
+    uint32_t initiator; /* sender-chosen id, e.g. its endpoint index */
+    uint16_t path;
+    uint8_t ecn;
+    const uint8_t *data;
+    uint32_t len;
+    uint64_t header_data; /* 8 bytes of immediate data travelling with the datagram */
+};
+
+struct ub__engine_upcalls {
+    void (*dgram)(void *arg, const struct ub__dgram_in *d, uint64_t now);
+};
+
+struct ub__engine {
+    struct ub__engine_cfg cfg;
+    struct ub__rng rng;
+    struct ub__timers timers;
+    struct ub__pktpool pool;
+    struct ub__ring txq;
+    struct ub__engine_stats stats;
+    const struct ub__engine_upcalls *up;
+    void *up_arg;
+};
+
+int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg);
+/* Frees queued packets; packets the driver still holds must have been returned first. */
+void ub__engine_fini(struct ub__engine *e);
+
+void ub__engine_set_upcalls(struct ub__engine *e, const struct ub__engine_upcalls *up, void *arg);
+
+void ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n, uint64_t now);
+uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t max, uint64_t now);
+uint64_t ub__engine_next_deadline(const struct ub__engine *e);
+void ub__engine_expire(struct ub__engine *e, uint64_t now);
+
+/* Datagrams waiting for ub__engine_output. */
+static inline uint32_t ub__engine_pending(const struct ub__engine *e)
+{
+    return ub__ring_count(&e->txq);
+}
+
+/*
+ * Queues an unreliable datagram to dst: UB_ELENGTH if it does not fit one
+ * packet, UB_EFULL if the output queue is full, UB_ENOBUFS if the pool is
+ * empty. It may be lost, duplicated or reordered by the network.
+ */
+int ub__engine_dgram_send(struct ub__engine *e, const struct ub__addr *dst, uint16_t path,
+                          uint32_t initiator, uint64_t header_data, const void *buf, uint32_t len,
+                          uint64_t now);
+
+/* The largest datagram payload that fits one packet. */
+uint32_t ub__engine_dgram_max(const struct ub__engine *e);
+
+#endif

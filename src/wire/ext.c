@@ -1,0 +1,77 @@
+/* The softub extension header codec. Layout: docs/wire-format.md section 6. */
+#include "wire/ext.h"
+
+#include <string.h>
+
+#include "wire/pds.h"
+
+size_t ub__ext_size(const struct ub__ext *h)
+{
+    return UB_EXT_SIZE + (size_t)h->tail_len;
+}
+
+int ub__ext_encode(const struct ub__ext *h, struct ub__wcur *w)
+{
+    if (h->version > 15 || h->next_hdr > 15 || h->exec_order > 3)
+        return UB_EOVERFLOW;
+    if (h->version > UB_EXT_VERSION_COMPAT_MAX || h->next_hdr > UB_PDS_NH_RSP_DATA_SMALL ||
+        h->exec_order > UB_EXT_EO_SO)
+        return UB_EINVAL;
+    if (h->tail_len > UB_EXT_MAX_SIZE - UB_EXT_SIZE)
+        return UB_EOVERFLOW;
+    if ((h->tail_len % UB_EXT_HLEN_UNIT) || (h->tail_len && !h->tail) ||
+        (h->version == UB_EXT_VERSION && h->tail_len))
+        return UB_EINVAL;
+    size_t size = ub__ext_size(h);
+    if (ub__wcur_reserve(w, size))
+        return UB_ETRUNC;
+    uint8_t b2 = (uint8_t)(h->exec_order << UB_EXT_B2_EO_SHIFT);
+    b2 = (uint8_t)(b2 | (h->inorder_completion ? UB_EXT_B2_CO : 0) | (h->fence ? UB_EXT_B2_F : 0) |
+                   (h->aqm_increase ? UB_EXT_B2_I : 0) | (h->aqm_congestion ? UB_EXT_B2_C : 0));
+    ub__put_u8(w, (uint8_t)((h->version << 4) | h->next_hdr));
+    ub__put_u8(w, (uint8_t)(size / UB_EXT_HLEN_UNIT));
+    ub__put_u8(w, b2);
+    ub__put_u8(w, 0);
+    ub__put_u16(w, h->aqm_hint);
+    ub__put_u16(w, h->stream);
+    ub__put_u32(w, h->order_seq);
+    ub__put_u32(w, h->incarnation);
+    if (h->tail_len)
+        ub__put_bytes(w, h->tail, h->tail_len);
+    return 0;
+}
+
+int ub__ext_decode(struct ub__ext *h, struct ub__rcur *r)
+{
+    uint8_t b0 = ub__get_u8(r);
+    uint8_t hlen = ub__get_u8(r);
+    if (ub__rcur_error(r))
+        return UB_ETRUNC;
+    uint8_t version = (uint8_t)(b0 >> 4);
+    size_t size = (size_t)hlen * UB_EXT_HLEN_UNIT;
+    if (version > UB_EXT_VERSION_COMPAT_MAX || size < UB_EXT_SIZE ||
+        (version == UB_EXT_VERSION && size != UB_EXT_SIZE))
+        return UB_EBADMSG;
+    uint8_t b2 = ub__get_u8(r);
+    uint8_t b3 = ub__get_u8(r);
+    memset(h, 0, sizeof(*h));
+    h->version = version;
+    h->next_hdr = (uint8_t)(b0 & 0x0fu);
+    h->aqm_hint = ub__get_u16(r);
+    h->stream = ub__get_u16(r);
+    h->order_seq = ub__get_u32(r);
+    h->incarnation = ub__get_u32(r);
+    h->tail_len = (uint16_t)(size - UB_EXT_SIZE);
+    h->tail = h->tail_len ? ub__rcur_take(r, h->tail_len) : NULL;
+    if (ub__rcur_error(r))
+        return UB_ETRUNC;
+    h->exec_order = (uint8_t)(b2 >> UB_EXT_B2_EO_SHIFT);
+    h->inorder_completion = (b2 & UB_EXT_B2_CO) != 0;
+    h->fence = (b2 & UB_EXT_B2_F) != 0;
+    h->aqm_increase = (b2 & UB_EXT_B2_I) != 0;
+    h->aqm_congestion = (b2 & UB_EXT_B2_C) != 0;
+    if (h->next_hdr > UB_PDS_NH_RSP_DATA_SMALL || h->exec_order > UB_EXT_EO_SO ||
+        (b2 & UB_EXT_B2_RSVD) || b3)
+        return UB_EBADMSG;
+    return 0;
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Regenerates the fuzz seed corpus under tests/fuzz/corpus/ (deterministic).
+
+Every seed is built from the byte vectors of docs/wire-format.md (the same
+ones the unit tests assert), plus a few near-valid variants (a reserved value,
+a cut) so the fuzzers start next to the interesting edges.
+
+    python3 tests/fuzz/make_corpus.py
+"""
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def h(s):
+    return bytes.fromhex(s.replace(" ", ""))
+
+
+# ---- PDS (docs/wire-format.md section 3) ----------------------------------
+RUD_REQ = h("1188 fffe 01020304 1122 3344")
+ROD_SYN = h("1894 0005 a0b0c0d0 0007 8123")
+RUD_CC = h("6900 0000 00000001 0002 0003 44 556677")
+RUDI_RESP = h("2a30 0000 deadbeef")
+UUD = h("3180 0000")
+ACK = h("3a24 0003 00000100 0102 0304")
+ACK_EPSN = h("3840 0000 00000010 0001 0002 12345678")
+ACK_CC_NSCC = h("4298 beef 11223344 5566 7788 00 40 ffff 8000000000000001 1234 85 abcdef 0009")
+ACK_CC_RCCC = h("4000 0000 00000000 0000 0000 10 08 0010 00000000000000ff 0a0b0c 000000 0102")
+ACK_CCX = h("4800 0000 00000000 0000 0000 e0 01 0002 0000000000000003") + bytes(range(16))
+NACK = h("5010 01 00 00000400 0001 0002 00000401")
+NACK_CCX = h("6008 07 99 cafebabe 0000 0000 00000000") + bytes(range(0x30, 0x40))
+CTRL_PROBE = h("5b28 4321 00001000 0a0a 0b0b 00000fff")
+CTRL_NEG = h("5c94 0000 cdef0123 cdef 8876 00000000")
+
+# ---- SES (section 4) --------------------------------------------------------
+STD_SOM = h("01 2d 1234 77 abcdef 0678 09ab fedcba9876543210 fedcba98 1122334455667788"
+            " aabbccddeeff0011 00010000")
+STD_MID = h("05 02 0001 00 000001 0001 0001 0000000000000000 00000002 0000000000000003"
+            " 00000100 00001000 00001100")
+SMALL = h("01 23 0100 01 000002 0003 0004 0000000000001000")
+MEDIUM = h("09 07 2000 00 000005 0006 0007 0102030405060708 0a0b0c0d f0f0f0f0f0f0f0f0")
+RSP = h("41 01 1234 05 060708 00000400")
+RSP_DATA = h("02 01 0010 00 000001 0020 0800 00000800 00002000")
+RSP_DATA_SMALL = h("02 00 0040 00 00abcd 11111111")
+ATOMIC = h("02 07 01 00")
+CSWAP = h("0d 05 03 00") + bytes(range(0x10, 0x20)) + bytes(range(0x20, 0x30))
+RNDV = h("00001000 12345678 1122334455667788 99aabbccddeeff00")
+
+# ---- TSS (section 5) ----------------------------------------------------------
+TSS = h("09123456 0001 000000000102")
+TSS_SSI = h("0cabcdef 11223344 ffff ffffffffffff")
+
+# ---- softub extension (section 6) ----------------------------------------------
+EXT_RO = h("03 04 78 00 0064 0102 0a0b0c0d deadbeef")
+EXT_SO = h("04 04 84 00 ffff 0000 ffffffff 00000001")
+EXT_V1 = h("13 06 78 00 0064 0102 0a0b0c0d deadbeef c0c1c2c3c4c5c6c7")
+
+
+def with_nh(pds, nh):
+    """The PDS header with its 4-bit next-header field replaced."""
+    b = bytearray(pds)
+    b[0] = (b[0] & 0xF8) | (nh >> 1)
+    b[1] = (b[1] & 0x7F) | ((nh & 1) << 7)
+    return bytes(b)
+
+
+def flip(b, i, mask):
+    b = bytearray(b)
+    b[i] ^= mask
+    return bytes(b)
+
+
+def atomic_std():
+    b = bytearray(STD_SOM)
+    b[0] = 0x04  # FETCHING_ATOMIC
+    return bytes(b) + ATOMIC
+
+
+def rndv_std():
+    b = bytearray(STD_SOM)
+    b[0] = 0x06  # RNDV_SEND
+    return bytes(b) + RNDV
+
+
+CORPUS = {
+    "fuzz_pds": {
+        "rud_req": RUD_REQ,
+        "rod_syn": ROD_SYN,
+        "rud_cc": RUD_CC,
+        "ack": ACK,
+        "ack_cc_nscc": ACK_CC_NSCC,
+        "ack_ccx": ACK_CCX,
+        "nack_ccx": NACK_CCX,
+        "ctrl_neg": CTRL_NEG,
+        "bad_reserved_type": flip(RUD_REQ, 0, 0x68),
+        "cut_ack_cc": ACK_CC_NSCC[:31],
+    },
+    "fuzz_ses": {
+        "std_som": bytes([3]) + STD_SOM,
+        "std_mid": bytes([3]) + STD_MID,
+        "std_atomic": bytes([3]) + atomic_std(),
+        "std_rndv": bytes([3]) + rndv_std(),
+        "small": bytes([1]) + SMALL,
+        "medium": bytes([2]) + MEDIUM,
+        "rsp": bytes([4]) + RSP,
+        "rsp_data": bytes([5]) + RSP_DATA,
+        "rsp_data_small": bytes([6]) + RSP_DATA_SMALL,
+        "small_cswap": bytes([1]) + h("03 03 0008 00 000002 0003 0004 0000000000001000")
+        + h("12 06 00 00") + bytes(32),
+    },
+    "fuzz_tss": {
+        "plain": bytes([0]) + TSS + RUD_REQ + bytes(16),
+        "ssi_clear_pds": bytes([12]) + TSS_SSI + RUD_REQ + STD_SOM + bytes(16),
+        "min": bytes([0]) + TSS + UUD + bytes(16),
+        "short": bytes([0]) + TSS + UUD + bytes(15),
+        "bad_rsvd": bytes([0]) + flip(TSS, 0, 0x02) + UUD + bytes(16),
+    },
+    "fuzz_ext": {
+        "ro": EXT_RO,
+        "so": EXT_SO,
+        "v1_tail": EXT_V1,
+        "bad_eo3": flip(EXT_SO, 2, 0x40),
+        "bad_v8": flip(EXT_RO, 0, 0x80),
+    },
+    "fuzz_datagram": {
+        "write_ext": with_nh(RUD_REQ, 15) + EXT_RO + STD_SOM + bytes([0x5C] * 16),
+        "write": RUD_REQ + STD_SOM,
+        "send_mid": with_nh(RUD_REQ, 3) + STD_MID + bytes(0x100),
+        "read_rsp": with_nh(RUD_REQ, 5) + h("02 01 0010 00 000001 0020 0010 00000010 00000000")
+        + bytes(0x10),
+        "ack_rsp": with_nh(ACK, 4) + RSP,
+        "ack_cc_ext": with_nh(ACK_CC_NSCC, 15) + h("00 04 04 00 0100 0000 00000000 00000001"),
+        "ctrl": CTRL_PROBE,
+        "tss_write": TSS_SSI + with_nh(RUD_REQ, 15) + EXT_RO + STD_SOM + bytes(16) + bytes(16),
+        "uud_small": with_nh(UUD, 1) + SMALL + bytes(0x10),
+        "bad_len": with_nh(RUD_REQ, 3) + STD_MID + bytes(0xFF),
+    },
+}
+
+
+def main():
+    for target, seeds in CORPUS.items():
+        d = os.path.join(HERE, "corpus", target)
+        os.makedirs(d, exist_ok=True)
+        for name in os.listdir(d):
+            os.remove(os.path.join(d, name))
+        for name, data in seeds.items():
+            with open(os.path.join(d, name + ".bin"), "wb") as f:
+                f.write(data)
+        print(f"{target}: {len(seeds)} seeds")
+
+
+if __name__ == "__main__":
+    main()
