@@ -10,8 +10,9 @@ int ub__drive_once(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
     for (;;) {
         int n = ub__dev_recv(dev, batch, UB_DRIVE_BATCH, &e->pool);
         if (n < 0) {
+            /* Still run timers and send: sending is what returns buffers to an empty pool. */
             st->dev_errors++;
-            return n;
+            break;
         }
         if (n == 0)
             break;

@@ -22,7 +22,8 @@ struct ub__drive_stats {
 /*
  * One round at `now`: receive what the device has (in batches), run due
  * timers, hand the engine's output to the device (in batches). Returns the
- * number of packets moved in either direction, or a negative device error.
+ * number of packets moved in either direction (device errors are counted
+ * in st and do not stop the round).
  */
 int ub__drive_once(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
                    struct ub__drive_stats *st);

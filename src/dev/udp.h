@@ -1,0 +1,134 @@
+/*
+ * The multipath UDP device: softub over real sockets.
+ *
+ * One non-blocking UDP socket per path. The UDP source port is the entropy
+ * value: path i's socket is bound to the configured local IP at base + i
+ * (or to an ephemeral port when the base is 0), so ECMP hashes in the
+ * network spread the paths, and every path socket both sends and receives.
+ * dev->local is path 0's address: the address peers send to.
+ *
+ * Addressing and replies: recv reports addr = the datagram's real source
+ * (ip, source port) and path = the index of the local socket it arrived on.
+ * A reply sent to that address reaches the peer's path socket the request
+ * left from, so both directions of an exchange pin the same path pair.
+ *
+ * Send: packet p leaves through socket p->path % num_paths to p->addr.
+ * Packets are grouped per socket (order kept within a socket) into
+ * sendmmsg batches; consecutive packets of one socket with the same
+ * destination, ECN codepoint and size go out as one UDP GSO super-datagram
+ * (the last segment may be shorter). Packets larger than the MTU are
+ * refused: the call stops there (UB_ELENGTH if the first is too big).
+ *
+ * Receive: recvmmsg straight into pool buffers, or, with UDP GRO, into
+ * device staging buffers split by the segment size into pool buffers.
+ * Sockets are drained round-robin. An empty pool stops the call (counted;
+ * the data stays in the kernel, or in staging with GRO). Datagrams larger
+ * than a pool buffer are dropped and counted.
+ *
+ * ECN: every socket sends ECT(0) by default (IP_TOS / IPV6_TCLASS set once
+ * per socket, so the common case needs no cmsg and GSO stays possible); a
+ * packet whose ecn is non-zero and differs gets a per-packet TOS/TCLASS
+ * cmsg. Received TOS / traffic class fills pkt->ecn, so CE reaches the
+ * engine.
+ *
+ * fd() is one epoll fd holding every path socket (level triggered).
+ * Single-threaded like the engine driving it; no allocation after open.
+ */
+#ifndef UB_DEV_UDP_H
+#define UB_DEV_UDP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/addr.h"
+#include "dev/dev.h"
+
+#define UB_UDP_MAX_PATHS       64
+#define UB_UDP_DEFAULT_PATHS   8
+#define UB_UDP_DEFAULT_MTU     1452 /* one 1500-byte Ethernet frame, IPv4 or IPv6 */
+#define UB_UDP_MIN_MTU         64
+#define UB_UDP_MAX_MTU         65507 /* largest IPv4 UDP payload */
+#define UB_UDP_DEFAULT_SOCKBUF (4u << 20)
+#define UB_UDP_MAX_SOCKBUF     (1u << 30)
+#define UB_UDP_BATCH           64 /* messages per sendmmsg / recvmmsg */
+#define UB_UDP_SPEC_MAX        256
+
+/*
+ * Zero fields take the defaults. local: family UB_AF_INET or UB_AF_INET6,
+ * ip (and scope_id), port = base port of path 0 (0: ephemeral ports).
+ */
+struct ub__udp_cfg {
+    struct ub__addr local;
+    uint32_t num_paths; /* 1..UB_UDP_MAX_PATHS; 0: 8 */
+    uint32_t mtu;       /* largest datagram send accepts; 0: UB_UDP_DEFAULT_MTU */
+    uint32_t rcvbuf;    /* SO_RCVBUF per socket, bytes; 0: UB_UDP_DEFAULT_SOCKBUF */
+    uint32_t sndbuf;    /* SO_SNDBUF per socket, bytes; 0: UB_UDP_DEFAULT_SOCKBUF */
+    uint8_t dscp;       /* DSCP in the TOS / traffic class (0..63) */
+    bool no_gso;        /* never use UDP GSO on send */
+    bool no_gro;        /* never enable UDP GRO on receive */
+    bool no_ecn;        /* send Not-ECT by default instead of ECT(0) */
+};
+
+/*
+ * Parses "[udp:]IP:PORT[?key=value&...]" into cfg (zeroed first). IP is a
+ * dotted IPv4 address or a bracketed IPv6 one ("[::1]", "[fe80::1%eth0]").
+ * PORT is the base port, 0 for ephemeral. Keys: paths, mtu, rcvbuf,
+ * sndbuf, dscp, gso=0|1, gro=0|1, ecn=0|1. UB_EINVAL for anything else,
+ * out of range or longer than UB_UDP_SPEC_MAX.
+ */
+int ub__udp_cfg_parse(const char *spec, struct ub__udp_cfg *cfg);
+
+/*
+ * Opens the device. UB_EINVAL for a bad cfg, UB_ERANGE when base + paths
+ * passes 65535, UB_EBUSY when a path's port is already taken, UB_EACCESS
+ * for a privileged port, UB_ENOTSUP when the family is unavailable, UB_EIO
+ * for other socket errors. Nothing is left open on failure.
+ */
+int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out);
+
+struct ub__udp_path_stats {
+    uint64_t tx_pkts, tx_bytes;
+    uint64_t rx_pkts, rx_bytes;
+};
+
+struct ub__udp_stats {
+    uint64_t tx_pkts, tx_bytes; /* handed to the kernel */
+    uint64_t tx_batches;        /* sendmmsg calls that sent something */
+    uint64_t tx_gso_msgs;       /* super-datagrams (two segments or more) */
+    uint64_t tx_gso_segs;       /* packets carried in them */
+    uint64_t tx_gso_fallbacks;  /* GSO switched off after the kernel refused a super-datagram */
+    uint64_t tx_too_big;        /* send calls stopped at a packet larger than the MTU */
+    uint64_t tx_full;           /* socket send buffer full (EAGAIN, ENOBUFS): socket skipped */
+    uint64_t tx_full_dropped;   /* accepted packets dropped because their socket was full */
+    uint64_t tx_bad_addr;       /* accepted packets dropped: address not of the device's family */
+    /* Send errors by class; each drops the packets of the refused message. */
+    uint64_t tx_err_msgsize; /* EMSGSIZE */
+    uint64_t tx_err_unreach; /* ENETUNREACH, EHOSTUNREACH, ECONNREFUSED, EADDRNOTAVAIL, ... */
+    uint64_t tx_err_perm;    /* EPERM, EACCES (firewall) */
+    uint64_t tx_err_inval;   /* EINVAL */
+    uint64_t tx_err_other;
+    uint64_t tx_err_dropped; /* packets dropped by those errors */
+
+    uint64_t rx_pkts, rx_bytes; /* handed to the caller */
+    uint64_t rx_batches;        /* recvmmsg calls that returned something */
+    uint64_t rx_gro_msgs;       /* coalesced receives split into packets */
+    uint64_t rx_gro_segs;       /* packets they held */
+    uint64_t rx_truncated;      /* datagrams (or GRO segments) larger than a pool buffer: dropped */
+    uint64_t rx_pool_empty;     /* recv calls stopped by an empty pool */
+    uint64_t rx_kernel_drops;   /* datagrams the kernel dropped (socket buffer full, SO_RXQ_OVFL) */
+    uint64_t rx_ce;             /* packets received with CE */
+    uint64_t rx_errors;         /* recvmmsg errors other than EAGAIN */
+
+    bool gso, gro;           /* offloads in use now */
+    uint32_t num_paths, mtu; /* as configured */
+    uint32_t rcvbuf, sndbuf; /* what the kernel granted (path 0, as getsockopt reports it) */
+    struct ub__udp_path_stats path[UB_UDP_MAX_PATHS];
+};
+
+/* Copies dev's counters. UB_EINVAL when dev is not a UDP device. */
+int ub__udp_stats(const struct ub__dev *dev, struct ub__udp_stats *out);
+
+/* The local address of path i's socket. UB_EINVAL when not a UDP device, UB_ERANGE for i. */
+int ub__udp_path_addr(const struct ub__dev *dev, uint32_t path, struct ub__addr *out);
+
+#endif
