@@ -1,0 +1,23 @@
+/* Workloads: they add flows to a simulation before ub_sim_start. */
+#ifndef UB_SIM_WORKLOAD_H
+#define UB_SIM_WORKLOAD_H
+
+#include <stdio.h>
+
+#include "sim/sim.h"
+
+/* Every host sends `size` bytes to another; a random derangement from the sim's seed. */
+int ub_sim_wl_permutation(struct ub_sim *sim, uint64_t size, uint64_t start);
+/* n senders (the hosts after dst, wrapping) each send `size` bytes to dst. */
+int ub_sim_wl_incast(struct ub_sim *sim, uint32_t n, uint32_t dst, uint64_t size, uint64_t start);
+
+/*
+ * htsim's connection matrix: "Nodes N", "Connections M", then one line per
+ * flow "src->dst [id K] start T size S [prio P]", T in microseconds (decimal
+ * fractions kept to the picosecond), S in bytes; '#' lines are comments.
+ * Triggers and failures are not supported yet (UB_ENOTSUP). On a parse
+ * error, *line gets the offending line number.
+ */
+int ub_sim_wl_load_cm(struct ub_sim *sim, FILE *f, uint32_t *line);
+
+#endif
