@@ -54,6 +54,7 @@ struct ub__pkt *ub__pkt_alloc(struct ub__pktpool *pool)
     p->len = 0;
     p->refcnt = 1;
     p->ts = 0;
+    p->tag = 0;
     memset(&p->addr, 0, sizeof(p->addr));
     p->path = 0;
     p->ecn = 0;
@@ -107,6 +108,7 @@ struct ub__pkt *ub__pkt_clone(const struct ub__pkt *p)
     memcpy(c->data, p->data, p->len);
     c->len = p->len;
     c->ts = p->ts;
+    c->tag = p->tag;
     c->addr = p->addr;
     c->path = p->path;
     c->ecn = p->ecn;

@@ -22,6 +22,7 @@ struct ub__pkt {
     uint32_t len;  /* valid bytes from data */
     uint32_t refcnt;
     uint64_t ts;          /* time of receipt or of (re)transmission, ns */
+    uint64_t tag;         /* the current owner's scratch word (e.g. a completion cookie) */
     struct ub__addr addr; /* peer: source on receive, destination on send */
     uint16_t path;        /* entropy value: the path (UDP source port index) */
     uint8_t ecn;          /* IP ECN codepoint: 0 not-ECT, 1 ECT(1), 2 ECT(0), 3 CE */

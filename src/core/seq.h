@@ -24,6 +24,13 @@ static inline bool ub__seq_le(uint32_t a, uint32_t b)
     return ub__seq_diff(a, b) <= 0;
 }
 
+/* base + off in sequence space (off may be negative). */
+static inline uint32_t ub__seq_add(uint32_t base, int32_t off)
+{
+    uint32_t u = (uint32_t)off;
+    return base + u;
+}
+
 static inline uint32_t ub__seq_max(uint32_t a, uint32_t b)
 {
     return ub__seq_lt(a, b) ? b : a;

@@ -35,7 +35,13 @@ int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
     rc = ub__ring_init(&e->txq, e->cfg.txq_cap);
     if (rc)
         goto fail_ring;
+    e->cfg.pds.num_paths = e->cfg.pds.num_paths ? e->cfg.pds.num_paths : e->cfg.num_paths;
+    rc = ub__pds_create(&e->pds, &e->cfg.pds, &e->timers, &e->pool, &e->rng, e->cfg.log);
+    if (rc)
+        goto fail_pds;
     return 0;
+fail_pds:
+    ub__ring_fini(&e->txq);
 fail_ring:
     ub__pktpool_fini(&e->pool);
 fail_pool:
@@ -45,6 +51,7 @@ fail_pool:
 
 void ub__engine_fini(struct ub__engine *e)
 {
+    ub__pds_destroy(e->pds, 0);
     struct ub__pkt *p;
     while ((p = ub__ring_pop(&e->txq)) != NULL)
         ub__pkt_free(p);
@@ -85,7 +92,7 @@ static void deliver_dgram(struct ub__engine *e, const struct ub__pkt *p,
     e->up->dgram(e->up_arg, &in, now);
 }
 
-static void input_one(struct ub__engine *e, const struct ub__pkt *p, uint64_t now)
+static void input_one(struct ub__engine *e, struct ub__pkt *p, uint64_t now)
 {
     struct ub__wire_dgram d;
     e->stats.rx_pkts++;
@@ -97,14 +104,14 @@ static void input_one(struct ub__engine *e, const struct ub__pkt *p, uint64_t no
                ub_strerror(rc));
         return;
     }
-    switch (d.pds.type) {
-    case UB_PDS_TYPE_UUD_REQ:
-        deliver_dgram(e, p, &d, now);
-        break;
-    default:
-        e->stats.rx_unsupported++;
-        break;
+    if (ub__pds_input(e->pds, p, &d, now)) {
+        e->stats.rx_delivered++;
+        return;
     }
+    if (d.pds.type == UB_PDS_TYPE_UUD_REQ)
+        deliver_dgram(e, p, &d, now);
+    else
+        e->stats.rx_unsupported++;
 }
 
 void ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n, uint64_t now)
@@ -118,15 +125,15 @@ void ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_
 uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t max, uint64_t now)
 {
     uint32_t n = 0;
-    while (n < max) {
-        struct ub__pkt *p = ub__ring_pop(&e->txq);
-        if (!p)
-            break;
-        p->ts = now;
-        e->stats.tx_pkts++;
-        e->stats.tx_bytes += p->len;
+    struct ub__pkt *p;
+    while (n < max && (p = ub__ring_pop(&e->txq)) != NULL)
         pkts[n++] = p;
+    n += ub__pds_pull(e->pds, pkts + n, max - n, now);
+    for (uint32_t i = 0; i < n; i++) {
+        pkts[i]->ts = now;
+        e->stats.tx_bytes += pkts[i]->len;
     }
+    e->stats.tx_pkts += n;
     return n;
 }
 

@@ -15,10 +15,10 @@
  * randomness comes from the engine's rng, seeded from the configuration.
  * Equal seeds and equal inputs give equal outputs, byte for byte.
  *
- * The services above the delivery layers plug in through upcalls. The first
- * service is the unreliable datagram (PDS UUD + SES DGRAM_SEND), which the
- * self-test and the device tests use; the reliable modes and the URMA
- * semantics stack on the same boundary.
+ * Reliable delivery is the PDS layer (e->pds: RUD, ROD, RUDI, UUD), which
+ * the transaction layer drives. Besides it the engine offers a bare
+ * unreliable datagram (PDS UUD + SES DGRAM_SEND, no extension header) that
+ * the self-test and the device tests use.
  */
 #ifndef UB_ENGINE_ENGINE_H
 #define UB_ENGINE_ENGINE_H
@@ -31,6 +31,7 @@
 #include "core/rand.h"
 #include "core/ring.h"
 #include "core/timer.h"
+#include "pds/pds.h"
 
 /* Zero fields take the defaults below. */
 struct ub__engine_cfg {
@@ -41,6 +42,7 @@ struct ub__engine_cfg {
     uint32_t txq_cap;          /* datagrams waiting for the driver */
     uint32_t job_id;           /* SES job id stamped on outgoing requests (24 bits) */
     const struct ub__log *log; /* may be NULL */
+    struct ub__pds_cfg pds;    /* packet delivery; zero fields take its defaults */
 };
 
 #define UB_ENGINE_DEFAULT_MTU   4096
@@ -85,6 +87,7 @@ struct ub__engine {
     struct ub__engine_stats stats;
     const struct ub__engine_upcalls *up;
     void *up_arg;
+    struct ub__pds *pds; /* reliable delivery (and PDS-level UUD) */
 };
 
 int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg);
@@ -98,10 +101,10 @@ uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t
 uint64_t ub__engine_next_deadline(const struct ub__engine *e);
 void ub__engine_expire(struct ub__engine *e, uint64_t now);
 
-/* Datagrams waiting for ub__engine_output. */
-static inline uint32_t ub__engine_pending(const struct ub__engine *e)
+/* Whether ub__engine_output has something to hand out now. */
+static inline bool ub__engine_pending(const struct ub__engine *e)
 {
-    return ub__ring_count(&e->txq);
+    return ub__ring_count(&e->txq) || ub__pds_has_output(e->pds);
 }
 
 /*

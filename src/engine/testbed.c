@@ -89,8 +89,11 @@ bool ub__testbed_run(struct ub__testbed *tb, uint64_t until, uint64_t max_steps)
         uint64_t t = next_event(tb);
         if (t == UB_TIME_NEVER)
             return true;
-        if (t > until)
+        if (t > until) {
+            if (until != UB_TIME_NEVER && until > tb->now)
+                tb->now = until; /* nothing happens before then: the clock moves anyway */
             return false;
+        }
         if (t > tb->now)
             tb->now = t;
         ub__testbed_step(tb);

@@ -40,8 +40,9 @@ int ub__testbed_step(struct ub__testbed *tb);
 
 /*
  * Steps and jumps time until nothing is left to do (no packet pending
- * anywhere, no timer armed) or the next event lies past `until`, or
- * max_steps rounds ran. Returns true when it stopped because it was idle.
+ * anywhere, no timer armed), or the next event lies past `until` (the clock
+ * then stands at `until`), or max_steps rounds ran. Returns true when it
+ * stopped because it was idle.
  */
 bool ub__testbed_run(struct ub__testbed *tb, uint64_t until, uint64_t max_steps);
 

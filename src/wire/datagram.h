@@ -42,7 +42,7 @@ struct ub__wire_dgram {
     size_t icv_off; /* with has_tss: len - 16 */
     /* PDS */
     size_t pds_off, pds_len;
-    struct ub__pds pds;
+    struct ub__pds_hdr pds;
     /* softub extension */
     bool has_ext;
     size_t ext_off, ext_len;

@@ -501,7 +501,7 @@ size_t ub__pds_hdr_size(uint8_t type, uint8_t flags)
     }
 }
 
-int ub__pds_decode(struct ub__pds *h, struct ub__rcur *r)
+int ub__pds_decode(struct ub__pds_hdr *h, struct ub__rcur *r)
 {
     const uint8_t *p = ub__rcur_peek(r, UB_PDS_PROLOGUE_SIZE);
     if (!p) {
@@ -534,7 +534,7 @@ int ub__pds_decode(struct ub__pds *h, struct ub__rcur *r)
     }
 }
 
-int ub__pds_encode(const struct ub__pds *h, struct ub__wcur *w)
+int ub__pds_encode(const struct ub__pds_hdr *h, struct ub__wcur *w)
 {
     switch (h->type) {
     case UB_PDS_TYPE_RUD_REQ:
@@ -561,7 +561,7 @@ int ub__pds_encode(const struct ub__pds *h, struct ub__wcur *w)
     }
 }
 
-uint8_t ub__pds_next_hdr(const struct ub__pds *h)
+uint8_t ub__pds_next_hdr(const struct ub__pds_hdr *h)
 {
     switch (h->type) {
     case UB_PDS_TYPE_RUD_REQ:

@@ -261,7 +261,7 @@ struct ub__pds_ctrl {
 };
 
 /* Any PDS header, tagged by its prologue type. */
-struct ub__pds {
+struct ub__pds_hdr {
     uint8_t type; /* UB_PDS_TYPE_*; selects the union member */
     union {
         struct ub__pds_req req;   /* RUD/ROD (+CC) */
@@ -290,11 +290,11 @@ int ub__pds_ctrl_encode(const struct ub__pds_ctrl *h, struct ub__wcur *w);
 int ub__pds_ctrl_decode(struct ub__pds_ctrl *h, struct ub__rcur *r);
 
 /* Peeks the prologue type and decodes the matching variant. */
-int ub__pds_decode(struct ub__pds *h, struct ub__rcur *r);
-int ub__pds_encode(const struct ub__pds *h, struct ub__wcur *w);
+int ub__pds_decode(struct ub__pds_hdr *h, struct ub__rcur *r);
+int ub__pds_encode(const struct ub__pds_hdr *h, struct ub__wcur *w);
 
 /* The next header of a decoded PDS header; UB_PDS_NH_NONE for CTRL. */
-uint8_t ub__pds_next_hdr(const struct ub__pds *h);
+uint8_t ub__pds_next_hdr(const struct ub__pds_hdr *h);
 
 /* Encoded size of a header of this type (with these flags), 0 for a reserved type. */
 size_t ub__pds_hdr_size(uint8_t type, uint8_t flags);

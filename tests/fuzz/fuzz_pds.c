@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct ub__rcur r;
-    struct ub__pds h;
+    struct ub__pds_hdr h;
     ub__rcur_init(&r, data, size);
     int rc = ub__pds_decode(&h, &r);
     CHECK(rc == 0 || rc == UB_ETRUNC || rc == UB_EBADMSG);
@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = UB_PDS_MAX_SIZE; i < sizeof(out); i++)
         CHECK(out[i] == 0xa5);
 
-    struct ub__pds h2;
+    struct ub__pds_hdr h2;
     ub__rcur_init(&r, out, n);
     CHECK(ub__pds_decode(&h2, &r) == 0 && ub__rcur_offset(&r) == n);
     CHECK(h2.type == h.type && ub__pds_next_hdr(&h2) == ub__pds_next_hdr(&h));

@@ -139,20 +139,36 @@ static void test_malformed_and_unsupported(void **state)
     assert_int_equal(e.stats.rx_pkts, 1000);
     assert_int_equal(e.stats.rx_malformed, 1000);
 
-    /* A well-formed NACK: parsed, but no reliable delivery serves it here. */
+    /* A well-formed NACK for a context nobody has: PDS takes it, counts it, nothing moves. */
     struct ub__wire_dgram dg;
     memset(&dg, 0, sizeof(dg));
     dg.pds.type = UB_PDS_TYPE_NACK;
     dg.pds.u.nack.type = UB_PDS_TYPE_NACK;
     dg.pds.u.nack.code = UB_PDS_NACK_NO_PDC;
+    dg.pds.u.nack.dpdcid = 77;
     struct ub__pkt *p = ub__pkt_alloc(&e.pool);
     struct ub__wcur w;
     ub__wcur_init(&w, p->data, ub__pkt_tailroom(p));
     assert_int_equal(ub__wire_encode_headers(&dg, &w), 0);
     ub__pkt_put(p, (uint32_t)ub__wcur_offset(&w));
     ub__engine_input(&e, &p, 1, 0);
+    assert_int_equal(ub__pds_stats(e.pds)->nacks_rx, 1);
+    assert_int_equal(ub__pds_stats(e.pds)->rx_no_pdc, 1);
+    assert_false(ub__engine_pending(&e));
+
+    /* A bare datagram (no extension) with an opcode the datagram service does not serve. */
+    memset(&dg, 0, sizeof(dg));
+    dg.pds.type = UB_PDS_TYPE_UUD_REQ;
+    dg.pds.u.uud.next_hdr = UB_PDS_NH_REQ_STD;
+    dg.ses_kind = dg.ses.kind = UB_PDS_NH_REQ_STD;
+    dg.ses.u.std.opcode = UB_SES_OP_WRITE;
+    dg.ses.u.std.flags = UB_SES_F_SOM | UB_SES_F_EOM;
+    p = ub__pkt_alloc(&e.pool);
+    ub__wcur_init(&w, p->data, ub__pkt_tailroom(p));
+    assert_int_equal(ub__wire_encode_headers(&dg, &w), 0);
+    ub__pkt_put(p, (uint32_t)ub__wcur_offset(&w));
+    ub__engine_input(&e, &p, 1, 0);
     assert_int_equal(e.stats.rx_unsupported, 1);
-    assert_int_equal(e.stats.rx_delivered, 0);
     assert_int_equal(log->n, 0);
     assert_int_equal(e.pool.avail, e.pool.count); /* input consumed every reference */
     free(log);

@@ -16,14 +16,14 @@ WIRE_ADAPT(pds_uud, struct ub__pds_uud)
 WIRE_ADAPT(pds_ack, struct ub__pds_ack)
 WIRE_ADAPT(pds_nack, struct ub__pds_nack)
 WIRE_ADAPT(pds_ctrl, struct ub__pds_ctrl)
-WIRE_ADAPT(pds, struct ub__pds)
+WIRE_ADAPT(pds, struct ub__pds_hdr)
 
 /* Both the specific codec and the generic tagged one must produce the vector. */
 static void check_both(wire_enc_fn enc, wire_dec_fn dec, const void *h, size_t hsize,
                        const uint8_t *v, size_t n)
 {
     wire_check_vector(enc, dec, h, hsize, v, n);
-    struct ub__pds any;
+    struct ub__pds_hdr any;
     assert_int_equal(wire_decode_exact(pds_dec, &any, v, n, NULL), 0);
     wire_check_vector(pds_enc, pds_dec, &any, sizeof(any), v, n);
     assert_int_equal(ub__pds_hdr_size(any.type, (uint8_t)(v[1] & 0x7f)), n);
@@ -520,7 +520,7 @@ static void test_generic_reserved_types(void **state)
     }
     wire_check_decode_fails(pds_dec, (const uint8_t *)"\x11", 1, UB_ETRUNC);
     wire_check_decode_fails(pds_dec, (const uint8_t *)"", 0, UB_ETRUNC);
-    struct ub__pds h;
+    struct ub__pds_hdr h;
     memset(&h, 0, sizeof(h));
     h.type = UB_PDS_TYPE_RUD_REQ; /* union member's own type disagrees */
     h.u.req.type = UB_PDS_TYPE_ROD_REQ;

@@ -1,0 +1,353 @@
+/* PDS instance: configuration, context tables, input dispatch, output scheduling. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <softub/errors.h>
+#include "core/clock.h"
+#include "pds/pds_int.h"
+
+static void set_defaults(struct ub__pds_cfg *c)
+{
+#define DEF(f, v) \
+    if (!c->f)    \
+    c->f = (v)
+    DEF(max_pdcs, UB_PDS_DEFAULT_MAX_PDCS);
+    DEF(window, UB_PDS_DEFAULT_WINDOW);
+    DEF(mp_range, UB_PDS_DEFAULT_MP_RANGE);
+    DEF(ack_every, UB_PDS_DEFAULT_ACK_EVERY);
+    DEF(ack_delay_ns, UB_PDS_DEFAULT_ACK_DELAY_NS);
+    DEF(rto_init_ns, UB_PDS_DEFAULT_RTO_INIT_NS);
+    DEF(rto_min_ns, UB_PDS_DEFAULT_RTO_MIN_NS);
+    DEF(rto_max_ns, UB_PDS_DEFAULT_RTO_MAX_NS);
+    DEF(ooo_threshold, UB_PDS_DEFAULT_OOO_THRESHOLD);
+    DEF(max_retries, UB_PDS_DEFAULT_MAX_RETRIES);
+    DEF(idle_close_ns, UB_PDS_DEFAULT_IDLE_CLOSE_NS);
+    DEF(num_paths, 1);
+#undef DEF
+    if (!c->quarantine_ns) /* outlive every retransmission of the closed PDC */
+        c->quarantine_ns = c->rto_max_ns * (c->max_retries + 2);
+    if (c->retx[UB_PDS_RUD] == UB_PDS_RETX_DEFAULT)
+        c->retx[UB_PDS_RUD] = UB_PDS_RETX_SEL_FAST;
+    if (c->retx[UB_PDS_RUDI] == UB_PDS_RETX_DEFAULT)
+        c->retx[UB_PDS_RUDI] = UB_PDS_RETX_SEL_FAST;
+    if (c->retx[UB_PDS_ROD] == UB_PDS_RETX_DEFAULT)
+        c->retx[UB_PDS_ROD] = UB_PDS_RETX_GBN_FAST;
+}
+
+static int check_cfg(const struct ub__pds_cfg *c)
+{
+    if (c->mp_range % UB_PDS_MPR_UNIT || c->mp_range > 255u * UB_PDS_MPR_UNIT ||
+        (c->mp_range & (c->mp_range - 1)))
+        return UB_EINVAL;
+    if (c->window > UB_PDS_SYN_SPAN || c->max_pdcs > 60000 || c->rto_min_ns > c->rto_max_ns ||
+        c->num_paths > 65535)
+        return UB_EINVAL;
+    for (int m = 0; m < UB_PDS_MODE_COUNT; m++)
+        if (c->retx[m] > UB_PDS_RETX_GBN_TIMEOUT)
+            return UB_EINVAL;
+    /* ROD's target accepts only the next PSN: selective repeat cannot work there. */
+    if (c->retx[UB_PDS_ROD] == UB_PDS_RETX_SEL_FAST ||
+        c->retx[UB_PDS_ROD] == UB_PDS_RETX_SEL_TIMEOUT)
+        return UB_EINVAL;
+    return 0;
+}
+
+int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct ub__timers *timers,
+                   struct ub__pktpool *pool, struct ub__rng *rng, const struct ub__log *log)
+{
+    struct ub__pds *pds = calloc(1, sizeof(*pds));
+    if (!pds)
+        return UB_ENOMEM;
+    pds->cfg = *cfg;
+    set_defaults(&pds->cfg);
+    int rc = check_cfg(&pds->cfg);
+    if (rc) {
+        free(pds);
+        return rc;
+    }
+    pds->timers = timers;
+    pds->pool = pool;
+    pds->log = log;
+    ub__rng_fork(&pds->rng, rng, 0x706473 /* "pds" */);
+    pds->incarnation = (uint32_t)ub__rng_next(&pds->rng) | 1u;
+    pds->next_ipdc_id = (uint16_t)ub__rng_next(&pds->rng);
+    pds->next_tpdc_id = (uint16_t)ub__rng_next(&pds->rng);
+    uint64_t hseed = ub__rng_next(&pds->rng);
+    uint32_t n = pds->cfg.max_pdcs;
+    if ((rc = ub__hmap_init(&pds->ipdc_by_peer, 16, n, hseed)) ||
+        (rc = ub__hmap_init(&pds->ipdc_by_id, 16, n, hseed + 1)) ||
+        (rc = ub__hmap_init(&pds->tpdc_by_key, 16, n, hseed + 2)) ||
+        (rc = ub__hmap_init(&pds->tpdc_by_id, 16, n, hseed + 3)) ||
+        (rc = ub__hmap_init(&pds->graves, 16, 0, hseed + 4)) ||
+        (rc = ub__ring_init(&pds->ctlq, UB_PDS_CTLQ))) {
+        ub__pds_destroy(pds, 0);
+        return rc;
+    }
+    ub__list_init(&pds->ready);
+    ub__list_init(&pds->tpdc_lru);
+    ub__list_init(&pds->grave_list);
+    *out = pds;
+    return 0;
+}
+
+void ub__pds_destroy(struct ub__pds *pds, uint64_t now)
+{
+    uint64_t k;
+    void *v;
+    /* Freeing edits the maps: restart the scan after each removal. */
+    while (pds->ipdc_by_id.slots && ub__hmap_next(&pds->ipdc_by_id, 0, &k, &v))
+        ub__pds_ipdc_free(v, UB_EFLUSHED, now);
+    while (pds->tpdc_by_id.slots && ub__hmap_next(&pds->tpdc_by_id, 0, &k, &v))
+        ub__pds_tpdc_free(v, false, now);
+    if (pds->graves.slots)
+        ub__pds_graves_expire(pds, UB_TIME_NEVER);
+    struct ub__pkt *p;
+    if (pds->ctlq.items)
+        while ((p = ub__ring_pop(&pds->ctlq)) != NULL)
+            ub__pkt_free(p);
+    ub__ring_fini(&pds->ctlq);
+    ub__hmap_fini(&pds->ipdc_by_peer);
+    ub__hmap_fini(&pds->ipdc_by_id);
+    ub__hmap_fini(&pds->tpdc_by_key);
+    ub__hmap_fini(&pds->tpdc_by_id);
+    ub__hmap_fini(&pds->graves);
+    free(pds);
+}
+
+void ub__pds_set_upcalls(struct ub__pds *pds, const struct ub__pds_upcalls *up, void *arg)
+{
+    pds->up = up;
+    pds->up_arg = arg;
+}
+
+uint32_t ub__pds_incarnation(const struct ub__pds *pds)
+{
+    return pds->incarnation;
+}
+
+const struct ub__pds_stats *ub__pds_stats(const struct ub__pds *pds)
+{
+    return &pds->st;
+}
+
+uint32_t ub__pds_ipdc_count(const struct ub__pds *pds)
+{
+    return pds->ipdc_by_id.count;
+}
+
+uint32_t ub__pds_tpdc_count(const struct ub__pds *pds)
+{
+    return pds->tpdc_by_id.count;
+}
+
+/* The part of an address that names the host, not the path: UDP paths differ only in port. */
+uint64_t ub__pds_host_key(const struct ub__addr *a)
+{
+    struct ub__addr h = *a;
+    if (h.family == UB_AF_INET || h.family == UB_AF_INET6)
+        h.port = 0;
+    return ub__addr_hash(&h, 0x686f7374);
+}
+
+struct ub__pkt *ub__pds_alloc(struct ub__pds *pds)
+{
+    struct ub__pkt *p = ub__pkt_alloc(pds->pool);
+    if (!p)
+        pds->st.nobufs++;
+    return p;
+}
+
+void ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p)
+{
+    /* A full control queue drops, like a full NIC ring: the ACK timer or an RTO repairs it. */
+    if (!ub__ring_push(&pds->ctlq, p))
+        ub__pkt_free(p);
+}
+
+/* Encodes d's headers at the front of p (prepending into headroom when p holds a payload). */
+int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d)
+{
+    (void)pds;
+    uint8_t hdr[UB_PDS_MAX_SIZE + UB_EXT_SIZE + UB_SES_MAX_SIZE];
+    struct ub__wcur w;
+    ub__wcur_init(&w, hdr, sizeof(hdr));
+    int rc = ub__wire_encode_headers(d, &w);
+    if (rc)
+        return rc;
+    uint32_t n = (uint32_t)ub__wcur_offset(&w);
+    uint8_t *at = ub__pkt_push(p, n);
+    if (!at)
+        return UB_ENOBUFS;
+    memcpy(at, hdr, n);
+    return 0;
+}
+
+void ub__pds_mark_ready(struct ub__pds_ipdc *c)
+{
+    if (!c->on_ready && ub__pds_ipdc_can_send(c)) {
+        ub__list_push_back(&c->pds->ready, &c->ready);
+        c->on_ready = true;
+    }
+}
+
+int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pkt *pkt,
+                 uint64_t now)
+{
+    if (tx->mode >= UB_PDS_MODE_COUNT || tx->ses_kind > UB_PDS_NH_RSP_DATA_SMALL)
+        return UB_EINVAL;
+    /* The extension goes on now: it does not depend on the PSN. */
+    struct ub__ext ext = tx->ext;
+    ext.version = UB_EXT_VERSION;
+    ext.next_hdr = tx->ses_kind;
+    ext.incarnation = pds->incarnation;
+    ext.tail = NULL;
+    ext.tail_len = 0;
+    uint8_t *at = ub__pkt_push(pkt, UB_EXT_SIZE);
+    if (!at)
+        return UB_ENOBUFS;
+    struct ub__wcur w;
+    ub__wcur_init(&w, at, UB_EXT_SIZE);
+    int rc = ub__ext_encode(&ext, &w);
+    if (rc) {
+        ub__pkt_pull(pkt, UB_EXT_SIZE);
+        return rc;
+    }
+    if (tx->mode == UB_PDS_UUD) {
+        /* Unreliable: no context, no PSN, straight to the wire. */
+        struct ub__wire_dgram d;
+        memset(&d, 0, sizeof(d));
+        d.pds.type = UB_PDS_TYPE_UUD_REQ;
+        d.pds.u.uud.next_hdr = UB_PDS_NH_SOFTUB_EXT;
+        uint8_t hdr[UB_PDS_UUD_SIZE];
+        ub__wcur_init(&w, hdr, sizeof(hdr));
+        if ((rc = ub__pds_encode(&d.pds, &w)) != 0 || !(at = ub__pkt_push(pkt, UB_PDS_UUD_SIZE))) {
+            ub__pkt_pull(pkt, UB_EXT_SIZE);
+            return rc ? rc : UB_ENOBUFS;
+        }
+        memcpy(at, hdr, sizeof(hdr));
+        pkt->addr = *tx->dst;
+        pkt->path = (uint16_t)(ub__rng_next(&pds->rng) % pds->cfg.num_paths);
+        if (ub__ring_full(&pds->ctlq)) {
+            ub__pkt_pull(pkt, UB_PDS_UUD_SIZE + UB_EXT_SIZE);
+            return UB_EFULL;
+        }
+        pds->st.tx_pkts++;
+        pds->st.tx_bytes += pkt->len;
+        ub__pds_ctl_push(pds, pkt);
+        return 0;
+    }
+    struct ub__pds_ipdc *c = ub__pds_ipdc_get(pds, tx->dst, tx->mode, now, &rc);
+    if (!c || c->qlen >= UB_PDS_DEFAULT_QUEUE) {
+        ub__pkt_pull(pkt, UB_EXT_SIZE);
+        return c ? UB_EFULL : rc;
+    }
+    pkt->tag = tx->cookie;
+    pkt->flags = tx->ack_req ? 1 : 0;
+    pkt->next = NULL;
+    if (c->q_tail)
+        c->q_tail->next = pkt;
+    else
+        c->q_head = pkt;
+    c->q_tail = pkt;
+    c->qlen++;
+    ub__pds_mark_ready(c);
+    return 0;
+}
+
+static void deliver_uud(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d,
+                        uint64_t now)
+{
+    struct ub__pds_rx rx = {
+        .src = &p->addr,
+        .incarnation = d->has_ext ? d->ext.incarnation : 0,
+        .mode = UB_PDS_UUD,
+        .path = p->path,
+        .ecn = p->ecn,
+        .hdr = d,
+        .payload = p->data + d->payload_off,
+        .payload_len = (uint32_t)d->payload_len,
+    };
+    pds->st.rx_pkts++;
+    if (pds->up && pds->up->deliver)
+        pds->up->deliver(pds->up_arg, &rx, now);
+}
+
+int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wire_dgram *d,
+                  uint64_t now)
+{
+    switch (d->pds.type) {
+    case UB_PDS_TYPE_RUD_REQ:
+    case UB_PDS_TYPE_ROD_REQ:
+    case UB_PDS_TYPE_RUD_CC_REQ:
+    case UB_PDS_TYPE_ROD_CC_REQ:
+        if (!d->has_ext) /* softub's requests always say who sent them (incarnation) */
+            break;
+        ub__pds_on_req(pds, pkt, d, now);
+        return 1;
+    case UB_PDS_TYPE_RUDI_REQ:
+        if (!d->has_ext)
+            break;
+        ub__pds_on_rudi_req(pds, pkt, d, now);
+        return 1;
+    case UB_PDS_TYPE_RUDI_RESP:
+        ub__pds_on_rudi_resp(pds, pkt, &d->pds.u.rudi, now);
+        return 1;
+    case UB_PDS_TYPE_UUD_REQ:
+        if (!d->has_ext) /* the engine's own datagram service */
+            return 0;
+        deliver_uud(pds, pkt, d, now);
+        return 1;
+    case UB_PDS_TYPE_ACK:
+    case UB_PDS_TYPE_ACK_CC:
+    case UB_PDS_TYPE_ACK_CCX:
+        pds->st.acks_rx++;
+        ub__pds_on_ack(pds, pkt, &d->pds.u.ack, now);
+        return 1;
+    case UB_PDS_TYPE_NACK:
+    case UB_PDS_TYPE_NACK_CCX:
+        pds->st.nacks_rx++;
+        pds->st.nacks_by_code[d->pds.u.nack.code & 31]++;
+        ub__pds_on_nack(pds, &d->pds.u.nack, now);
+        return 1;
+    case UB_PDS_TYPE_CTRL:
+        pds->st.ctrl_rx++;
+        ub__pds_on_ctrl(pds, pkt, d, now);
+        return 1;
+    default:
+        break;
+    }
+    pds->st.rx_malformed++;
+    return 1;
+}
+
+bool ub__pds_has_output(const struct ub__pds *pds)
+{
+    return ub__ring_count(&pds->ctlq) || !ub__list_empty(&pds->ready);
+}
+
+uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now)
+{
+    uint32_t n = 0;
+    struct ub__pkt *p;
+    while (n < max && (p = ub__ring_pop(&pds->ctlq)) != NULL)
+        pkts[n++] = p;
+    /* Round robin over the PDCs with work, a burst each, so one busy peer cannot starve others. */
+    while (n < max && !ub__list_empty(&pds->ready)) {
+        struct ub__list *l = ub__list_pop_front(&pds->ready);
+        struct ub__pds_ipdc *c = UB_CONTAINER_OF(l, struct ub__pds_ipdc, ready);
+        c->on_ready = false;
+        uint32_t room = UB_MIN(max - n, (uint32_t)UB_PDS_BURST);
+        n += ub__pds_ipdc_emit(c, pkts + n, room, now);
+        ub__pds_mark_ready(c);
+    }
+    return n;
+}
+
+uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
+{
+    uint64_t key = ub__addr_hash(dst, mode);
+    const struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_peer, key);
+    if (!c || !ub__addr_eq(&c->peer, dst))
+        return 0;
+    return c->qlen + (c->nxt - c->una);
+}

@@ -1,0 +1,164 @@
+/*
+ * PDS: the packet delivery sublayer. Its one job is that every packet of a
+ * transaction reaches the peer's transaction layer (exactly once for RUD and
+ * ROD, in PSN order for ROD), whatever the network does. It knows PSNs, not
+ * transactions: the layer above hands it packets (SES header + payload) and
+ * learns when each was acknowledged, or that it failed.
+ *
+ * Packet delivery contexts (PDCs) are ephemeral: the first packet to a peer
+ * carries SYN and opens the context at the target with no handshake round
+ * trip; the initiator sends at full window meanwhile. Contexts close when
+ * idle, are bounded in number, and carry the initiator's incarnation so a
+ * restarted peer is never mistaken for its earlier self.
+ *
+ * Sans-I/O like the rest of the engine: packets in through ub__pds_input,
+ * out through ub__pds_pull, time injected, timers on the engine's heap.
+ */
+#ifndef UB_PDS_PDS_H
+#define UB_PDS_PDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/addr.h"
+#include "core/hmap.h"
+#include "core/list.h"
+#include "core/log.h"
+#include "core/pktbuf.h"
+#include "core/rand.h"
+#include "core/ring.h"
+#include "core/timer.h"
+#include "wire/datagram.h"
+
+/* Delivery modes. */
+enum ub__pds_mode {
+    UB_PDS_RUD = 0,  /* reliable, unordered: the default, may be sprayed */
+    UB_PDS_ROD = 1,  /* reliable, ordered: one path, go-back-N */
+    UB_PDS_RUDI = 2, /* reliable for idempotent operations: no duplicate filtering */
+    UB_PDS_UUD = 3,  /* unreliable datagrams */
+    UB_PDS_MODE_COUNT
+};
+
+/* Retransmission: {go-back-N, selective} x {fast (NACK, SACK, EV), timeout only}. */
+enum ub__pds_retx {
+    UB_PDS_RETX_DEFAULT = 0, /* selective+fast for RUD/RUDI, go-back-N+fast for ROD */
+    UB_PDS_RETX_SEL_FAST,
+    UB_PDS_RETX_SEL_TIMEOUT,
+    UB_PDS_RETX_GBN_FAST,
+    UB_PDS_RETX_GBN_TIMEOUT,
+};
+
+/* Zero fields take the defaults in pds.c (UB_PDS_DEFAULT_*). */
+struct ub__pds_cfg {
+    uint32_t max_pdcs;     /* initiator and target contexts, each table */
+    uint32_t window;       /* packets in flight per PDC (until congestion control decides) */
+    uint32_t mp_range;     /* PSNs past the cumulative ACK the target can track (<= 65536) */
+    uint32_t ack_every;    /* ACK after this many packets ... */
+    uint64_t ack_delay_ns; /* ... or this long after the first unacknowledged one */
+    uint64_t rto_init_ns;  /* before an RTT sample */
+    uint64_t rto_min_ns, rto_max_ns;
+    uint32_t ooo_threshold; /* fast loss: this many later PSNs acknowledged */
+    uint32_t max_retries;   /* consecutive RTOs without progress before the PDC fails */
+    uint64_t idle_close_ns; /* an initiator closes a PDC idle this long */
+    uint64_t quarantine_ns; /* how long a closed PDC's identity is remembered */
+    enum ub__pds_retx retx[UB_PDS_MODE_COUNT];
+    bool ev_loss;       /* entropy-based loss detection (per-path order) */
+    bool probe;         /* tail-loss probes */
+    uint32_t num_paths; /* entropy values to spray RUD over */
+};
+
+/* Every event PDS counts. */
+struct ub__pds_stats {
+    uint64_t tx_pkts, tx_bytes; /* first transmissions of data packets */
+    uint64_t retx_pkts;         /* retransmissions */
+    uint64_t retx_rto, retx_fast, retx_nack, retx_probe;
+    uint64_t spurious_retx; /* retransmissions whose original had arrived (seen at target) */
+    uint64_t rx_pkts;       /* data packets delivered up */
+    uint64_t rx_dup;        /* duplicates dropped */
+    uint64_t rx_oow;        /* beyond MP_RANGE: dropped, NACKed */
+    uint64_t rx_ooo_rod;    /* ROD packets out of order: dropped, NACKed */
+    uint64_t rx_stale;      /* for a closed PDC or an earlier incarnation */
+    uint64_t rx_no_pdc;     /* for a PDC this side does not have */
+    uint64_t rx_malformed;  /* failed PDS-level checks */
+    uint64_t acks_tx, acks_rx, nacks_tx, nacks_rx, ctrl_tx, ctrl_rx;
+    uint64_t nacks_by_code[32];
+    uint64_t rto_fired, probes_sent;
+    uint64_t pdc_opened, pdc_accepted, pdc_closed, pdc_evicted, pdc_failed;
+    uint64_t tx_failed;  /* packets failed back to the layer above */
+    uint64_t table_full; /* PDCs refused: table full and nothing to evict */
+    uint64_t nobufs;     /* packets not made: pool empty */
+};
+
+/* A delivered packet, as the layer above sees it. Bytes valid during the upcall only. */
+struct ub__pds_rx {
+    const struct ub__addr *src;
+    uint32_t incarnation; /* the initiator's */
+    uint16_t pdc;         /* the target's PDC id (0 for UUD/RUDI) */
+    uint8_t mode;
+    uint16_t path;
+    uint8_t ecn;
+    uint32_t psn;
+    const struct ub__wire_dgram *hdr; /* the parsed headers (ext, SES) */
+    const uint8_t *payload;
+    uint32_t payload_len;
+};
+
+struct ub__pds_upcalls {
+    /* Target: a packet arrived (once for RUD/ROD, PSN order for ROD; RUDI may repeat). */
+    void (*deliver)(void *arg, const struct ub__pds_rx *rx, uint64_t now);
+    /* Initiator: the packet with this cookie reached the target. */
+    void (*acked)(void *arg, uint64_t cookie, uint64_t now);
+    /* Initiator: the packet with this cookie will never be acknowledged (UB_EUNREACH, ...). */
+    void (*failed)(void *arg, uint64_t cookie, int err, uint64_t now);
+};
+
+struct ub__pds;
+
+/* What the layer above asks to send: SES header + payload bytes, and how. */
+struct ub__pds_tx {
+    const struct ub__addr *dst;
+    uint8_t mode;       /* enum ub__pds_mode */
+    uint8_t ses_kind;   /* UB_PDS_NH_* of the SES header at the start of pkt */
+    bool ack_req;       /* ask the target to ACK at once (latency-sensitive last packet) */
+    struct ub__ext ext; /* order tag, stream; incarnation is filled in by PDS */
+    uint64_t cookie;    /* returned by acked/failed */
+};
+
+int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct ub__timers *timers,
+                   struct ub__pktpool *pool, struct ub__rng *rng, const struct ub__log *log);
+/* Frees every context; packets not yet acknowledged are failed with UB_EFLUSHED. */
+void ub__pds_destroy(struct ub__pds *pds, uint64_t now);
+
+void ub__pds_set_upcalls(struct ub__pds *pds, const struct ub__pds_upcalls *up, void *arg);
+
+/* The incarnation id this instance stamps on its packets. */
+uint32_t ub__pds_incarnation(const struct ub__pds *pds);
+
+/*
+ * Queues pkt (SES header + payload; headroom for the PDS and extension
+ * headers) for reliable delivery. PDS takes the reference. UB_EFULL when the
+ * context's queue is at its bound (back-pressure), UB_ENOBUFS, UB_EINVAL.
+ */
+int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pkt *pkt,
+                 uint64_t now);
+
+/* A received datagram whose headers parsed (d); returns 1 if PDS consumed it, 0 if not its. */
+int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wire_dgram *d,
+                  uint64_t now);
+
+/* Up to max packets to transmit now (ACKs and control first); the caller owns them. */
+uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now);
+
+/* Whether ub__pds_pull would return something now. */
+bool ub__pds_has_output(const struct ub__pds *pds);
+
+/* Packets queued or in flight towards dst in mode (0 if no context). */
+uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode);
+
+const struct ub__pds_stats *ub__pds_stats(const struct ub__pds *pds);
+
+/* Live contexts: initiator side and target side. */
+uint32_t ub__pds_ipdc_count(const struct ub__pds *pds);
+uint32_t ub__pds_tpdc_count(const struct ub__pds *pds);
+
+#endif

@@ -1,0 +1,168 @@
+/* PDS internals shared by pds.c (instance, tables, output), pds_tx.c (initiator) and pds_rx.c
+ * (target). */
+#ifndef UB_PDS_PDS_INT_H
+#define UB_PDS_PDS_INT_H
+
+#include "pds/pds.h"
+
+#define UB_PDS_DEFAULT_MAX_PDCS      4096
+#define UB_PDS_DEFAULT_WINDOW        256
+#define UB_PDS_DEFAULT_MP_RANGE      1024
+#define UB_PDS_DEFAULT_ACK_EVERY     4
+#define UB_PDS_DEFAULT_ACK_DELAY_NS  20000ull
+#define UB_PDS_DEFAULT_RTO_INIT_NS   1000000ull
+#define UB_PDS_DEFAULT_RTO_MIN_NS    200000ull
+#define UB_PDS_DEFAULT_RTO_MAX_NS    100000000ull
+#define UB_PDS_DEFAULT_OOO_THRESHOLD 8
+#define UB_PDS_DEFAULT_MAX_RETRIES   8
+#define UB_PDS_DEFAULT_IDLE_CLOSE_NS 100000000ull
+#define UB_PDS_DEFAULT_QUEUE         4096 /* packets waiting per initiator PDC */
+#define UB_PDS_MPR_UNIT              64   /* the ACK's 8-bit mpr counts PSNs in units of 64 */
+#define UB_PDS_SYN_SPAN              4096 /* a SYN's 12-bit psn_offset bounds the PSNs sent before the ACK */
+#define UB_PDS_CTLQ                  4096 /* ACKs, NACKs and control packets waiting to leave */
+#define UB_PDS_BURST                 16   /* packets one PDC may emit before the next gets a turn */
+
+/* Initiator PDC states. */
+enum { IPDC_SYN = 0, IPDC_EST, IPDC_CLOSING };
+
+/* Slot states. */
+enum { SLOT_FREE = 0, SLOT_INFLIGHT, SLOT_LOST, SLOT_ACKED };
+
+/* One PSN in flight at the initiator. The packet holds the full PDS header. */
+struct ub__pds_slot {
+    struct ub__pkt *pkt;
+    uint64_t sent_ns;  /* last transmission */
+    uint64_t first_ns; /* first transmission (RTT samples only from never-retransmitted) */
+    uint64_t txseq;    /* transmission order, for entropy-based loss detection */
+    uint16_t path;
+    uint8_t retx; /* retransmissions so far */
+    uint8_t state;
+    uint8_t ack_req;
+    uint8_t why; /* what declared it lost: WHY_* */
+};
+
+/* Why a slot is being retransmitted (for the counters). */
+enum { WHY_NONE = 0, WHY_RTO, WHY_FAST, WHY_NACK, WHY_PROBE };
+
+/* Initiator context: one per (peer, mode). */
+struct ub__pds_ipdc {
+    struct ub__list ready; /* on pds->ready when it has something to send */
+    struct ub__timer rto;  /* retransmission / probe timer */
+    struct ub__timer idle; /* closes the PDC when idle */
+    struct ub__pds *pds;
+    struct ub__addr peer;
+    uint64_t key; /* in pds->ipdc_by_peer */
+    uint16_t id;  /* our spdcid */
+    uint16_t tid; /* the target's pdcid, once an ACK told us */
+    uint8_t mode;
+    uint8_t state;
+    uint8_t retx_mode; /* UB_PDS_RETX_* resolved */
+    bool on_ready;
+    uint32_t start_psn;
+    uint32_t una;        /* lowest PSN not cumulatively acknowledged */
+    uint32_t nxt;        /* next new PSN */
+    uint32_t mpr;        /* PSNs past una the target can track */
+    uint32_t nlost;      /* slots in SLOT_LOST */
+    uint32_t lost_scan;  /* no LOST slot below this PSN */
+    uint32_t high_acked; /* highest PSN acknowledged (cumulatively or selectively) */
+    bool any_acked;
+    uint32_t retries; /* consecutive RTOs without progress */
+    uint64_t srtt, rttvar, rto_ns;
+    uint64_t txseq;
+    uint64_t last_progress;
+    uint64_t *path_acked_txseq;      /* per path: highest txseq acknowledged */
+    struct ub__pkt *q_head, *q_tail; /* waiting for a PSN, linked through pkt->next */
+    uint32_t qlen;
+    uint32_t wmask; /* slots: wmask + 1 entries, indexed by PSN */
+    struct ub__pds_slot *slots;
+    uint16_t next_path; /* spraying cursor; ROD's one path */
+    bool probed;        /* a tail-loss probe went out since the last progress */
+    uint32_t close_psn; /* CLOSING: the PSN of our CLOSE */
+};
+
+/* Target context: created by the first packet (SYN) of an initiator PDC. */
+struct ub__pds_tpdc {
+    struct ub__timer ack_timer;
+    struct ub__list lru; /* pds->tpdc_lru, least recently active first */
+    struct ub__pds *pds;
+    struct ub__addr peer; /* where ACKs go: the source of the latest packet */
+    uint64_t key;         /* in pds->tpdc_by_key: (host, incarnation, spdcid, mode) */
+    uint16_t id;          /* our pdcid */
+    uint16_t ispdcid;     /* the initiator's spdcid */
+    uint32_t incarnation;
+    uint8_t mode;
+    bool retx_seen; /* the packet that triggered the pending ACK was a retransmission */
+    bool close_req_sent;
+    uint16_t reply_path;
+    uint32_t last_nack_psn; /* ROD: the expected PSN we last NACKed, to avoid NACK storms */
+    bool nacked;
+    bool ecn_seen;
+    uint32_t rcv_nxt;  /* every PSN before it has arrived */
+    uint32_t last_psn; /* the PSN that triggers the next ACK */
+    uint32_t unacked;  /* packets since the last ACK */
+    uint32_t ooo_count;
+    uint64_t rcvd_bytes;
+    uint64_t last_active;
+    uint64_t *bits; /* mp_range bits: PSN p received, for rcv_nxt <= p < rcv_nxt + range */
+};
+
+/* A closed target PDC, remembered so that stale packets cannot reopen it. */
+struct ub__pds_grave {
+    uint64_t key;
+    uint32_t end_psn; /* first PSN the closed PDC never received */
+    uint64_t until;
+    struct ub__list link;
+};
+
+struct ub__pds {
+    struct ub__pds_cfg cfg;
+    struct ub__timers *timers;
+    struct ub__pktpool *pool;
+    struct ub__rng rng;
+    const struct ub__log *log;
+    const struct ub__pds_upcalls *up;
+    void *up_arg;
+    uint32_t incarnation;
+    struct ub__hmap ipdc_by_peer, ipdc_by_id;
+    struct ub__hmap tpdc_by_key, tpdc_by_id;
+    struct ub__hmap graves;
+    struct ub__list grave_list; /* oldest first */
+    struct ub__list tpdc_lru;
+    struct ub__list ready; /* initiator PDCs with packets to send */
+    struct ub__ring ctlq;  /* ACKs, NACKs, control, RUDI responses, UUD */
+    uint16_t next_ipdc_id, next_tpdc_id;
+    struct ub__pds_stats st;
+};
+
+/* pds.c */
+uint64_t ub__pds_host_key(const struct ub__addr *a);
+struct ub__pkt *ub__pds_alloc(struct ub__pds *pds);
+void ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p);
+int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d);
+void ub__pds_mark_ready(struct ub__pds_ipdc *c);
+
+/* pds_tx.c */
+struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
+                                      uint64_t now, int *err);
+void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now);
+uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32_t max,
+                           uint64_t now);
+bool ub__pds_ipdc_can_send(const struct ub__pds_ipdc *c);
+void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__pds_ack *a,
+                    uint64_t now);
+void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t now);
+void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
+                          const struct ub__pds_rudi *r, uint64_t now);
+void ub__pds_on_ctrl_close_req(struct ub__pds *pds, const struct ub__pds_ctrl *c, uint64_t now);
+
+/* pds_rx.c */
+void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d,
+                    uint64_t now);
+void ub__pds_on_rudi_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d,
+                         uint64_t now);
+void ub__pds_on_ctrl(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__wire_dgram *d,
+                     uint64_t now);
+void ub__pds_tpdc_free(struct ub__pds_tpdc *t, bool graveyard, uint64_t now);
+void ub__pds_graves_expire(struct ub__pds *pds, uint64_t now);
+
+#endif

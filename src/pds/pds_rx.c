@@ -1,0 +1,480 @@
+/*
+ * The target side of PDS: contexts opened by SYN, duplicate filtering over
+ * an MP_RANGE-bounded bitmap, ROD's in-order acceptance, ACK generation
+ * (coalesced, immediate on gaps and requests, timer-driven otherwise),
+ * NACKs, close, eviction and the quarantine of closed contexts.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <softub/errors.h>
+#include "core/clock.h"
+#include "core/seq.h"
+#include "pds/pds_int.h"
+
+static void ack_timer_fire(struct ub__timer *t, uint64_t now);
+
+static uint64_t tpdc_key(const struct ub__addr *src, uint32_t incarnation, uint16_t spdcid,
+                         uint8_t mode)
+{
+    return ub__mix64(ub__pds_host_key(src) ^ ((uint64_t)incarnation << 24) ^
+                     ((uint64_t)spdcid << 4) ^ mode);
+}
+
+static inline uint32_t words(const struct ub__pds *pds)
+{
+    return pds->cfg.mp_range / 64;
+}
+
+static inline bool bit_get(const struct ub__pds_tpdc *t, uint32_t psn, uint32_t mask)
+{
+    uint32_t i = psn & mask;
+    return (t->bits[i / 64] >> (i % 64)) & 1;
+}
+
+static inline void bit_set(struct ub__pds_tpdc *t, uint32_t psn, uint32_t mask)
+{
+    uint32_t i = psn & mask;
+    t->bits[i / 64] |= 1ull << (i % 64);
+}
+
+static inline void bit_clear(struct ub__pds_tpdc *t, uint32_t psn, uint32_t mask)
+{
+    uint32_t i = psn & mask;
+    t->bits[i / 64] &= ~(1ull << (i % 64));
+}
+
+static bool bitmap_empty(const struct ub__pds_tpdc *t)
+{
+    for (uint32_t i = 0; i < words(t->pds); i++)
+        if (t->bits[i])
+            return false;
+    return true;
+}
+
+/* ---- packets the target sends ------------------------------------------------- */
+
+static void send_nack(struct ub__pds *pds, const struct ub__addr *to, uint16_t path, uint8_t code,
+                      uint32_t psn, uint16_t our_id, uint16_t their_id, uint32_t payload, bool retx)
+{
+    struct ub__pkt *p = ub__pds_alloc(pds);
+    if (!p)
+        return;
+    struct ub__wire_dgram d;
+    memset(&d, 0, sizeof(d));
+    d.pds.type = UB_PDS_TYPE_NACK;
+    struct ub__pds_nack *n = &d.pds.u.nack;
+    n->type = UB_PDS_TYPE_NACK;
+    n->flags = retx ? UB_PDS_NACK_F_RETX : 0;
+    n->code = code;
+    n->psn = psn;
+    n->spdcid = our_id;
+    n->dpdcid = their_id;
+    n->payload = payload;
+    if (ub__pds_encode_into(pds, p, &d)) {
+        ub__pkt_free(p);
+        return;
+    }
+    p->addr = *to;
+    p->path = path;
+    pds->st.nacks_tx++;
+    ub__pds_ctl_push(pds, p);
+}
+
+static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
+{
+    (void)now;
+    struct ub__pds *pds = t->pds;
+    ub__timer_cancel(pds->timers, &t->ack_timer);
+    struct ub__pkt *p = ub__pds_alloc(pds);
+    if (!p)
+        return; /* the initiator's RTO or probe asks again */
+    uint32_t mask = pds->cfg.mp_range - 1;
+    uint32_t cack = t->rcv_nxt - 1;
+    struct ub__wire_dgram d;
+    memset(&d, 0, sizeof(d));
+    d.pds.type = UB_PDS_TYPE_ACK_CC;
+    struct ub__pds_ack *a = &d.pds.u.ack;
+    a->type = UB_PDS_TYPE_ACK_CC;
+    a->flags =
+        (uint8_t)((t->retx_seen ? UB_PDS_ACK_F_RETX : 0) | (t->ecn_seen ? UB_PDS_ACK_F_M : 0));
+    int32_t off = ub__seq_diff(t->last_psn, cack);
+    a->ack_psn_offset = (int16_t)(off > INT16_MAX || off < INT16_MIN ? 0 : off);
+    a->cack_psn = cack;
+    a->spdcid = t->id;
+    a->dpdcid = t->ispdcid;
+    a->cc_type = UB_PDS_CC_NSCC;
+    a->mpr = (uint8_t)(pds->cfg.mp_range / UB_PDS_MPR_UNIT);
+    /* The 64 PSNs reported selectively: from the first hole, or ending at the latest arrival. */
+    uint32_t base = t->rcv_nxt;
+    if (ub__seq_diff(t->last_psn, base) >= 64)
+        base = t->last_psn - 63;
+    uint64_t bm = 0;
+    for (uint32_t i = 0; i < 64; i++) {
+        uint32_t psn = base + i;
+        if (ub__seq_diff(psn, t->rcv_nxt) >= (int32_t)pds->cfg.mp_range)
+            break;
+        if (bit_get(t, psn, mask))
+            bm |= 1ull << i;
+    }
+    a->sack_psn_offset = (int16_t)(base - cack);
+    a->sack_bitmap = bm;
+    a->cc.nscc.ooo_count = (uint16_t)UB_MIN(t->ooo_count, 0xffffu);
+    a->cc.nscc.rcvd_bytes = (uint32_t)(t->rcvd_bytes & UB_PDS_RCVD_BYTES_MAX);
+    if (ub__pds_encode_into(pds, p, &d)) {
+        ub__pkt_free(p);
+        return;
+    }
+    p->addr = t->peer;
+    p->path = t->reply_path;
+    t->unacked = 0;
+    t->retx_seen = false;
+    t->ecn_seen = false;
+    pds->st.acks_tx++;
+    ub__pds_ctl_push(pds, p);
+}
+
+static void ack_timer_fire(struct ub__timer *tm, uint64_t now)
+{
+    send_ack(UB_CONTAINER_OF(tm, struct ub__pds_tpdc, ack_timer), now);
+}
+
+/* ---- the context table ---------------------------------------------------------- */
+
+void ub__pds_graves_expire(struct ub__pds *pds, uint64_t now)
+{
+    while (!ub__list_empty(&pds->grave_list)) {
+        struct ub__pds_grave *g = UB_CONTAINER_OF(pds->grave_list.next, struct ub__pds_grave, link);
+        if (g->until > now && pds->graves.count <= 4 * pds->cfg.max_pdcs)
+            break;
+        ub__list_remove(&g->link);
+        ub__hmap_del(&pds->graves, g->key);
+        free(g);
+    }
+}
+
+void ub__pds_tpdc_free(struct ub__pds_tpdc *t, bool graveyard, uint64_t now)
+{
+    struct ub__pds *pds = t->pds;
+    ub__timer_cancel(pds->timers, &t->ack_timer);
+    ub__list_remove(&t->lru);
+    ub__hmap_del(&pds->tpdc_by_key, t->key);
+    ub__hmap_del(&pds->tpdc_by_id, t->id);
+    if (graveyard) {
+        struct ub__pds_grave *g = malloc(sizeof(*g));
+        if (g) {
+            g->key = t->key;
+            g->end_psn = t->rcv_nxt;
+            g->until = now + pds->cfg.quarantine_ns;
+            if (ub__hmap_put(&pds->graves, g->key, g) == 0)
+                ub__list_push_back(&pds->grave_list, &g->link);
+            else
+                free(g);
+        }
+    }
+    free(t->bits);
+    free(t);
+}
+
+/* Whether t holds nothing that would be lost by forgetting it now. */
+static bool quiescent(const struct ub__pds_tpdc *t)
+{
+    return t->unacked == 0 && !ub__timer_armed(&t->ack_timer) && bitmap_empty(t);
+}
+
+static bool evict_one(struct ub__pds *pds, uint64_t now)
+{
+    struct ub__list *it;
+    int looked = 0;
+    UB_LIST_FOR_EACH(it, &pds->tpdc_lru)
+    {
+        struct ub__pds_tpdc *t = UB_CONTAINER_OF(it, struct ub__pds_tpdc, lru);
+        if (quiescent(t)) {
+            pds->st.pdc_evicted++;
+            ub__pds_tpdc_free(t, true, now);
+            return true;
+        }
+        if (++looked == 8)
+            break;
+    }
+    return false;
+}
+
+/* Under pressure, ask the least recently active initiator to close (it does once idle). */
+static void ask_close(struct ub__pds *pds, uint64_t now)
+{
+    (void)now;
+    if (ub__list_empty(&pds->tpdc_lru))
+        return;
+    struct ub__pds_tpdc *t = UB_CONTAINER_OF(pds->tpdc_lru.next, struct ub__pds_tpdc, lru);
+    if (t->close_req_sent)
+        return;
+    struct ub__pkt *p = ub__pds_alloc(pds);
+    if (!p)
+        return;
+    struct ub__wire_dgram d;
+    memset(&d, 0, sizeof(d));
+    d.pds.type = UB_PDS_TYPE_CTRL;
+    d.pds.u.ctrl.ctl_type = UB_PDS_CTRL_CLOSE_REQ;
+    d.pds.u.ctrl.psn = t->rcv_nxt;
+    d.pds.u.ctrl.spdcid = t->id;
+    d.pds.u.ctrl.dpdcid = t->ispdcid;
+    if (ub__pds_encode_into(pds, p, &d)) {
+        ub__pkt_free(p);
+        return;
+    }
+    p->addr = t->peer;
+    p->path = t->reply_path;
+    t->close_req_sent = true;
+    pds->st.ctrl_tx++;
+    ub__pds_ctl_push(pds, p);
+}
+
+static uint16_t alloc_id(struct ub__pds *pds)
+{
+    for (;;) {
+        uint16_t id = pds->next_tpdc_id++;
+        if (id != 0 && !ub__hmap_get(&pds->tpdc_by_id, id))
+            return id;
+    }
+}
+
+static struct ub__pds_tpdc *tpdc_create(struct ub__pds *pds, uint64_t key, const struct ub__pkt *p,
+                                        uint32_t incarnation, uint16_t ispdcid, uint8_t mode,
+                                        uint32_t start_psn, uint64_t now)
+{
+    if (pds->tpdc_by_id.count >= pds->cfg.max_pdcs && !evict_one(pds, now)) {
+        pds->st.table_full++;
+        return NULL;
+    }
+    if (pds->tpdc_by_id.count * 4 >= pds->cfg.max_pdcs * 3)
+        ask_close(pds, now);
+    struct ub__pds_tpdc *t = calloc(1, sizeof(*t));
+    uint64_t *bits = calloc(words(pds), sizeof(uint64_t));
+    if (!t || !bits) {
+        free(t);
+        free(bits);
+        return NULL;
+    }
+    t->pds = pds;
+    t->bits = bits;
+    t->key = key;
+    t->id = alloc_id(pds);
+    t->ispdcid = ispdcid;
+    t->incarnation = incarnation;
+    t->mode = mode;
+    t->rcv_nxt = start_psn;
+    t->peer = p->addr;
+    ub__timer_init(&t->ack_timer, ack_timer_fire);
+    if (ub__hmap_put(&pds->tpdc_by_key, key, t) || ub__hmap_put(&pds->tpdc_by_id, t->id, t)) {
+        ub__hmap_del(&pds->tpdc_by_key, key);
+        free(bits);
+        free(t);
+        return NULL;
+    }
+    ub__list_push_back(&pds->tpdc_lru, &t->lru);
+    pds->st.pdc_accepted++;
+    return t;
+}
+
+/* ---- receiving requests ---------------------------------------------------------- */
+
+static void deliver(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d,
+                    uint16_t pdc, uint8_t mode, uint32_t psn, uint64_t now)
+{
+    struct ub__pds_rx rx = {
+        .src = &p->addr,
+        .incarnation = d->ext.incarnation,
+        .pdc = pdc,
+        .mode = mode,
+        .path = p->path,
+        .ecn = p->ecn,
+        .psn = psn,
+        .hdr = d,
+        .payload = p->data + d->payload_off,
+        .payload_len = (uint32_t)d->payload_len,
+    };
+    pds->st.rx_pkts++;
+    if (pds->up && pds->up->deliver)
+        pds->up->deliver(pds->up_arg, &rx, now);
+}
+
+/* A request for a context we do not have: closed (quarantined) or never known. */
+static void reject_unknown(struct ub__pds *pds, const struct ub__pkt *p, uint64_t key,
+                           const struct ub__pds_req *r, uint64_t now)
+{
+    ub__pds_graves_expire(pds, now);
+    const struct ub__pds_grave *g = ub__hmap_get(&pds->graves, key);
+    bool retx = r->flags & UB_PDS_REQ_F_RETX;
+    if (g) {
+        pds->st.rx_stale++;
+        send_nack(pds, &p->addr, p->path, UB_PDS_NACK_CLOSING, r->psn, 0, r->spdcid, g->end_psn,
+                  retx);
+    } else {
+        pds->st.rx_no_pdc++;
+        send_nack(pds, &p->addr, p->path, UB_PDS_NACK_NO_PDC, r->psn, 0, r->spdcid, 0, retx);
+    }
+}
+
+void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d,
+                    uint64_t now)
+{
+    const struct ub__pds_req *r = &d->pds.u.req;
+    uint8_t mode = (r->type == UB_PDS_TYPE_ROD_REQ || r->type == UB_PDS_TYPE_ROD_CC_REQ)
+                       ? UB_PDS_ROD
+                       : UB_PDS_RUD;
+    uint32_t inc = d->ext.incarnation;
+    uint64_t key = tpdc_key(&p->addr, inc, r->spdcid, mode);
+    bool retx = r->flags & UB_PDS_REQ_F_RETX;
+    struct ub__pds_tpdc *t;
+    if (r->flags & UB_PDS_REQ_F_SYN) {
+        t = ub__hmap_get(&pds->tpdc_by_key, key);
+        if (!t) {
+            ub__pds_graves_expire(pds, now);
+            if (ub__hmap_get(&pds->graves, key)) {
+                reject_unknown(pds, p, key, r, now);
+                return;
+            }
+            t = tpdc_create(pds, key, p, inc, r->spdcid, mode, r->psn - r->psn_offset, now);
+            if (!t) {
+                send_nack(pds, &p->addr, p->path, UB_PDS_NACK_NO_RESOURCE, r->psn, 0, r->spdcid, 0,
+                          retx);
+                return;
+            }
+        }
+    } else {
+        t = ub__hmap_get(&pds->tpdc_by_id, r->dpdcid);
+        if (!t || t->key != key) {
+            reject_unknown(pds, p, key, r, now);
+            return;
+        }
+    }
+    t->peer = p->addr;
+    t->reply_path = p->path;
+    t->last_active = now;
+    ub__list_remove(&t->lru);
+    ub__list_push_back(&pds->tpdc_lru, &t->lru);
+
+    uint32_t psn = r->psn;
+    uint32_t mask = pds->cfg.mp_range - 1;
+    int32_t ahead = ub__seq_diff(psn, t->rcv_nxt);
+    if (ahead < 0 || (ahead < (int32_t)pds->cfg.mp_range && bit_get(t, psn, mask))) {
+        /* Already here. ACK again at once: the ACK that said so may have been lost. */
+        pds->st.rx_dup++;
+        if (retx)
+            pds->st.spurious_retx++;
+        t->last_psn = psn;
+        t->retx_seen = retx;
+        send_ack(t, now);
+        return;
+    }
+    if (ahead >= (int32_t)pds->cfg.mp_range) {
+        pds->st.rx_oow++;
+        send_nack(pds, &p->addr, p->path, UB_PDS_NACK_PSN_OOR_WINDOW, psn, t->id, t->ispdcid,
+                  t->rcv_nxt, retx);
+        return;
+    }
+    if (mode == UB_PDS_ROD && ahead != 0) {
+        pds->st.rx_ooo_rod++;
+        /* One NACK per gap: every later packet of the burst would say the same. */
+        if (!t->nacked || t->last_nack_psn != t->rcv_nxt || retx) {
+            t->nacked = true;
+            t->last_nack_psn = t->rcv_nxt;
+            send_nack(pds, &p->addr, p->path, UB_PDS_NACK_ROD_OOO, psn, t->id, t->ispdcid,
+                      t->rcv_nxt, retx);
+        }
+        return;
+    }
+    /* Accept. */
+    bit_set(t, psn, mask);
+    bool in_order = ahead == 0;
+    while (bit_get(t, t->rcv_nxt, mask)) { /* bits exist only inside the window: bounded */
+        bit_clear(t, t->rcv_nxt, mask);
+        t->rcv_nxt++;
+    }
+    if (!in_order)
+        t->ooo_count++;
+    t->rcvd_bytes += p->len;
+    t->unacked++;
+    t->last_psn = psn;
+    t->retx_seen = retx;
+    if (p->ecn == 3)
+        t->ecn_seen = true;
+    deliver(pds, p, d, t->id, mode, psn, now);
+    /* The upcall may not free t (only our own code does), so t is still valid here. */
+    bool gap = !in_order || !bitmap_empty(t);
+    if ((r->flags & UB_PDS_REQ_F_AR) || t->unacked >= pds->cfg.ack_every || gap || retx ||
+        t->ecn_seen)
+        send_ack(t, now);
+    else if (!ub__timer_armed(&t->ack_timer))
+        ub__timer_arm(pds->timers, &t->ack_timer, now + pds->cfg.ack_delay_ns);
+}
+
+void ub__pds_on_rudi_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d,
+                         uint64_t now)
+{
+    const struct ub__pds_rudi *r = &d->pds.u.rudi;
+    /* Idempotent: deliver every copy, answer every copy. */
+    deliver(pds, p, d, 0, UB_PDS_RUDI, r->pkt_id, now);
+    struct ub__pkt *a = ub__pds_alloc(pds);
+    if (!a)
+        return;
+    struct ub__wire_dgram rd;
+    memset(&rd, 0, sizeof(rd));
+    rd.pds.type = UB_PDS_TYPE_RUDI_RESP;
+    rd.pds.u.rudi.type = UB_PDS_TYPE_RUDI_RESP;
+    rd.pds.u.rudi.next_hdr = UB_PDS_NH_RSP;
+    rd.pds.u.rudi.flags = (uint8_t)(p->ecn == 3 ? UB_PDS_RUDI_F_M : 0);
+    rd.pds.u.rudi.pkt_id = r->pkt_id;
+    rd.ses_kind = UB_PDS_NH_RSP;
+    rd.ses.kind = UB_PDS_NH_RSP;
+    rd.ses.u.rsp.list = UB_SES_LIST_EXPECTED;
+    rd.ses.u.rsp.opcode = UB_SES_RSP_DEFAULT;
+    rd.ses.u.rsp.rc = UB_SES_RC_OK;
+    if (ub__pds_encode_into(pds, a, &rd)) {
+        ub__pkt_free(a);
+        return;
+    }
+    a->addr = p->addr;
+    a->path = p->path;
+    pds->st.acks_tx++;
+    ub__pds_ctl_push(pds, a);
+}
+
+void ub__pds_on_ctrl(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__wire_dgram *d,
+                     uint64_t now)
+{
+    const struct ub__pds_ctrl *k = &d->pds.u.ctrl;
+    switch (k->ctl_type) {
+    case UB_PDS_CTRL_CLOSE: {
+        struct ub__pds_tpdc *t = ub__hmap_get(&pds->tpdc_by_id, k->dpdcid);
+        if (t && t->ispdcid == k->spdcid &&
+            ub__pds_host_key(&t->peer) == ub__pds_host_key(&p->addr)) {
+            if (t->rcv_nxt != k->psn || !bitmap_empty(t))
+                return; /* something is still missing: the initiator's RTO repeats the CLOSE */
+            t->last_psn = k->psn;
+            t->rcv_nxt = k->psn + 1; /* the CLOSE takes its PSN */
+            t->peer = p->addr;
+            send_ack(t, now);
+            pds->st.pdc_closed++;
+            ub__pds_tpdc_free(t, true, now);
+            return;
+        }
+        /* Closed already (our ACK was lost) or never known: either way the initiator may go. */
+        send_nack(pds, &p->addr, p->path, UB_PDS_NACK_NO_PDC, k->psn, 0, k->spdcid, 0,
+                  k->flags & UB_PDS_CTRL_F_RETX);
+        return;
+    }
+    case UB_PDS_CTRL_ACK_REQ: {
+        struct ub__pds_tpdc *t = ub__hmap_get(&pds->tpdc_by_id, k->dpdcid);
+        if (t && t->ispdcid == k->spdcid)
+            send_ack(t, now);
+        return;
+    }
+    case UB_PDS_CTRL_CLOSE_REQ:
+        ub__pds_on_ctrl_close_req(pds, k, now);
+        return;
+    default:
+        return; /* NOP, credits, negotiation: nothing to do at this layer yet */
+    }
+}

@@ -1,0 +1,754 @@
+/*
+ * The initiator side of PDS: PSN assignment, transmission and spraying,
+ * acknowledgement processing, loss detection (SACK out-of-order count,
+ * per-path order, NACKs, tail probes, RTO), the four retransmission modes,
+ * bounded failure, idle close, and re-establishment after the target
+ * evicted a context.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <softub/errors.h>
+#include "core/clock.h"
+#include "core/seq.h"
+#include "pds/pds_int.h"
+
+static inline bool gbn(const struct ub__pds_ipdc *c)
+{
+    return c->retx_mode == UB_PDS_RETX_GBN_FAST || c->retx_mode == UB_PDS_RETX_GBN_TIMEOUT;
+}
+
+static inline bool fast(const struct ub__pds_ipdc *c)
+{
+    return c->retx_mode == UB_PDS_RETX_SEL_FAST || c->retx_mode == UB_PDS_RETX_GBN_FAST;
+}
+
+static inline struct ub__pds_slot *slot_of(const struct ub__pds_ipdc *c, uint32_t psn)
+{
+    return &c->slots[psn & c->wmask];
+}
+
+static inline uint32_t inflight(const struct ub__pds_ipdc *c)
+{
+    return c->nxt - c->una;
+}
+
+static uint64_t peer_key(const struct ub__addr *a, uint8_t mode)
+{
+    return ub__addr_hash(a, mode);
+}
+
+static void rto_fire(struct ub__timer *t, uint64_t now);
+static void idle_fire(struct ub__timer *t, uint64_t now);
+
+static uint16_t alloc_id(struct ub__pds *pds)
+{
+    for (;;) {
+        uint16_t id = pds->next_ipdc_id++;
+        if (id != 0 && !ub__hmap_get(&pds->ipdc_by_id, id))
+            return id;
+    }
+}
+
+/* Resets the PSN space: a fresh start PSN, no slot in use, SYN until the target answers. */
+static void start_fresh(struct ub__pds_ipdc *c)
+{
+    struct ub__pds *pds = c->pds;
+    c->state = IPDC_SYN;
+    c->tid = 0;
+    c->start_psn = (uint32_t)ub__rng_next(&pds->rng);
+    c->una = c->nxt = c->start_psn;
+    c->mpr = pds->cfg.mp_range;
+    c->nlost = 0;
+    c->lost_scan = c->una;
+    c->high_acked = c->una;
+    c->any_acked = false;
+    c->retries = 0;
+    c->probed = false;
+    memset(c->slots, 0, (c->wmask + 1) * sizeof(*c->slots));
+}
+
+struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
+                                      uint64_t now, int *err)
+{
+    uint64_t key = peer_key(dst, mode);
+    struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_peer, key);
+    if (c) {
+        if (ub__addr_eq(&c->peer, dst))
+            return c;
+        *err = UB_EEXIST; /* a 64-bit hash collision between two peers: refuse, never mix */
+        return NULL;
+    }
+    if (pds->ipdc_by_id.count >= pds->cfg.max_pdcs) {
+        pds->st.table_full++;
+        *err = UB_EFULL;
+        return NULL;
+    }
+    uint32_t wcap = 1;
+    while (wcap < pds->cfg.window)
+        wcap <<= 1;
+    c = calloc(1, sizeof(*c));
+    struct ub__pds_slot *slots = calloc(wcap, sizeof(*slots));
+    uint64_t *paths = calloc(pds->cfg.num_paths, sizeof(*paths));
+    if (!c || !slots || !paths) {
+        free(c);
+        free(slots);
+        free(paths);
+        *err = UB_ENOMEM;
+        return NULL;
+    }
+    c->pds = pds;
+    c->peer = *dst;
+    c->key = key;
+    c->mode = mode;
+    c->retx_mode = (uint8_t)pds->cfg.retx[mode];
+    c->slots = slots;
+    c->wmask = wcap - 1;
+    c->path_acked_txseq = paths;
+    c->rto_ns = pds->cfg.rto_init_ns;
+    c->last_progress = now;
+    /* ROD stays on one path; the others spray from a random start. */
+    c->next_path = (uint16_t)ub__rng_below(&pds->rng, pds->cfg.num_paths);
+    ub__list_init(&c->ready);
+    ub__timer_init(&c->rto, rto_fire);
+    ub__timer_init(&c->idle, idle_fire);
+    c->id = alloc_id(pds);
+    start_fresh(c);
+    if ((*err = ub__hmap_put(&pds->ipdc_by_peer, key, c)) != 0 ||
+        (*err = ub__hmap_put(&pds->ipdc_by_id, c->id, c)) != 0) {
+        ub__hmap_del(&pds->ipdc_by_peer, key);
+        free(c->slots);
+        free(c->path_acked_txseq);
+        free(c);
+        return NULL;
+    }
+    pds->st.pdc_opened++;
+    ub__timer_arm(pds->timers, &c->idle, now + pds->cfg.idle_close_ns);
+    return c;
+}
+
+static void fail_pkt(struct ub__pds *pds, struct ub__pkt *p, int err, uint64_t now)
+{
+    pds->st.tx_failed++;
+    uint64_t cookie = p->tag;
+    ub__pkt_free(p);
+    if (pds->up && pds->up->failed)
+        pds->up->failed(pds->up_arg, cookie, err, now);
+}
+
+void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now)
+{
+    struct ub__pds *pds = c->pds;
+    ub__timer_cancel(pds->timers, &c->rto);
+    ub__timer_cancel(pds->timers, &c->idle);
+    if (c->on_ready)
+        ub__list_remove(&c->ready);
+    if (ub__hmap_get(&pds->ipdc_by_peer, c->key) == c)
+        ub__hmap_del(&pds->ipdc_by_peer, c->key);
+    ub__hmap_del(&pds->ipdc_by_id, c->id);
+    /* Unlinked first, so an upcall that sends again opens a new context. */
+    for (uint32_t psn = c->una; psn != c->nxt; psn++) {
+        struct ub__pds_slot *s = slot_of(c, psn);
+        if (s->pkt)
+            fail_pkt(pds, s->pkt, err, now);
+        s->pkt = NULL;
+    }
+    struct ub__pkt *p = c->q_head;
+    while (p) {
+        struct ub__pkt *nx = p->next;
+        fail_pkt(pds, p, err, now);
+        p = nx;
+    }
+    free(c->slots);
+    free(c->path_acked_txseq);
+    free(c);
+}
+
+bool ub__pds_ipdc_can_send(const struct ub__pds_ipdc *c)
+{
+    if (c->nlost)
+        return true;
+    if (!c->qlen || c->state == IPDC_CLOSING)
+        return false;
+    uint32_t limit = UB_MIN(c->pds->cfg.window, c->mpr);
+    if (inflight(c) >= limit)
+        return false;
+    /* Before the target answers, a SYN's 12-bit offset bounds how far we may run ahead. */
+    return c->state != IPDC_SYN || c->nxt - c->start_psn < UB_PDS_SYN_SPAN;
+}
+
+/* The PDS header of a data packet, as it goes out this time. */
+static void req_header(const struct ub__pds_ipdc *c, uint32_t psn, bool retx, bool ar,
+                       struct ub__pds_hdr *h)
+{
+    memset(h, 0, sizeof(*h));
+    if (c->mode == UB_PDS_RUDI) {
+        h->type = UB_PDS_TYPE_RUDI_REQ;
+        h->u.rudi.type = UB_PDS_TYPE_RUDI_REQ;
+        h->u.rudi.next_hdr = UB_PDS_NH_SOFTUB_EXT;
+        h->u.rudi.flags = retx ? UB_PDS_RUDI_F_RETX : 0;
+        h->u.rudi.pkt_id = psn;
+        return;
+    }
+    struct ub__pds_req *r = &h->u.req;
+    h->type = r->type = c->mode == UB_PDS_ROD ? UB_PDS_TYPE_ROD_REQ : UB_PDS_TYPE_RUD_REQ;
+    r->next_hdr = UB_PDS_NH_SOFTUB_EXT;
+    r->flags = (uint8_t)((retx ? UB_PDS_REQ_F_RETX : 0) | (ar ? UB_PDS_REQ_F_AR : 0));
+    int32_t clear = ub__seq_diff(c->una, psn); /* clear_psn = una: everything below is done */
+    r->clear_psn_offset = (int16_t)(clear < INT16_MIN ? INT16_MIN : clear);
+    r->psn = psn;
+    r->spdcid = c->id;
+    if (c->state == IPDC_SYN) {
+        r->flags |= UB_PDS_REQ_F_SYN;
+        r->psn_offset = (uint16_t)(psn - c->start_psn);
+    } else {
+        r->dpdcid = c->tid;
+    }
+}
+
+static size_t req_header_size(uint8_t mode)
+{
+    return mode == UB_PDS_RUDI ? UB_PDS_RUDI_SIZE : UB_PDS_REQ_SIZE;
+}
+
+static uint16_t pick_path(struct ub__pds_ipdc *c, bool retx, uint16_t prev)
+{
+    uint32_t n = c->pds->cfg.num_paths;
+    if (c->mode == UB_PDS_ROD || n == 1)
+        return (uint16_t)(c->next_path % n);
+    if (retx) /* away from the path that just lost it */
+        return (uint16_t)((prev + 1) % n);
+    return (uint16_t)(c->next_path++ % n);
+}
+
+/* Hands slot's packet out (a reference for the device); the header is (re)written first. */
+static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx, uint64_t now)
+{
+    struct ub__pds *pds = c->pds;
+    struct ub__pds_slot *s = slot_of(c, psn);
+    if (s->pkt->refcnt > 1) {
+        /* An earlier copy is still on its way out: never edit bytes someone else holds. */
+        struct ub__pkt *copy = ub__pkt_clone(s->pkt);
+        if (!copy) {
+            pds->st.nobufs++;
+            return NULL;
+        }
+        ub__pkt_free(s->pkt);
+        s->pkt = copy;
+    }
+    bool ar = s->ack_req || s->why == WHY_PROBE || c->state == IPDC_SYN;
+    struct ub__pds_hdr h;
+    req_header(c, psn, retx, ar, &h);
+    struct ub__wcur w;
+    ub__wcur_init(&w, s->pkt->data, req_header_size(c->mode));
+    if (ub__pds_encode(&h, &w) != 0)
+        return NULL; /* cannot happen: the fields come from our own state */
+    s->path = pick_path(c, retx, s->path);
+    s->sent_ns = now;
+    s->txseq = ++c->txseq;
+    s->pkt->path = s->path;
+    s->pkt->addr = c->peer;
+    s->pkt->ecn = 2; /* ECT(0): congestion can be signalled, not dropped */
+    ub__pkt_ref(s->pkt);
+    if (retx) {
+        s->retx++;
+        pds->st.retx_pkts++;
+        switch (s->why) {
+        case WHY_RTO:
+            pds->st.retx_rto++;
+            break;
+        case WHY_NACK:
+            pds->st.retx_nack++;
+            break;
+        case WHY_PROBE:
+            pds->st.retx_probe++;
+            pds->st.probes_sent++;
+            break;
+        default:
+            pds->st.retx_fast++;
+            break;
+        }
+        s->why = WHY_NONE;
+    } else {
+        pds->st.tx_pkts++;
+        pds->st.tx_bytes += s->pkt->len;
+    }
+    return s->pkt;
+}
+
+static void arm_rto(struct ub__pds_ipdc *c, uint64_t now)
+{
+    struct ub__pds *pds = c->pds;
+    if (!inflight(c) && c->state != IPDC_CLOSING) {
+        ub__timer_cancel(pds->timers, &c->rto);
+        return;
+    }
+    uint64_t wait = c->rto_ns;
+    if (pds->cfg.probe && fast(c) && !c->probed && c->srtt) {
+        /* Tail-loss probe: well before the RTO, once per period without progress. */
+        uint64_t pto = UB_MAX(2 * c->srtt, pds->cfg.ack_delay_ns + c->srtt);
+        wait = UB_MIN(wait, pto);
+    }
+    ub__timer_arm(pds->timers, &c->rto, now + wait);
+}
+
+uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32_t max,
+                           uint64_t now)
+{
+    uint32_t n = 0;
+    /* Repairs before new data. */
+    for (uint32_t psn = c->lost_scan; n < max && c->nlost && psn != c->nxt; psn++) {
+        struct ub__pds_slot *s = slot_of(c, psn);
+        c->lost_scan = psn;
+        if (s->state != SLOT_LOST)
+            continue;
+        struct ub__pkt *p = transmit(c, psn, true, now);
+        if (!p)
+            break;
+        s->state = SLOT_INFLIGHT;
+        c->nlost--;
+        pkts[n++] = p;
+    }
+    while (n < max && c->q_head && ub__pds_ipdc_can_send(c) && !c->nlost) {
+        struct ub__pkt *p = c->q_head;
+        size_t hl = req_header_size(c->mode);
+        if (!ub__pkt_push(p, (uint32_t)hl)) {
+            c->pds->st.nobufs++;
+            break;
+        }
+        c->q_head = p->next;
+        if (!c->q_head)
+            c->q_tail = NULL;
+        c->qlen--;
+        p->next = NULL;
+        uint32_t psn = c->nxt++;
+        struct ub__pds_slot *s = slot_of(c, psn);
+        memset(s, 0, sizeof(*s));
+        s->pkt = p;
+        s->state = SLOT_INFLIGHT;
+        s->ack_req = (p->flags & 1) || !c->q_head; /* the last queued packet asks for an ACK */
+        s->first_ns = now;
+        struct ub__pkt *out = transmit(c, psn, false, now);
+        if (!out) { /* keep it; it goes out as a repair */
+            s->state = SLOT_LOST;
+            s->why = WHY_NONE;
+            c->nlost++;
+            break;
+        }
+        pkts[n++] = out;
+    }
+    if (n && !ub__timer_armed(&c->rto))
+        arm_rto(c, now);
+    return n;
+}
+
+static void mark_lost(struct ub__pds_ipdc *c, uint32_t psn, uint8_t why)
+{
+    struct ub__pds_slot *s = slot_of(c, psn);
+    if (s->state != SLOT_INFLIGHT)
+        return;
+    s->state = SLOT_LOST;
+    s->why = why;
+    if (++c->nlost == 1 || ub__seq_lt(psn, c->lost_scan))
+        c->lost_scan = psn;
+}
+
+/* Go-back-N: everything from psn on goes again. */
+static void go_back(struct ub__pds_ipdc *c, uint32_t from, uint8_t why)
+{
+    for (uint32_t psn = from; psn != c->nxt; psn++)
+        mark_lost(c, psn, why);
+}
+
+static void rtt_sample(struct ub__pds_ipdc *c, uint64_t r)
+{
+    const struct ub__pds_cfg *cfg = &c->pds->cfg;
+    if (!c->srtt) {
+        c->srtt = r;
+        c->rttvar = r / 2;
+    } else {
+        uint64_t d = c->srtt > r ? c->srtt - r : r - c->srtt;
+        c->rttvar = (3 * c->rttvar + d) / 4;
+        c->srtt = (7 * c->srtt + r) / 8;
+    }
+    uint64_t rto = c->srtt + UB_MAX(4 * c->rttvar, cfg->ack_delay_ns);
+    c->rto_ns = UB_MIN(UB_MAX(rto, cfg->rto_min_ns), cfg->rto_max_ns);
+}
+
+/* The target has psn: complete it once. Returns true if this was news. */
+static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, uint64_t now)
+{
+    struct ub__pds *pds = c->pds;
+    struct ub__pds_slot *s = slot_of(c, psn);
+    if (s->state != SLOT_INFLIGHT && s->state != SLOT_LOST)
+        return false;
+    if (s->state == SLOT_LOST)
+        c->nlost--;
+    s->state = SLOT_ACKED;
+    if (s->txseq > c->path_acked_txseq[s->path])
+        c->path_acked_txseq[s->path] = s->txseq;
+    if (!c->any_acked || ub__seq_lt(c->high_acked, psn))
+        c->high_acked = psn;
+    c->any_acked = true;
+    uint64_t cookie = s->pkt->tag;
+    ub__pkt_free(s->pkt);
+    s->pkt = NULL;
+    if (pds->up && pds->up->acked)
+        pds->up->acked(pds->up_arg, cookie, now);
+    return true;
+}
+
+/* Slides una over acknowledged slots. */
+static void advance_una(struct ub__pds_ipdc *c)
+{
+    while (c->una != c->nxt && slot_of(c, c->una)->state == SLOT_ACKED) {
+        slot_of(c, c->una)->state = SLOT_FREE;
+        c->una++;
+    }
+    if (ub__seq_lt(c->lost_scan, c->una))
+        c->lost_scan = c->una;
+}
+
+/* Fast loss detection after an ACK: out-of-order count and per-path order. */
+static void detect_losses(struct ub__pds_ipdc *c)
+{
+    if (!fast(c) || !c->any_acked)
+        return;
+    const struct ub__pds_cfg *cfg = &c->pds->cfg;
+    uint32_t thr = cfg->ooo_threshold;
+    for (uint32_t psn = c->una; psn != c->nxt; psn++) {
+        struct ub__pds_slot *s = slot_of(c, psn);
+        if (s->state != SLOT_INFLIGHT)
+            continue;
+        bool lost = ub__seq_diff(c->high_acked, psn) >= (int32_t)thr;
+        /* One path delivers in order: a later packet on it arrived, so this one is gone. */
+        if (!lost && cfg->ev_loss && s->txseq < c->path_acked_txseq[s->path])
+            lost = true;
+        if (!lost)
+            continue;
+        if (gbn(c)) {
+            go_back(c, psn, WHY_FAST);
+            return;
+        }
+        mark_lost(c, psn, WHY_FAST);
+    }
+}
+
+static void progress(struct ub__pds_ipdc *c, uint64_t now)
+{
+    c->retries = 0;
+    c->probed = false;
+    c->last_progress = now;
+    arm_rto(c, now);
+}
+
+static void finish_close(struct ub__pds_ipdc *c, uint64_t now)
+{
+    c->pds->st.pdc_closed++;
+    ub__pds_ipdc_free(c, UB_ECLOSED, now);
+}
+
+void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__pds_ack *a,
+                    uint64_t now)
+{
+    (void)p;
+    struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_id, a->dpdcid);
+    if (!c || c->mode == UB_PDS_RUDI) {
+        pds->st.rx_no_pdc++;
+        return;
+    }
+    if (c->state == IPDC_SYN) {
+        c->tid = a->spdcid;
+        c->state = IPDC_EST;
+    } else if (c->tid != a->spdcid) {
+        pds->st.rx_stale++; /* from another context of the target's, or an earlier one */
+        return;
+    }
+    uint32_t cack = a->cack_psn;
+    if (c->state == IPDC_CLOSING) {
+        if (cack == c->close_psn)
+            finish_close(c, now);
+        return;
+    }
+    if (a->cc_type == UB_PDS_CC_NSCC && a->mpr) /* ACK_CC advertises MP_RANGE */
+        c->mpr = (uint32_t)a->mpr * UB_PDS_MPR_UNIT;
+    /* An RTT sample from the PSN that triggered the ACK, if it went out only once (Karn). */
+    uint32_t ack_psn = ub__seq_add(cack, a->ack_psn_offset);
+    if (ub__seq_le(c->una, ack_psn) && ub__seq_lt(ack_psn, c->nxt)) {
+        const struct ub__pds_slot *s = slot_of(c, ack_psn);
+        if (s->state == SLOT_INFLIGHT && s->retx == 0 && !(a->flags & UB_PDS_ACK_F_RETX))
+            rtt_sample(c, now - s->first_ns);
+    }
+    bool news = false;
+    /* Cumulative: every PSN up to cack. Ignore anything outside what we sent. */
+    if (ub__seq_le(c->una, cack) && ub__seq_lt(cack, c->nxt)) {
+        for (uint32_t psn = c->una; psn != cack + 1; psn++)
+            news |= ack_one(c, psn, now);
+    }
+    /* Selective (go-back-N ignores it by definition): the triggering PSN and the bitmap. */
+    if (!gbn(c)) {
+        if (ub__seq_le(c->una, ack_psn) && ub__seq_lt(ack_psn, c->nxt))
+            news |= ack_one(c, ack_psn, now);
+        if (a->type == UB_PDS_TYPE_ACK_CC) {
+            uint32_t base = ub__seq_add(cack, a->sack_psn_offset);
+            for (uint64_t bm = a->sack_bitmap; bm; bm &= bm - 1) {
+                uint32_t psn = base + (uint32_t)__builtin_ctzll(bm);
+                if (ub__seq_le(c->una, psn) && ub__seq_lt(psn, c->nxt))
+                    news |= ack_one(c, psn, now);
+            }
+        }
+    }
+    advance_una(c);
+    if (news)
+        progress(c, now);
+    detect_losses(c);
+    ub__pds_mark_ready(c);
+}
+
+/* The target evicted our context at end_psn: what it has, it has; the rest goes on a new one. */
+static void reestablish(struct ub__pds_ipdc *c, uint32_t end_psn, uint64_t now)
+{
+    struct ub__pds *pds = c->pds;
+    struct ub__pkt *head = NULL, *last = NULL;
+    uint32_t moved = 0;
+    for (uint32_t psn = c->una; psn != c->nxt; psn++) {
+        struct ub__pds_slot *s = slot_of(c, psn);
+        if (!s->pkt)
+            continue;
+        if (ub__seq_lt(psn, end_psn)) {
+            ack_one(c, psn, now);
+            continue;
+        }
+        /* Back to the queued form (extension + SES, no PDS header), ahead of what waits. */
+        struct ub__pkt *p = s->pkt;
+        s->pkt = NULL;
+        if (p->refcnt > 1) { /* a copy is still in flight: do not move its bytes under it */
+            struct ub__pkt *copy = ub__pkt_clone(p);
+            if (!copy) {
+                pds->st.nobufs++;
+                fail_pkt(pds, p, UB_ENOBUFS, now);
+                continue;
+            }
+            ub__pkt_free(p);
+            p = copy;
+        }
+        ub__pkt_pull(p, (uint32_t)req_header_size(c->mode));
+        p->next = NULL;
+        if (last)
+            last->next = p;
+        else
+            head = p;
+        last = p;
+        moved++;
+    }
+    if (last) {
+        last->next = c->q_head;
+        if (!c->q_head)
+            c->q_tail = last;
+        c->q_head = head;
+        c->qlen += moved;
+    }
+    ub__hmap_del(&pds->ipdc_by_id, c->id);
+    c->id = alloc_id(pds);
+    ub__hmap_put(&pds->ipdc_by_id, c->id, c);
+    start_fresh(c);
+    ub__timer_cancel(pds->timers, &c->rto);
+    pds->st.pdc_opened++;
+    ub__pds_mark_ready(c);
+}
+
+void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t now)
+{
+    struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_id, n->dpdcid);
+    if (!c || (n->flags & UB_PDS_NACK_F_NT)) {
+        pds->st.rx_no_pdc++;
+        return;
+    }
+    if (c->state == IPDC_CLOSING) {
+        if (n->code == UB_PDS_NACK_NO_PDC || n->code == UB_PDS_NACK_CLOSING ||
+            n->code == UB_PDS_NACK_INV_DPDCID)
+            finish_close(c, now);
+        return;
+    }
+    uint32_t psn = n->psn;
+    bool in_flight = ub__seq_le(c->una, psn) && ub__seq_lt(psn, c->nxt);
+    switch (n->code) {
+    case UB_PDS_NACK_TRIMMED:
+    case UB_PDS_NACK_TRIMMED_LASTHOP:
+        if (in_flight && fast(c)) {
+            if (gbn(c))
+                go_back(c, psn, WHY_NACK);
+            else
+                mark_lost(c, psn, WHY_NACK);
+        }
+        break;
+    case UB_PDS_NACK_ROD_OOO: {
+        /*
+         * The target wants n->payload next and dropped everything after it. A NACK
+         * provoked by a first transmission we have already decided to resend is the
+         * echo of an earlier go-back, not news: acting on it would resend the
+         * window once per packet still in flight.
+         */
+        if (!fast(c) || !in_flight || !ub__seq_le(c->una, n->payload) ||
+            !ub__seq_lt(n->payload, c->nxt))
+            break;
+        const struct ub__pds_slot *s = slot_of(c, psn);
+        if (!(n->flags & UB_PDS_NACK_F_RETX) && (s->retx > 0 || s->state == SLOT_LOST))
+            break;
+        go_back(c, n->payload, WHY_NACK);
+        break;
+    }
+    case UB_PDS_NACK_CLOSING:
+        reestablish(c, n->payload, now);
+        return;
+    case UB_PDS_NACK_NO_PDC:
+    case UB_PDS_NACK_INV_DPDCID:
+    case UB_PDS_NACK_PDC_HDR_MISMATCH:
+        /* The target has no memory of us: it restarted. Nothing in flight can be vouched for. */
+        pds->st.pdc_failed++;
+        ub__pds_ipdc_free(c, UB_ESTALE, now);
+        return;
+    default:
+        /* Resource shortages and window overruns: the RTO retries, with backoff. */
+        break;
+    }
+    ub__pds_mark_ready(c);
+}
+
+void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
+                          const struct ub__pds_rudi *r, uint64_t now)
+{
+    struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_peer, peer_key(&p->addr, UB_PDS_RUDI));
+    if (!c || !ub__addr_eq(&c->peer, &p->addr)) {
+        pds->st.rx_no_pdc++;
+        return;
+    }
+    pds->st.acks_rx++;
+    uint32_t psn = r->pkt_id;
+    c->state = IPDC_EST;
+    if (!(ub__seq_le(c->una, psn) && ub__seq_lt(psn, c->nxt)))
+        return;
+    struct ub__pds_slot *s = slot_of(c, psn);
+    if (s->state == SLOT_INFLIGHT && s->retx == 0)
+        rtt_sample(c, now - s->first_ns);
+    bool news = ack_one(c, psn, now);
+    advance_una(c);
+    if (news)
+        progress(c, now);
+    detect_losses(c);
+    ub__pds_mark_ready(c);
+}
+
+static void send_close(struct ub__pds_ipdc *c, bool retx)
+{
+    struct ub__pds *pds = c->pds;
+    struct ub__pkt *p = ub__pds_alloc(pds);
+    if (!p)
+        return;
+    struct ub__wire_dgram d;
+    memset(&d, 0, sizeof(d));
+    d.pds.type = UB_PDS_TYPE_CTRL;
+    struct ub__pds_ctrl *k = &d.pds.u.ctrl;
+    k->ctl_type = UB_PDS_CTRL_CLOSE;
+    k->flags = (uint8_t)((retx ? UB_PDS_CTRL_F_RETX : 0) | UB_PDS_CTRL_F_AR |
+                         (c->mode == UB_PDS_ROD ? UB_PDS_CTRL_F_ISROD : 0));
+    k->psn = c->close_psn;
+    k->spdcid = c->id;
+    k->dpdcid = c->tid;
+    if (ub__pds_encode_into(pds, p, &d)) {
+        ub__pkt_free(p);
+        return;
+    }
+    p->addr = c->peer;
+    p->path = c->next_path;
+    pds->st.ctrl_tx++;
+    ub__pds_ctl_push(pds, p);
+}
+
+static void start_close(struct ub__pds_ipdc *c, uint64_t now)
+{
+    struct ub__pds *pds = c->pds;
+    if (c->mode == UB_PDS_RUDI || c->state == IPDC_SYN) {
+        /* No target state to tear down (RUDI), or none was ever confirmed: just forget it. */
+        finish_close(c, now);
+        return;
+    }
+    /* New sends to this peer open a new context from now on. */
+    ub__hmap_del(&pds->ipdc_by_peer, c->key);
+    c->state = IPDC_CLOSING;
+    c->close_psn = c->nxt;
+    c->retries = 0;
+    send_close(c, false);
+    arm_rto(c, now);
+}
+
+static void idle_fire(struct ub__timer *t, uint64_t now)
+{
+    struct ub__pds_ipdc *c = UB_CONTAINER_OF(t, struct ub__pds_ipdc, idle);
+    struct ub__pds *pds = c->pds;
+    if (c->state == IPDC_CLOSING)
+        return;
+    uint64_t idle_at = c->last_progress + pds->cfg.idle_close_ns;
+    if (c->qlen || inflight(c) || idle_at > now) {
+        ub__timer_arm(pds->timers, &c->idle, UB_MAX(idle_at, now + 1));
+        return;
+    }
+    start_close(c, now);
+}
+
+void ub__pds_on_ctrl_close_req(struct ub__pds *pds, const struct ub__pds_ctrl *k, uint64_t now)
+{
+    struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_id, k->dpdcid);
+    if (!c || c->tid != k->spdcid)
+        return;
+    if (c->state == IPDC_EST && !c->qlen && !inflight(c))
+        start_close(c, now);
+}
+
+static void rto_fire(struct ub__timer *t, uint64_t now)
+{
+    struct ub__pds_ipdc *c = UB_CONTAINER_OF(t, struct ub__pds_ipdc, rto);
+    struct ub__pds *pds = c->pds;
+    const struct ub__pds_cfg *cfg = &pds->cfg;
+    if (c->state == IPDC_CLOSING) {
+        if (++c->retries > cfg->max_retries) {
+            finish_close(c, now); /* the target will forget us on its own */
+            return;
+        }
+        c->rto_ns = UB_MIN(c->rto_ns * 2, cfg->rto_max_ns);
+        send_close(c, true);
+        arm_rto(c, now);
+        return;
+    }
+    if (!inflight(c))
+        return;
+    if (cfg->probe && fast(c) && !c->probed && c->srtt && now < c->last_progress + c->rto_ns) {
+        /* Tail-loss probe: resend the lowest unacknowledged packet, asking for an ACK. */
+        c->probed = true;
+        for (uint32_t psn = c->una; psn != c->nxt; psn++) {
+            if (slot_of(c, psn)->state == SLOT_INFLIGHT) {
+                mark_lost(c, psn, WHY_PROBE);
+                break;
+            }
+        }
+        ub__timer_arm(pds->timers, &c->rto, c->last_progress + c->rto_ns);
+        ub__pds_mark_ready(c);
+        return;
+    }
+    pds->st.rto_fired++;
+    if (++c->retries > cfg->max_retries) {
+        pds->st.pdc_failed++;
+        ub__pds_ipdc_free(c, UB_EUNREACH, now);
+        return;
+    }
+    c->rto_ns = UB_MIN(c->rto_ns * 2, cfg->rto_max_ns);
+    if (gbn(c))
+        go_back(c, c->una, WHY_RTO);
+    else
+        for (uint32_t psn = c->una; psn != c->nxt; psn++)
+            mark_lost(c, psn, WHY_RTO);
+    c->last_progress = now; /* the backed-off RTO counts from this retransmission */
+    c->probed = true;       /* no probe until something is acknowledged again */
+    ub__timer_arm(pds->timers, &c->rto, now + c->rto_ns);
+    ub__pds_mark_ready(c);
+}
