@@ -180,10 +180,8 @@ static inline void ub__wcur_be(struct ub__wcur *w, uint64_t v, size_t n)
     uint8_t *p = ub__wcur_take(w, n);
     if (!p)
         return;
-    for (size_t i = n; i-- > 0;) {
-        p[i] = (uint8_t)(v & 0xffu);
-        v >>= 8;
-    }
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
 }
 
 static inline void ub__put_u8(struct ub__wcur *w, uint8_t v)
