@@ -1,6 +1,6 @@
 /*
  * Seeded pseudo-random numbers (xoshiro256**, seeded through splitmix64).
- * The engine never calls libc rand(): every component owns a ub__rng seeded
+ * The engine never uses the C library's generator: every component owns a ub__rng seeded
  * from its owner's, so a run is reproducible from one seed.
  */
 #ifndef UB_CORE_RAND_H
