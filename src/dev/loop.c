@@ -231,7 +231,11 @@ static void loop_offer(struct ub__loopnet *net, uint16_t src, struct ub__pkt *p)
             ecn = 3;
             dir->st.ce_marked++;
         }
-        if (dec.nflips) {
+        if (dec.nflips && net->cfg.checksum) {
+            /* The receiver's checksum would fail: the corrupted first copy never arrives. */
+            dir->st.csum_dropped++;
+            primary = NULL;
+        } else if (dec.nflips) {
             /* The sender may still hold p for retransmission: corrupt a private clone. */
             primary = ub__pkt_clone(p);
             if (primary)

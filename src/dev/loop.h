@@ -28,6 +28,7 @@
 #ifndef UB_DEV_LOOP_H
 #define UB_DEV_LOOP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/pktbuf.h"
@@ -48,6 +49,12 @@ struct ub__loopnet_cfg {
     uint32_t queue_cap;  /* packets queued or held per direction; beyond: overflow drop */
     uint64_t seed;       /* decorrelates the directions' impairment streams */
     uint64_t latency_ns; /* base one-way latency */
+    /*
+     * Models the UDP checksum (and, later, the TSS ICV): a copy the impairment corrupted is
+     * discarded instead of delivered, as a receiving kernel would (counted in csum_dropped).
+     * Off, corrupted bytes reach the receiver, which must cope with them on its own.
+     */
+    bool checksum;
 };
 
 struct ub__loop_dir_stats {
@@ -62,6 +69,7 @@ struct ub__loop_dir_stats {
     uint64_t queued;                /* copies now queued or held */
     uint64_t held;                  /* of which held back for reordering */
     uint64_t hold_full;             /* reorder decisions not applied: hold table full */
+    uint64_t csum_dropped;          /* corrupted copies discarded (cfg.checksum) */
     struct ub__impair_stats impair; /* the impairment's decisions (zero if never set) */
 };
 

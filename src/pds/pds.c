@@ -197,19 +197,23 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         return UB_EINVAL;
     /* The extension goes on now: it does not depend on the PSN. */
     struct ub__ext ext = tx->ext;
-    ext.version = UB_EXT_VERSION;
+    /* The layer above may use a compatible later version with appended fields (its tail). */
+    if (ext.version == UB_EXT_VERSION || ext.version > UB_EXT_VERSION_COMPAT_MAX) {
+        ext.version = UB_EXT_VERSION;
+        ext.tail = NULL;
+        ext.tail_len = 0;
+    }
     ext.next_hdr = tx->ses_kind;
     ext.incarnation = pds->incarnation;
-    ext.tail = NULL;
-    ext.tail_len = 0;
-    uint8_t *at = ub__pkt_push(pkt, UB_EXT_SIZE);
+    uint32_t ext_len = (uint32_t)ub__ext_size(&ext);
+    uint8_t *at = ub__pkt_push(pkt, ext_len);
     if (!at)
         return UB_ENOBUFS;
     struct ub__wcur w;
-    ub__wcur_init(&w, at, UB_EXT_SIZE);
+    ub__wcur_init(&w, at, ext_len);
     int rc = ub__ext_encode(&ext, &w);
     if (rc) {
-        ub__pkt_pull(pkt, UB_EXT_SIZE);
+        ub__pkt_pull(pkt, ext_len);
         return rc;
     }
     if (tx->mode == UB_PDS_UUD) {
@@ -221,14 +225,14 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         uint8_t hdr[UB_PDS_UUD_SIZE];
         ub__wcur_init(&w, hdr, sizeof(hdr));
         if ((rc = ub__pds_encode(&d.pds, &w)) != 0 || !(at = ub__pkt_push(pkt, UB_PDS_UUD_SIZE))) {
-            ub__pkt_pull(pkt, UB_EXT_SIZE);
+            ub__pkt_pull(pkt, ext_len);
             return rc ? rc : UB_ENOBUFS;
         }
         memcpy(at, hdr, sizeof(hdr));
         pkt->addr = *tx->dst;
         pkt->path = (uint16_t)(ub__rng_next(&pds->rng) % pds->cfg.num_paths);
         if (ub__ring_full(&pds->ctlq)) {
-            ub__pkt_pull(pkt, UB_PDS_UUD_SIZE + UB_EXT_SIZE);
+            ub__pkt_pull(pkt, UB_PDS_UUD_SIZE + ext_len);
             return UB_EFULL;
         }
         pds->st.tx_pkts++;
@@ -238,7 +242,7 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
     }
     struct ub__pds_ipdc *c = ub__pds_ipdc_get(pds, tx->dst, tx->mode, now, &rc);
     if (!c || c->qlen >= UB_PDS_DEFAULT_QUEUE) {
-        ub__pkt_pull(pkt, UB_EXT_SIZE);
+        ub__pkt_pull(pkt, ext_len);
         return c ? UB_EFULL : rc;
     }
     pkt->tag = tx->cookie;

@@ -62,9 +62,11 @@ struct ub__pds_cfg {
     uint64_t idle_close_ns; /* an initiator closes a PDC idle this long */
     uint64_t quarantine_ns; /* how long a closed PDC's identity is remembered */
     enum ub__pds_retx retx[UB_PDS_MODE_COUNT];
-    bool ev_loss;       /* entropy-based loss detection (per-path order) */
-    bool probe;         /* tail-loss probes */
+    bool no_ev_loss;    /* turns off entropy-based loss detection (per-path order) */
+    bool no_probe;      /* turns off tail-loss probes */
     uint32_t num_paths; /* entropy values to spray RUD over */
+    uint32_t
+        start_psn; /* nonzero: every new initiator PDC starts here, not at a random PSN (tests) */
 };
 
 /* Every event PDS counts. */

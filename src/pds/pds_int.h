@@ -21,6 +21,7 @@
 #define UB_PDS_SYN_SPAN              4096 /* a SYN's 12-bit psn_offset bounds the PSNs sent before the ACK */
 #define UB_PDS_CTLQ                  4096 /* ACKs, NACKs and control packets waiting to leave */
 #define UB_PDS_BURST                 16   /* packets one PDC may emit before the next gets a turn */
+#define UB_PDS_GBN_MIN_WIN           4    /* go-back-N: the window a go-back shrinks to at least */
 
 /* Initiator PDC states. */
 enum { IPDC_SYN = 0, IPDC_EST, IPDC_CLOSING };
@@ -78,6 +79,7 @@ struct ub__pds_ipdc {
     uint16_t next_path; /* spraying cursor; ROD's one path */
     bool probed;        /* a tail-loss probe went out since the last progress */
     uint32_t close_psn; /* CLOSING: the PSN of our CLOSE */
+    uint32_t gbn_win;   /* go-back-N: packets from una that may be (re)sent; halved per go-back */
 };
 
 /* Target context: created by the first packet (SYN) of an initiator PDC. */

@@ -344,7 +344,16 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
         }
     } else {
         t = ub__hmap_get(&pds->tpdc_by_id, r->dpdcid);
-        if (!t || t->key != key) {
+        if (t && t->key != key) {
+            /*
+             * Our PDC id, someone else's (host, incarnation, spdcid, mode): an earlier
+             * incarnation's straggler or a damaged header. Dropped without a NACK: a NO_PDC
+             * would make the rightful owner of the id fail its whole context.
+             */
+            pds->st.rx_stale++;
+            return;
+        }
+        if (!t) {
             reject_unknown(pds, p, key, r, now);
             return;
         }

@@ -57,6 +57,8 @@ static void start_fresh(struct ub__pds_ipdc *c)
     c->state = IPDC_SYN;
     c->tid = 0;
     c->start_psn = (uint32_t)ub__rng_next(&pds->rng);
+    if (pds->cfg.start_psn)
+        c->start_psn = pds->cfg.start_psn;
     c->una = c->nxt = c->start_psn;
     c->mpr = pds->cfg.mp_range;
     c->nlost = 0;
@@ -65,6 +67,7 @@ static void start_fresh(struct ub__pds_ipdc *c)
     c->any_acked = false;
     c->retries = 0;
     c->probed = false;
+    c->gbn_win = pds->cfg.window;
     memset(c->slots, 0, (c->wmask + 1) * sizeof(*c->slots));
 }
 
@@ -164,13 +167,20 @@ void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now)
     free(c);
 }
 
+/* Packets from una that may be in flight: the window, MP_RANGE, and go-back-N's loss window. */
+static uint32_t send_limit(const struct ub__pds_ipdc *c)
+{
+    uint32_t limit = UB_MIN(c->pds->cfg.window, c->mpr);
+    return gbn(c) ? UB_MIN(limit, c->gbn_win) : limit;
+}
+
 bool ub__pds_ipdc_can_send(const struct ub__pds_ipdc *c)
 {
-    if (c->nlost)
-        return true;
+    if (c->nlost) /* a repair waits, unless go-back-N's window keeps it back */
+        return !gbn(c) || ub__seq_lt(c->lost_scan, c->una + send_limit(c));
     if (!c->qlen || c->state == IPDC_CLOSING)
         return false;
-    uint32_t limit = UB_MIN(c->pds->cfg.window, c->mpr);
+    uint32_t limit = send_limit(c);
     if (inflight(c) >= limit)
         return false;
     /* Before the target answers, a SYN's 12-bit offset bounds how far we may run ahead. */
@@ -187,7 +197,12 @@ static void req_header(const struct ub__pds_ipdc *c, uint32_t psn, bool retx, bo
         h->u.rudi.type = UB_PDS_TYPE_RUDI_REQ;
         h->u.rudi.next_hdr = UB_PDS_NH_SOFTUB_EXT;
         h->u.rudi.flags = retx ? UB_PDS_RUDI_F_RETX : 0;
-        h->u.rudi.pkt_id = psn;
+        /*
+         * The response echoes pkt_id and nothing else: it names our PDC (high half) and the
+         * PSN's low 16 bits (the window is at most 4096 PSNs). Matching by the responder's
+         * address alone fails when it answers from another port (a UDP path).
+         */
+        h->u.rudi.pkt_id = (uint32_t)c->id << 16 | (psn & 0xffff);
         return;
     }
     struct ub__pds_req *r = &h->u.req;
@@ -284,7 +299,7 @@ static void arm_rto(struct ub__pds_ipdc *c, uint64_t now)
         return;
     }
     uint64_t wait = c->rto_ns;
-    if (pds->cfg.probe && fast(c) && !c->probed && c->srtt) {
+    if (!pds->cfg.no_probe && fast(c) && !c->probed && c->srtt) {
         /* Tail-loss probe: well before the RTO, once per period without progress. */
         uint64_t pto = UB_MAX(2 * c->srtt, pds->cfg.ack_delay_ns + c->srtt);
         wait = UB_MIN(wait, pto);
@@ -296,8 +311,15 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
                            uint64_t now)
 {
     uint32_t n = 0;
-    /* Repairs before new data. */
-    for (uint32_t psn = c->lost_scan; n < max && c->nlost && psn != c->nxt; psn++) {
+    /* Repairs before new data (go-back-N: only inside its window). */
+    uint32_t end = gbn(c) ? c->una + send_limit(c) : c->nxt;
+    if (ub__seq_lt(c->nxt, end))
+        end = c->nxt;
+    for (uint32_t psn = c->lost_scan; n < max && c->nlost; psn++) {
+        if (!ub__seq_lt(psn, end)) {
+            c->lost_scan = end;
+            break;
+        }
         struct ub__pds_slot *s = slot_of(c, psn);
         c->lost_scan = psn;
         if (s->state != SLOT_LOST)
@@ -353,16 +375,30 @@ static void mark_lost(struct ub__pds_ipdc *c, uint32_t psn, uint8_t why)
         c->lost_scan = psn;
 }
 
-/* Go-back-N: everything from psn on goes again. */
+/*
+ * Go-back-N: everything from psn on goes again. Each go-back also halves the window the
+ * repairs and new packets may use (at least UB_PDS_GBN_MIN_WIN; an RTO takes it there at once),
+ * and every acknowledged packet grows it by one again: at 10 % loss a fixed window of 256
+ * would resend ~W * p = 25 packets for every one delivered.
+ */
 static void go_back(struct ub__pds_ipdc *c, uint32_t from, uint8_t why)
 {
+    uint32_t w = why == WHY_RTO ? UB_PDS_GBN_MIN_WIN : c->gbn_win / 2;
+    c->gbn_win = UB_MAX(w, (uint32_t)UB_PDS_GBN_MIN_WIN);
     for (uint32_t psn = from; psn != c->nxt; psn++)
         mark_lost(c, psn, why);
 }
 
-static void rtt_sample(struct ub__pds_ipdc *c, uint64_t r)
+/* The RTO from the smoothed RTT, without backoff. */
+static void rto_from_rtt(struct ub__pds_ipdc *c)
 {
     const struct ub__pds_cfg *cfg = &c->pds->cfg;
+    uint64_t rto = c->srtt + UB_MAX(4 * c->rttvar, cfg->ack_delay_ns);
+    c->rto_ns = UB_MIN(UB_MAX(rto, cfg->rto_min_ns), cfg->rto_max_ns);
+}
+
+static void rtt_sample(struct ub__pds_ipdc *c, uint64_t r)
+{
     if (!c->srtt) {
         c->srtt = r;
         c->rttvar = r / 2;
@@ -371,8 +407,7 @@ static void rtt_sample(struct ub__pds_ipdc *c, uint64_t r)
         c->rttvar = (3 * c->rttvar + d) / 4;
         c->srtt = (7 * c->srtt + r) / 8;
     }
-    uint64_t rto = c->srtt + UB_MAX(4 * c->rttvar, cfg->ack_delay_ns);
-    c->rto_ns = UB_MIN(UB_MAX(rto, cfg->rto_min_ns), cfg->rto_max_ns);
+    rto_from_rtt(c);
 }
 
 /* The target has psn: complete it once. Returns true if this was news. */
@@ -385,6 +420,8 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, uint64_t now)
     if (s->state == SLOT_LOST)
         c->nlost--;
     s->state = SLOT_ACKED;
+    if (c->gbn_win < pds->cfg.window)
+        c->gbn_win++;
     if (s->txseq > c->path_acked_txseq[s->path])
         c->path_acked_txseq[s->path] = s->txseq;
     if (!c->any_acked || ub__seq_lt(c->high_acked, psn))
@@ -409,33 +446,64 @@ static void advance_una(struct ub__pds_ipdc *c)
         c->lost_scan = c->una;
 }
 
-/* Fast loss detection after an ACK: out-of-order count and per-path order. */
-static void detect_losses(struct ub__pds_ipdc *c)
+/*
+ * Whether the transmission of PSN `later` that provoked a report (ACK or NACK; retx: it said the
+ * packet was a retransmission) left after the latest transmission of `first`, so that `first`
+ * missing is news. A report provoked by a copy sent before `first` was resent is the echo of an
+ * earlier go-back: acting on it would resend the window once per packet still in flight.
+ */
+static bool after_latest(const struct ub__pds_ipdc *c, uint32_t later, bool retx, uint32_t first)
 {
-    if (!fast(c) || !c->any_acked)
+    const struct ub__pds_slot *l = slot_of(c, later), *f = slot_of(c, first);
+    if (f->state != SLOT_INFLIGHT || (l->state != SLOT_INFLIGHT && l->state != SLOT_ACKED))
+        return false;
+    if (retx != (l->retx > 0)) /* the report came from an earlier copy of `later` */
+        return false;
+    return l->txseq > f->txseq;
+}
+
+/*
+ * Fast loss detection after an ACK: out-of-order count and per-path order. Go-back-N ignores
+ * selective information, so it looks only at the PSN that triggered the ACK (hint): far enough
+ * past una, and sent after una's latest copy, it means una was lost.
+ */
+static void detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, bool hint_retx)
+{
+    if (!fast(c))
         return;
     const struct ub__pds_cfg *cfg = &c->pds->cfg;
     uint32_t thr = cfg->ooo_threshold;
+    if (gbn(c)) {
+        if (has_hint && c->una != c->nxt && ub__seq_lt(c->una, hint) && ub__seq_lt(hint, c->nxt) &&
+            ub__seq_diff(hint, c->una) >= (int32_t)thr && after_latest(c, hint, hint_retx, c->una))
+            go_back(c, c->una, WHY_FAST);
+        return;
+    }
+    if (!c->any_acked)
+        return;
     for (uint32_t psn = c->una; psn != c->nxt; psn++) {
         struct ub__pds_slot *s = slot_of(c, psn);
         if (s->state != SLOT_INFLIGHT)
             continue;
         bool lost = ub__seq_diff(c->high_acked, psn) >= (int32_t)thr;
         /* One path delivers in order: a later packet on it arrived, so this one is gone. */
-        if (!lost && cfg->ev_loss && s->txseq < c->path_acked_txseq[s->path])
+        if (!lost && !cfg->no_ev_loss && s->txseq < c->path_acked_txseq[s->path])
             lost = true;
         if (!lost)
             continue;
-        if (gbn(c)) {
-            go_back(c, psn, WHY_FAST);
-            return;
-        }
         mark_lost(c, psn, WHY_FAST);
     }
 }
 
 static void progress(struct ub__pds_ipdc *c, uint64_t now)
 {
+    /*
+     * New data acknowledged: the backoff ends (as in Linux, not RFC 6298's wait for a fresh
+     * sample): after an RTO nearly every packet is a retransmission, so Karn's rule would
+     * leave the backed-off RTO in place for a long time under heavy loss.
+     */
+    if (c->retries && c->srtt)
+        rto_from_rtt(c);
     c->retries = 0;
     c->probed = false;
     c->last_progress = now;
@@ -501,7 +569,7 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
     advance_una(c);
     if (news)
         progress(c, now);
-    detect_losses(c);
+    detect_losses(c, true, ack_psn, (a->flags & UB_PDS_ACK_F_RETX) != 0);
     ub__pds_mark_ready(c);
 }
 
@@ -590,20 +658,35 @@ void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t
          * window once per packet still in flight.
          */
         if (!fast(c) || !in_flight || !ub__seq_le(c->una, n->payload) ||
-            !ub__seq_lt(n->payload, c->nxt))
-            break;
-        const struct ub__pds_slot *s = slot_of(c, psn);
-        if (!(n->flags & UB_PDS_NACK_F_RETX) && (s->retx > 0 || s->state == SLOT_LOST))
+            !ub__seq_lt(n->payload, c->nxt) ||
+            !after_latest(c, psn, (n->flags & UB_PDS_NACK_F_RETX) != 0, n->payload))
             break;
         go_back(c, n->payload, WHY_NACK);
         break;
     }
     case UB_PDS_NACK_CLOSING:
+        /* Destructive NACKs must name a PSN we have in flight: never act on a stray one. */
+        if (!in_flight || ub__seq_lt(n->payload, c->una) || ub__seq_lt(c->nxt, n->payload)) {
+            pds->st.rx_stale++;
+            break;
+        }
         reestablish(c, n->payload, now);
         return;
     case UB_PDS_NACK_NO_PDC:
     case UB_PDS_NACK_INV_DPDCID:
     case UB_PDS_NACK_PDC_HDR_MISMATCH:
+        if (!in_flight) {
+            pds->st.rx_stale++;
+            break;
+        }
+        if (!(n->flags & UB_PDS_NACK_F_RETX)) {
+            /*
+             * Verify before tearing down: resend that packet. A restarted target says the
+             * same about the retransmission one RTT later; a damaged header does not.
+             */
+            mark_lost(c, psn, WHY_NACK);
+            break;
+        }
         /* The target has no memory of us: it restarted. Nothing in flight can be vouched for. */
         pds->st.pdc_failed++;
         ub__pds_ipdc_free(c, UB_ESTALE, now);
@@ -618,13 +701,13 @@ void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t
 void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
                           const struct ub__pds_rudi *r, uint64_t now)
 {
-    struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_peer, peer_key(&p->addr, UB_PDS_RUDI));
-    if (!c || !ub__addr_eq(&c->peer, &p->addr)) {
+    struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_id, r->pkt_id >> 16);
+    if (!c || c->mode != UB_PDS_RUDI || ub__pds_host_key(&c->peer) != ub__pds_host_key(&p->addr)) {
         pds->st.rx_no_pdc++;
         return;
     }
     pds->st.acks_rx++;
-    uint32_t psn = r->pkt_id;
+    uint32_t psn = c->una + ((r->pkt_id - c->una) & 0xffff);
     c->state = IPDC_EST;
     if (!(ub__seq_le(c->una, psn) && ub__seq_lt(psn, c->nxt)))
         return;
@@ -635,7 +718,7 @@ void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
     advance_una(c);
     if (news)
         progress(c, now);
-    detect_losses(c);
+    detect_losses(c, false, 0, false);
     ub__pds_mark_ready(c);
 }
 
@@ -722,12 +805,16 @@ static void rto_fire(struct ub__timer *t, uint64_t now)
     }
     if (!inflight(c))
         return;
-    if (cfg->probe && fast(c) && !c->probed && c->srtt && now < c->last_progress + c->rto_ns) {
+    if (!cfg->no_probe && fast(c) && !c->probed && c->srtt && now < c->last_progress + c->rto_ns) {
         /* Tail-loss probe: resend the lowest unacknowledged packet, asking for an ACK. */
         c->probed = true;
         for (uint32_t psn = c->una; psn != c->nxt; psn++) {
             if (slot_of(c, psn)->state == SLOT_INFLIGHT) {
-                mark_lost(c, psn, WHY_PROBE);
+                /* Go-back-N cannot use a lone repair: the target dropped what followed it. */
+                if (gbn(c))
+                    go_back(c, psn, WHY_PROBE);
+                else
+                    mark_lost(c, psn, WHY_PROBE);
                 break;
             }
         }
