@@ -1,0 +1,102 @@
+/*
+ * Load balancing (CMS). Internal.
+ *
+ * Chooses the entropy value (EV) of every packet: the UDP source-port index of
+ * the UDP device or the path index of the simulator, in [0, ev_count). A
+ * named const vtable with its state embedded in `struct ub__lb`; one per PDC
+ * (or per pair of endpoints: the owner decides). ROD must use "single".
+ * Feedback comes back per EV from ACKs, NACKs and timeouts. Deterministic:
+ * the only randomness is the balancer's own PRNG, seeded by the owner.
+ *
+ * Algorithms: "single", "oblivious" (round-robin over a fresh random
+ * permutation each round), "random", "reps", "bitmap". docs/algorithms.md.
+ */
+#ifndef UB_CMS_LB_H
+#define UB_CMS_LB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rand.h"
+
+#define UB_LB_MAX_EVS    256u    /* bitmap balancer: penalties for this many EVs */
+#define UB_LB_EV_UNKNOWN 0xffffu /* a timeout whose EV the owner did not keep */
+#define UB_LB_REPS_SIZE  8u
+
+struct ub__lb_params {
+    uint16_t ev_count;  /* number of EVs (paths); 1.. (bitmap: ..UB_LB_MAX_EVS) */
+    uint16_t single_ev; /* "single": the EV to use (taken modulo ev_count) */
+    bool trimming;      /* the fabric trims (REPS freezes only then) */
+    uint64_t seed;
+    uint64_t reps_freeze_ns; /* REPS: how long a freeze lasts; 0 = 10 ms */
+};
+
+struct ub__lb_reps {
+    uint16_t ev[UB_LB_REPS_SIZE];
+    bool valid[UB_LB_REPS_SIZE];
+    uint8_t head;  /* next slot written */
+    uint8_t count; /* slots ever written (saturates at the size) */
+    uint8_t fresh; /* valid entries: the last `fresh` written */
+    uint8_t frozen_head;
+    uint8_t explore; /* random EVs still to send after a freeze */
+    bool frozen;
+    uint64_t thaw_at;
+};
+
+struct ub__lb_rr {
+    uint16_t idx; /* position in this round */
+    uint16_t mix; /* this round's permutation key */
+};
+
+struct ub__lb_bitmap {
+    struct ub__lb_rr rr;
+    uint8_t penalty[UB_LB_MAX_EVS];
+};
+
+struct ub__lb_algo;
+
+/* What an event says about the path of an EV (htsim's PATH_GOOD/ECN/NACK/TIMEOUT). */
+enum ub__lb_fb { UB_LB_FB_GOOD, UB_LB_FB_ECN, UB_LB_FB_NACK, UB_LB_FB_TIMEOUT };
+
+struct ub__lb {
+    const struct ub__lb_algo *algo;
+    struct ub__lb_params p;
+    struct ub__rng rng;
+    union {
+        struct ub__lb_rr rr;
+        struct ub__lb_reps reps;
+        struct ub__lb_bitmap bm;
+    } u;
+};
+
+struct ub__lb_algo {
+    const char *name;
+    void (*init)(struct ub__lb *lb);
+    uint16_t (*next_ev)(struct ub__lb *lb, uint64_t now);
+    /* Path feedback, already classified; NULL for the feedback-blind balancers. */
+    void (*feedback)(struct ub__lb *lb, uint16_t ev, enum ub__lb_fb fb, uint64_t now);
+};
+
+extern const struct ub__lb_algo ub__lb_single, ub__lb_oblivious, ub__lb_random, ub__lb_reps,
+    ub__lb_bitmap;
+
+const struct ub__lb_algo *ub__lb_algo_find(const char *name);
+const struct ub__lb_algo *ub__lb_algo_at(size_t i);
+
+/* UB_EINVAL if algo is NULL, ev_count is 0, or too large for the bitmap. */
+int ub__lb_init(struct ub__lb *lb, const struct ub__lb_algo *algo,
+                const struct ub__lb_params *params);
+
+/* The EV of the next packet (new or retransmitted). */
+uint16_t ub__lb_next_ev(struct ub__lb *lb, uint64_t now);
+/* An ACK for a packet sent on ev; ecn: it was CE-marked. */
+void ub__lb_on_ack(struct ub__lb *lb, uint16_t ev, bool ecn, uint64_t now);
+/* A congestion NACK (not a trim) for a packet sent on ev. */
+void ub__lb_on_nack(struct ub__lb *lb, uint16_t ev, uint64_t now);
+/* A trim NACK; last_hop: trimmed at the receiver's downlink (the path was fine). */
+void ub__lb_on_trim(struct ub__lb *lb, uint16_t ev, bool last_hop, bool ecn, uint64_t now);
+/* A retransmission timeout; ev may be UB_LB_EV_UNKNOWN. */
+void ub__lb_on_timeout(struct ub__lb *lb, uint16_t ev, uint64_t now);
+
+#endif
