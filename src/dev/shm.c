@@ -1,0 +1,1222 @@
+#define _GNU_SOURCE /* process_vm_readv/writev, flock, O_CLOEXEC under -std=c11 */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <softub/errors.h>
+#include "core/compiler.h"
+#include "core/rand.h"
+#include "dev/shm.h"
+
+/*
+ * Object layout (offsets from the start of the mapping):
+ *
+ *   0           struct shm_hdr        one page: identity, layout, state,
+ *                                     the waiting word, the used-lane mask
+ *   lane_off    struct shm_lane[lanes] three cache lines each: owner pid,
+ *                                     tail (producer's), head (consumer's)
+ *   slot_off    lanes * slots slots   slot_size bytes each: struct shm_slot
+ *                                     then up to mtu bytes of datagram
+ *
+ * Everything a peer relies on for memory safety (the layout) is copied out
+ * of the header and validated against the object's size once, at attach:
+ * a corrupt or hostile header cannot make a producer write outside the
+ * mapping later.
+ */
+
+#define SHM_MAGIC       0x4853425554464f53ull /* "SOFTUBSH" */
+#define SHM_VERSION     1u
+#define SHM_HDR_SIZE    4096u
+#define SHM_CACHELINE   64u
+#define SHM_SLOT_HDR    16u
+#define SHM_MAX_OBJ     (4ull << 30) /* refuse layouts above 4 GiB */
+#define SHM_OPEN_TRIES  8            /* create/reclaim races retried */
+#define SHM_DRAIN_MAX   16           /* FIFO reads per drain */
+#define SHM_FLAG_WAKE   1u
+#define SHM_DEFAULT_DIR "/dev/shm"
+
+enum { SHM_INIT = 0, SHM_READY = 1, SHM_CLOSED = 2 };
+
+struct shm_hdr {
+    uint64_t magic;
+    uint32_t version, hdr_size;
+    uint32_t lanes, slots, slot_size, mtu;
+    uint64_t lane_off, slot_off, obj_size;
+    uint64_t probe_addr, probe_value; /* a word in the owner's private memory, for the CMA probe */
+    uint32_t owner_pid, flags;
+    uint32_t id, pad;
+    _Atomic uint32_t state; /* SHM_*; READY is stored (release) after everything above */
+    /* Written by the consumer (arm) and by producers (clear): its own line. */
+    alignas(SHM_CACHELINE) _Atomic uint32_t waiting;
+    /* Lanes ever claimed: the consumer scans only these. Written at attach only. */
+    alignas(SHM_CACHELINE) _Atomic uint64_t used;
+};
+
+/* One producer's ring. Each index on its own line: the two sides never share a written line. */
+struct shm_lane {
+    alignas(SHM_CACHELINE) _Atomic uint32_t owner; /* producer pid, 0 when free */
+    alignas(SHM_CACHELINE) _Atomic uint64_t tail;  /* producer: slots published */
+    alignas(SHM_CACHELINE) _Atomic uint64_t head;  /* consumer: slots consumed */
+};
+
+struct shm_slot {
+    uint32_t len;
+    uint16_t src; /* sender's endpoint id */
+    uint16_t path;
+    uint8_t ecn;
+    uint8_t pad[7];
+};
+
+_Static_assert(sizeof(struct shm_hdr) <= SHM_HDR_SIZE, "header fits its page");
+_Static_assert(sizeof(struct shm_lane) == 3 * SHM_CACHELINE, "lane is three lines");
+_Static_assert(sizeof(struct shm_slot) == SHM_SLOT_HDR, "slot header size");
+/* Lock-free atomics are address-free: the same word works in every process's mapping. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2, "lock-free atomics");
+
+/* A receiver this device sends to: its mapping and the lane we own in it. */
+struct shm_peer {
+    struct shm_hdr *hdr;
+    struct shm_lane *lane;
+    uint8_t *slots; /* our lane's first slot */
+    uint8_t *base;
+    size_t size;
+    uint64_t tail;       /* next slot to write (only we write the lane's tail) */
+    uint64_t pub;        /* tail last published */
+    uint64_t head_cache; /* consumer's head when last read: avoids a shared load per packet */
+    uint64_t last_use;
+    uint32_t mask, slot_size, mtu, lane_idx;
+    int fd;  /* the peer's object: its lock says whether the owner lives */
+    int wfd; /* the peer's FIFO, opened read-write so a dead reader cannot raise SIGPIPE */
+    pid_t pid;
+    uint16_t id;
+    bool used, cma;
+};
+
+struct shm_dev {
+    struct ub__dev dev;
+    struct ub__shm_cfg cfg;
+    char dir[PATH_MAX / 2];
+    char name[UB_SHM_NAME_MAX];
+    char fifo[PATH_MAX];
+    int fd;  /* our object, locked LOCK_EX while we live */
+    int rfd; /* our FIFO's read end: fd(); -1 without wake-ups */
+    uint8_t *base;
+    size_t size;
+    struct shm_hdr *hdr;
+    struct shm_lane *lanes;
+    uint8_t *slots;
+    uint32_t slot_size, np;
+    uint32_t rr;                     /* lane served first by the next recv */
+    bool armed;                      /* we set the waiting word and have not seen it cleared */
+    uint64_t probe;                  /* the word peers read to probe CMA */
+    uint64_t head[UB_SHM_MAX_LANES]; /* our copy of each lane's head (we are its only writer) */
+
+    struct shm_peer *peers;
+    uint16_t *tab; /* open addressing: peer index + 1, 0 empty */
+    uint32_t tab_mask, npeers;
+    uint64_t tick;
+    struct ub__shm_stats st;
+};
+
+static const struct ub__dev_ops shm_ops;
+
+static inline struct shm_dev *shm_of(const struct ub__dev *dev)
+{
+    return UB_CONTAINER_OF(dev, struct shm_dev, dev);
+}
+
+static int errno_to_ub(int e)
+{
+    switch (e) {
+    case EACCES:
+    case EPERM:
+        return UB_EACCESS;
+    case ENOMEM:
+    case ENOSPC:
+    case EMFILE:
+    case ENFILE:
+        return UB_ENOMEM;
+    case EEXIST:
+    case EBUSY:
+        return UB_EBUSY;
+    case ENOENT:
+        return UB_ENOENT;
+    case EINVAL:
+        return UB_EINVAL;
+    default:
+        return UB_EIO;
+    }
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+int ub__shm_objname(uint16_t id, char *buf, size_t len)
+{
+    return snprintf(buf, len, "/softub-%u-%u", (unsigned)getuid(), (unsigned)id);
+}
+
+static int fifo_path(const char *dir, const char *name, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s%s.wake", dir, name);
+    return n > 0 && (size_t)n < len ? 0 : UB_EINVAL;
+}
+
+/* ---- spec parser --------------------------------------------------------------- */
+
+static int parse_u32(const char *s, size_t len, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    if (len == 0 || len > 10)
+        return UB_EINVAL;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return UB_EINVAL;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (v < lo || v > hi)
+        return UB_EINVAL;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static bool key_is(const char *k, size_t klen, const char *name)
+{
+    return strlen(name) == klen && memcmp(k, name, klen) == 0;
+}
+
+static int parse_option(struct ub__shm_cfg *c, const char *k, size_t klen, const char *v,
+                        size_t vlen)
+{
+    uint32_t x;
+    if (key_is(k, klen, "lanes"))
+        return parse_u32(v, vlen, 1, UB_SHM_MAX_LANES, &c->lanes);
+    if (key_is(k, klen, "slots")) {
+        if (parse_u32(v, vlen, UB_SHM_MIN_SLOTS, UB_SHM_MAX_SLOTS, &x) || (x & (x - 1)))
+            return UB_EINVAL;
+        c->slots = x;
+        return 0;
+    }
+    if (key_is(k, klen, "mtu"))
+        return parse_u32(v, vlen, UB_SHM_MIN_MTU, UB_SHM_MAX_MTU, &c->mtu);
+    if (key_is(k, klen, "peers"))
+        return parse_u32(v, vlen, 1, UB_SHM_MAX_PEERS, &c->max_peers);
+    if (key_is(k, klen, "paths"))
+        return parse_u32(v, vlen, 1, UB_SHM_MAX_PATHS, &c->num_paths);
+    if (key_is(k, klen, "wake")) {
+        if (parse_u32(v, vlen, 0, 1, &x))
+            return UB_EINVAL;
+        c->no_wake = x == 0;
+        return 0;
+    }
+    return UB_EINVAL;
+}
+
+static int parse_spec(const char *spec, struct ub__shm_cfg *cfg)
+{
+    size_t len = strnlen(spec, UB_SHM_SPEC_MAX + 1);
+    if (len > UB_SHM_SPEC_MAX)
+        return UB_EINVAL;
+    const char *s = spec, *end = spec + len;
+    if (len >= 6 && memcmp(s, "shm://", 6) == 0)
+        s += 6;
+    else if (len >= 4 && memcmp(s, "shm:", 4) == 0)
+        s += 4;
+    const char *q = memchr(s, '?', (size_t)(end - s));
+    const char *id_end = q ? q : end;
+    uint32_t id = 0;
+    if (id_end > s && parse_u32(s, (size_t)(id_end - s), 0, UINT16_MAX, &id))
+        return UB_EINVAL;
+    cfg->id = (uint16_t)id;
+    if (!q)
+        return 0;
+    for (const char *o = q + 1; o <= end;) {
+        const char *amp = memchr(o, '&', (size_t)(end - o));
+        const char *oe = amp ? amp : end;
+        const char *eq = memchr(o, '=', (size_t)(oe - o));
+        if (!eq || eq == o)
+            return UB_EINVAL;
+        if (parse_option(cfg, o, (size_t)(eq - o), eq + 1, (size_t)(oe - eq - 1)))
+            return UB_EINVAL;
+        if (!amp)
+            break;
+        o = amp + 1;
+    }
+    return 0;
+}
+
+int ub__shm_cfg_parse(const char *spec, struct ub__shm_cfg *cfg)
+{
+    if (!cfg)
+        return UB_EINVAL;
+    memset(cfg, 0, sizeof(*cfg));
+    if (!spec)
+        return UB_EINVAL;
+    int rc = parse_spec(spec, cfg);
+    if (rc)
+        memset(cfg, 0, sizeof(*cfg));
+    return rc;
+}
+
+/* ---- liveness ------------------------------------------------------------------- */
+
+/*
+ * Whether the owner of the object behind fd is alive: it holds LOCK_EX for
+ * its whole life and the kernel drops it when the process dies, however it
+ * dies. Exact, unlike pid checks, which pid reuse can fool.
+ */
+static bool owner_alive(int fd)
+{
+    if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        flock(fd, LOCK_UN);
+        return false;
+    }
+    return errno == EWOULDBLOCK || errno == EINTR;
+}
+
+/* Whether fd is still the object linked under name (not unlinked and replaced). */
+static bool still_linked(const char *name, int fd)
+{
+    int fd2 = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+    if (fd2 < 0)
+        return false;
+    struct stat a, b;
+    bool same =
+        fstat(fd, &a) == 0 && fstat(fd2, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    close(fd2);
+    return same;
+}
+
+/* A producer pid that no longer exists (EPERM: exists, another user's). */
+static bool pid_dead(uint32_t pid)
+{
+    return pid == 0 || pid > INT32_MAX || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
+}
+
+/* ---- open / close ---------------------------------------------------------------- */
+
+/*
+ * Creates and locks the object `name`, reclaiming a stale one. Returns the
+ * fd, or a negative error (UB_EBUSY: a live owner has it).
+ *
+ * Races: two openers of one name, or an opener and a reclaimer, each end
+ * holding the lock of the inode they checked is still linked under the
+ * name; only one inode is linked, so exactly one wins.
+ */
+static int create_locked(struct shm_dev *s, const char *name, const char *fifo)
+{
+    for (int t = 0; t < SHM_OPEN_TRIES; t++) {
+        int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+                /* A reclaimer took it for stale in the instant before our lock: it wins. */
+                close(fd);
+                return UB_EBUSY;
+            }
+            if (still_linked(name, fd))
+                return fd;
+            close(fd);
+            continue;
+        }
+        if (errno != EEXIST)
+            return errno_to_ub(errno);
+        fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+        if (fd < 0) {
+            if (errno == ENOENT)
+                continue; /* unlinked meanwhile: create again */
+            return errno_to_ub(errno);
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno;
+            close(fd);
+            return e == EWOULDBLOCK ? UB_EBUSY : errno_to_ub(e);
+        }
+        /* Unlocked: its owner died without closing. Unlink it; live mappings keep the inode. */
+        if (still_linked(name, fd)) {
+            shm_unlink(name);
+            unlink(fifo);
+            s->st.stale_reclaimed++;
+        }
+        close(fd);
+    }
+    return UB_EBUSY;
+}
+
+static void detach(struct shm_dev *s, struct shm_peer *pe);
+
+static void shm_free(struct shm_dev *s)
+{
+    if (s->peers)
+        for (uint32_t i = 0; i < s->cfg.max_peers; i++)
+            if (s->peers[i].used)
+                detach(s, &s->peers[i]);
+    if (s->hdr) {
+        /* Producers see CLOSED and detach; the unlink makes the id free for a new owner. */
+        atomic_store_explicit(&s->hdr->state, SHM_CLOSED, memory_order_release);
+        shm_unlink(s->name);
+        if (s->rfd >= 0)
+            unlink(s->fifo);
+    }
+    if (s->base)
+        munmap(s->base, s->size);
+    if (s->rfd >= 0)
+        close(s->rfd);
+    if (s->fd >= 0)
+        close(s->fd); /* drops the lock last: nobody reclaims the name while we tear down */
+    free(s->peers);
+    free(s->tab);
+    free(s);
+}
+
+/* Undoes a half-done open_id: nothing of a failed attempt stays linked or open. */
+static void open_undo(struct shm_dev *s, bool fifo_made)
+{
+    if (s->rfd >= 0)
+        close(s->rfd);
+    if (fifo_made)
+        unlink(s->fifo);
+    if (s->base)
+        munmap(s->base, s->size);
+    shm_unlink(s->name);
+    close(s->fd);
+    s->rfd = s->fd = -1;
+    s->base = NULL;
+    s->hdr = NULL;
+}
+
+static int open_id(struct shm_dev *s, uint16_t id)
+{
+    ub__shm_objname(id, s->name, sizeof(s->name));
+    if (fifo_path(s->dir, s->name, s->fifo, sizeof(s->fifo)))
+        return UB_EINVAL;
+    int fd = create_locked(s, s->name, s->fifo);
+    if (fd < 0)
+        return fd;
+    s->fd = fd;
+    bool fifo_made = false;
+    int rc = 0;
+    void *m = MAP_FAILED;
+    if (ftruncate(fd, (off_t)s->size) != 0 ||
+        (m = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+        rc = errno_to_ub(errno);
+    if (rc == 0) {
+        s->base = m;
+        s->hdr = m;
+    }
+    if (rc == 0 && !s->cfg.no_wake) {
+        unlink(s->fifo); /* a leftover of a crashed owner that nobody reclaimed */
+        if (mkfifo(s->fifo, 0600) != 0) {
+            rc = errno_to_ub(errno);
+        } else {
+            fifo_made = true;
+            /* O_RDWR: the FIFO always has a writer, so poll never reports a hang-up. */
+            s->rfd = open(s->fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+            if (s->rfd < 0)
+                rc = errno_to_ub(errno);
+        }
+    }
+    if (rc) {
+        open_undo(s, fifo_made);
+        /* EBUSY means "try the next id" to an auto-open: a real failure must not. */
+        return rc == UB_EBUSY ? UB_EIO : rc;
+    }
+    s->dev.local.port = id;
+    s->st.id = id;
+    return 0;
+}
+
+/* Fills the header of a fresh (zeroed) object and makes it visible. */
+static void publish_hdr(struct shm_dev *s, uint64_t lane_off, uint64_t slot_off)
+{
+    struct shm_hdr *h = s->hdr;
+    h->magic = SHM_MAGIC;
+    h->version = SHM_VERSION;
+    h->hdr_size = SHM_HDR_SIZE;
+    h->lanes = s->cfg.lanes;
+    h->slots = s->cfg.slots;
+    h->slot_size = s->slot_size;
+    h->mtu = s->cfg.mtu;
+    h->lane_off = lane_off;
+    h->slot_off = slot_off;
+    h->obj_size = s->size;
+    h->probe_addr = (uint64_t)(uintptr_t)&s->probe;
+    h->probe_value = s->probe;
+    h->owner_pid = (uint32_t)getpid();
+    h->flags = s->cfg.no_wake ? 0 : SHM_FLAG_WAKE;
+    h->id = s->dev.local.port;
+    atomic_store_explicit(&h->state, SHM_READY, memory_order_release);
+}
+
+static uint64_t probe_seed(const struct shm_dev *s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ub__mix64((uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)s ^ (uint64_t)ts.tv_nsec ^
+                     (uint64_t)ts.tv_sec << 30) |
+           1;
+}
+
+int ub__shm_open(const struct ub__shm_cfg *cfg, struct ub__dev **out)
+{
+    if (!out)
+        return UB_EINVAL;
+    *out = NULL;
+    if (!cfg)
+        return UB_EINVAL;
+    struct ub__shm_cfg c = *cfg;
+    if (!c.lanes)
+        c.lanes = UB_SHM_DEFAULT_LANES;
+    if (!c.slots)
+        c.slots = UB_SHM_DEFAULT_SLOTS;
+    if (!c.mtu)
+        c.mtu = UB_SHM_DEFAULT_MTU;
+    if (!c.max_peers)
+        c.max_peers = UB_SHM_DEFAULT_PEERS;
+    if (!c.num_paths)
+        c.num_paths = 1;
+    if (c.lanes > UB_SHM_MAX_LANES || c.slots < UB_SHM_MIN_SLOTS || c.slots > UB_SHM_MAX_SLOTS ||
+        (c.slots & (c.slots - 1)) || c.mtu < UB_SHM_MIN_MTU || c.mtu > UB_SHM_MAX_MTU ||
+        c.max_peers > UB_SHM_MAX_PEERS || c.num_paths > UB_SHM_MAX_PATHS)
+        return UB_EINVAL;
+    const char *dir = c.dir ? c.dir : SHM_DEFAULT_DIR;
+    uint32_t slot_size = (uint32_t)align_up(SHM_SLOT_HDR + c.mtu, SHM_CACHELINE);
+    uint64_t lane_off = SHM_HDR_SIZE;
+    uint64_t slot_off = align_up(lane_off + c.lanes * sizeof(struct shm_lane), 4096);
+    uint64_t size = slot_off + (uint64_t)c.lanes * c.slots * slot_size;
+    if (size > SHM_MAX_OBJ || strlen(dir) >= sizeof(((struct shm_dev *)0)->dir))
+        return UB_EINVAL;
+
+    struct shm_dev *s = calloc(1, sizeof(*s));
+    if (!s)
+        return UB_ENOMEM;
+    s->fd = s->rfd = -1;
+    memcpy(s->dir, dir, strlen(dir) + 1);
+    c.dir = NULL; /* the caller's string need not outlive open */
+    s->cfg = c;
+    s->np = c.num_paths;
+    s->slot_size = slot_size;
+    s->size = (size_t)size;
+    s->probe = probe_seed(s);
+    s->dev.ops = &shm_ops;
+    ub__shm_addr(&s->dev.local, 0);
+    uint32_t tab = 4;
+    while (tab < 2 * c.max_peers)
+        tab <<= 1;
+    s->tab_mask = tab - 1;
+    s->peers = calloc(c.max_peers, sizeof(*s->peers));
+    s->tab = calloc(tab, sizeof(*s->tab));
+    int rc = s->peers && s->tab ? 0 : UB_ENOMEM;
+    if (rc == 0 && c.id) {
+        rc = open_id(s, c.id);
+    } else if (rc == 0) {
+        /* Spread the starting point so concurrent auto-openers rarely collide. */
+        uint32_t start = (uint32_t)(s->probe % UINT16_MAX);
+        rc = UB_EBUSY;
+        for (uint32_t k = 0; k < UB_SHM_AUTO_TRIES && rc == UB_EBUSY; k++)
+            rc = open_id(s, (uint16_t)((start + k) % UINT16_MAX + 1));
+    }
+    if (rc) {
+        shm_free(s); /* open_id left nothing behind */
+        return rc;
+    }
+    s->lanes = (struct shm_lane *)(void *)(s->base + lane_off);
+    s->slots = s->base + slot_off;
+    publish_hdr(s, lane_off, slot_off);
+    s->st.lanes = c.lanes;
+    s->st.slots = c.slots;
+    s->st.mtu = c.mtu;
+    s->st.slot_size = slot_size;
+    s->st.num_paths = c.num_paths;
+    s->st.obj_size = size;
+    *out = &s->dev;
+    return 0;
+}
+
+static void shm_close(struct ub__dev *dev)
+{
+    shm_free(shm_of(dev));
+}
+
+/* ---- peers ------------------------------------------------------------------------ */
+
+static inline uint32_t tab_home(const struct shm_dev *s, uint16_t id)
+{
+    return (uint32_t)(((uint32_t)id * 0x9E3779B1u) >> 16) & s->tab_mask;
+}
+
+static struct shm_peer *peer_find(struct shm_dev *s, uint16_t id)
+{
+    for (uint32_t h = tab_home(s, id), n = 0; n <= s->tab_mask; h = (h + 1) & s->tab_mask, n++) {
+        uint16_t v = s->tab[h];
+        if (!v)
+            return NULL;
+        if (s->peers[v - 1].id == id)
+            return &s->peers[v - 1];
+    }
+    return NULL;
+}
+
+static void tab_insert(struct shm_dev *s, uint32_t idx, uint16_t id)
+{
+    uint32_t h = tab_home(s, id);
+    while (s->tab[h])
+        h = (h + 1) & s->tab_mask;
+    s->tab[h] = (uint16_t)(idx + 1);
+}
+
+/* Linear probing deletion by backward shift: no tombstones, lookups stay short. */
+static void tab_remove(struct shm_dev *s, uint32_t idx)
+{
+    uint32_t i = tab_home(s, s->peers[idx].id);
+    while (s->tab[i] != idx + 1)
+        i = (i + 1) & s->tab_mask;
+    s->tab[i] = 0;
+    for (uint32_t j = (i + 1) & s->tab_mask; s->tab[j]; j = (j + 1) & s->tab_mask) {
+        uint32_t k = tab_home(s, s->peers[s->tab[j] - 1].id);
+        /* Move j back into the hole unless its home lies cyclically in (i, j]. */
+        bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (!stays) {
+            s->tab[i] = s->tab[j];
+            s->tab[j] = 0;
+            i = j;
+        }
+    }
+}
+
+static inline void wake_peer(struct shm_dev *s, struct shm_peer *pe)
+{
+    /*
+     * Dekker with the consumer's arm: it stores waiting then loads tails;
+     * we stored the tail and load waiting, each side with a seq_cst fence
+     * between, so at least one sees the other: either the consumer finds
+     * our slots, or we find it waiting and wake it.
+     */
+    if (pe->wfd < 0)
+        return; /* the receiver busy-polls (wake=0) */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&pe->hdr->waiting, memory_order_relaxed) &&
+        atomic_exchange_explicit(&pe->hdr->waiting, 0, memory_order_relaxed)) {
+        static const uint8_t one = 1;
+        /* EAGAIN: the FIFO already holds bytes, the consumer is woken anyway. */
+        ssize_t r = write(pe->wfd, &one, 1);
+        (void)r;
+        s->st.wake_sent++;
+    } else {
+        s->st.wake_avoided++;
+    }
+}
+
+/* Makes the slots written so far visible, with one store for the whole batch. */
+static void publish(struct shm_dev *s, struct shm_peer *pe)
+{
+    if (!pe || pe->tail == pe->pub)
+        return;
+    atomic_store_explicit(&pe->lane->tail, pe->tail, memory_order_release);
+    pe->pub = pe->tail;
+    s->st.tx_publishes++;
+    wake_peer(s, pe);
+}
+
+static void detach(struct shm_dev *s, struct shm_peer *pe)
+{
+    publish(s, pe);
+    /* Release: a producer that takes the lane over sees our final tail. */
+    atomic_store_explicit(&pe->lane->owner, 0, memory_order_release);
+    munmap(pe->base, pe->size);
+    close(pe->fd);
+    if (pe->wfd >= 0)
+        close(pe->wfd);
+    tab_remove(s, (uint32_t)(pe - s->peers));
+    memset(pe, 0, sizeof(*pe));
+    s->npeers--;
+    s->st.detach++;
+    s->st.peers = s->npeers;
+}
+
+/* Copies and checks the layout a peer's header claims, against the object's real size. */
+static bool layout_ok(const struct shm_hdr *h, uint64_t size, struct shm_peer *pe)
+{
+    uint32_t lanes = h->lanes, slots = h->slots, slot_size = h->slot_size, mtu = h->mtu;
+    uint64_t lane_off = h->lane_off, slot_off = h->slot_off;
+    if (h->magic != SHM_MAGIC || h->version != SHM_VERSION || lanes == 0 ||
+        lanes > UB_SHM_MAX_LANES || slots < UB_SHM_MIN_SLOTS || slots > UB_SHM_MAX_SLOTS ||
+        (slots & (slots - 1)) || mtu < UB_SHM_MIN_MTU || mtu > UB_SHM_MAX_MTU ||
+        slot_size < SHM_SLOT_HDR + mtu || slot_size % SHM_CACHELINE || lane_off < SHM_HDR_SIZE ||
+        lane_off % SHM_CACHELINE || slot_off < lane_off + lanes * sizeof(struct shm_lane) ||
+        slot_off % SHM_CACHELINE || slot_off + (uint64_t)lanes * slots * slot_size > size)
+        return false;
+    pe->mask = slots - 1;
+    pe->slot_size = slot_size;
+    pe->mtu = mtu;
+    return true;
+}
+
+/* Takes a free lane, or a dead producer's. Returns its index or -1. */
+static int claim_lane(struct shm_dev *s, struct shm_lane *lanes, uint32_t n)
+{
+    uint32_t me = (uint32_t)getpid();
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t zero = 0;
+        if (atomic_load_explicit(&lanes[i].owner, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong_explicit(&lanes[i].owner, &zero, me,
+                                                    memory_order_acquire, memory_order_relaxed))
+            return (int)i;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t old = atomic_load_explicit(&lanes[i].owner, memory_order_relaxed);
+        /*
+         * A producer that died mid-enqueue left nothing half-visible (its
+         * unpublished slots lie beyond the tail): continuing from the tail
+         * is safe.
+         */
+        if (old && old != me && pid_dead(old) &&
+            atomic_compare_exchange_strong_explicit(&lanes[i].owner, &old, me, memory_order_acquire,
+                                                    memory_order_relaxed)) {
+            s->st.lanes_reclaimed++;
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+static bool cma_probe(pid_t pid, uint64_t addr, uint64_t expect)
+{
+    uint64_t v = 0;
+    struct iovec l = {&v, sizeof(v)}, r = {(void *)(uintptr_t)addr, sizeof(v)};
+    return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(v) && v == expect;
+}
+
+static struct shm_peer *lru_victim(struct shm_dev *s)
+{
+    struct shm_peer *v = NULL;
+    for (uint32_t i = 0; i < s->cfg.max_peers; i++)
+        if (s->peers[i].used && (!v || s->peers[i].last_use < v->last_use))
+            v = &s->peers[i];
+    return v;
+}
+
+/* Maps endpoint id's object and claims a lane in it. Returns 0 or UB_EUNREACH/UB_EACCESS. */
+static int attach(struct shm_dev *s, uint16_t id, struct shm_peer **out)
+{
+    char name[UB_SHM_NAME_MAX], fifo[PATH_MAX];
+    ub__shm_objname(id, name, sizeof(name));
+    if (fifo_path(s->dir, name, fifo, sizeof(fifo)))
+        return UB_EUNREACH;
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        s->st.attach_fail++;
+        return errno == EACCES ? UB_EACCESS : UB_EUNREACH;
+    }
+    struct stat st;
+    struct shm_peer pe = {.fd = fd, .wfd = -1, .id = id};
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)SHM_HDR_SIZE ||
+        (uint64_t)st.st_size > SHM_MAX_OBJ)
+        goto fail;
+    pe.size = (size_t)st.st_size;
+    void *m = mmap(NULL, pe.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED)
+        goto fail;
+    pe.base = m;
+    pe.hdr = m;
+    if (atomic_load_explicit(&pe.hdr->state, memory_order_acquire) != SHM_READY ||
+        !layout_ok(pe.hdr, pe.size, &pe) || !owner_alive(fd))
+        goto fail;
+    struct shm_lane *lanes = (struct shm_lane *)(void *)(pe.base + pe.hdr->lane_off);
+    uint32_t nlanes = pe.hdr->lanes;
+    uint64_t slot_off = pe.hdr->slot_off;
+    bool wake = pe.hdr->flags & SHM_FLAG_WAKE;
+    if (wake) {
+        pe.wfd = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+        if (pe.wfd < 0)
+            goto fail;
+    }
+    int li = claim_lane(s, lanes, nlanes);
+    if (li < 0)
+        goto fail;
+    pe.lane_idx = (uint32_t)li;
+    pe.lane = &lanes[li];
+    pe.slots = pe.base + slot_off + (uint64_t)li * (pe.mask + 1) * pe.slot_size;
+    /* We are the lane's only writer now; acquire pairs with a previous owner's release. */
+    pe.tail = pe.pub = atomic_load_explicit(&pe.lane->tail, memory_order_acquire);
+    pe.head_cache = atomic_load_explicit(&pe.lane->head, memory_order_acquire);
+    atomic_fetch_or_explicit(&pe.hdr->used, 1ull << li, memory_order_release);
+    pe.pid = (pid_t)pe.hdr->owner_pid;
+    pe.cma = cma_probe(pe.pid, pe.hdr->probe_addr, pe.hdr->probe_value);
+
+    if (s->npeers == s->cfg.max_peers) {
+        detach(s, lru_victim(s));
+        s->st.evicted++;
+    }
+    uint32_t idx = 0;
+    while (s->peers[idx].used)
+        idx++;
+    pe.used = true;
+    pe.last_use = ++s->tick;
+    s->peers[idx] = pe;
+    tab_insert(s, idx, id);
+    s->npeers++;
+    s->st.attach++;
+    s->st.peers = s->npeers;
+    *out = &s->peers[idx];
+    return 0;
+fail:
+    if (pe.wfd >= 0)
+        close(pe.wfd);
+    if (pe.base)
+        munmap(pe.base, pe.size);
+    close(fd);
+    s->st.attach_fail++;
+    return UB_EUNREACH;
+}
+
+/* Whether a receiver we are attached to has gone (closed, or died: its lock is free). */
+static bool peer_gone(const struct shm_peer *pe)
+{
+    return atomic_load_explicit(&pe->hdr->state, memory_order_acquire) != SHM_READY ||
+           !owner_alive(pe->fd);
+}
+
+/* The peer for id, attaching on first use; a closed receiver is dropped and looked up again. */
+static struct shm_peer *get_peer(struct shm_dev *s, uint16_t id)
+{
+    struct shm_peer *pe = peer_find(s, id);
+    if (pe && atomic_load_explicit(&pe->hdr->state, memory_order_acquire) != SHM_READY) {
+        detach(s, pe);
+        s->st.peer_dead++;
+        pe = NULL;
+    }
+    if (!pe && attach(s, id, &pe) != 0)
+        return NULL;
+    pe->last_use = ++s->tick;
+    return pe;
+}
+
+static inline uint64_t lane_used(struct shm_peer *pe)
+{
+    uint64_t used = pe->tail - pe->head_cache;
+    if (used > pe->mask) {
+        pe->head_cache = atomic_load_explicit(&pe->lane->head, memory_order_acquire);
+        used = pe->tail - pe->head_cache;
+    }
+    return used;
+}
+
+/* ---- send -------------------------------------------------------------------------- */
+
+static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n)
+{
+    struct shm_dev *s = shm_of(dev);
+    n = UB_MIN(n, (uint32_t)INT32_MAX);
+    struct shm_peer *cur = NULL;
+    uint32_t k = 0;
+    for (; k < n; k++) {
+        struct ub__pkt *p = pkts[k];
+        if (p->len > s->cfg.mtu) {
+            /* Refused, not dropped: the caller keeps this one and the rest. */
+            s->st.tx_too_big++;
+            if (k == 0)
+                return UB_ELENGTH;
+            break;
+        }
+        if (p->addr.family != UB_AF_SHM) {
+            s->st.tx_bad_addr++;
+            ub__pkt_free(p);
+            continue;
+        }
+        if (!cur || cur->id != p->addr.port) {
+            /* Publish per peer switch: attach may evict, and a batch rarely alternates. */
+            publish(s, cur);
+            cur = get_peer(s, p->addr.port);
+            if (!cur) {
+                s->st.tx_unreach++;
+                ub__pkt_free(p);
+                continue;
+            }
+        }
+        if (p->len > cur->mtu) {
+            s->st.tx_peer_too_big++;
+            ub__pkt_free(p);
+            continue;
+        }
+        if (lane_used(cur) > cur->mask) {
+            /* Full. A receiver that died never drains: recognise it rather than stall. */
+            if (peer_gone(cur)) {
+                detach(s, cur);
+                s->st.peer_dead++;
+                cur = NULL;
+                s->st.tx_unreach++;
+                ub__pkt_free(p);
+                continue;
+            }
+            s->st.tx_full += n - k;
+            break;
+        }
+        struct shm_slot *sl =
+            (struct shm_slot *)(void *)(cur->slots + (cur->tail & cur->mask) * cur->slot_size);
+        sl->len = p->len;
+        sl->src = s->dev.local.port;
+        sl->path = p->path;
+        sl->ecn = p->ecn;
+        memcpy(sl + 1, p->data, p->len);
+        cur->tail++;
+        s->st.tx_pkts++;
+        s->st.tx_bytes += p->len;
+        ub__pkt_free(p);
+    }
+    publish(s, cur);
+    return (int)k;
+}
+
+/* ---- receive ------------------------------------------------------------------------ */
+
+static inline uint32_t pool_room(const struct ub__pktpool *pool)
+{
+    return pool->buf_size - pool->headroom;
+}
+
+/*
+ * Takes up to `want` packets from lane i into out. Slots are read after an
+ * acquire load of the tail (pairs with the producer's release store) and
+ * released with a release store of the head after they are copied out, so
+ * the producer never overwrites a slot being read.
+ */
+static uint32_t recv_lane(struct shm_dev *s, uint32_t i, struct ub__pkt **out, uint32_t want,
+                          struct ub__pktpool *pool, bool *stalled)
+{
+    struct shm_lane *ln = &s->lanes[i];
+    uint64_t h = s->head[i];
+    uint64_t t = atomic_load_explicit(&ln->tail, memory_order_acquire);
+    uint64_t avail = t - h;
+    uint32_t mask = s->cfg.slots - 1;
+    if (avail == 0)
+        return 0;
+    if (avail > mask + 1ull) {
+        /* Only a corrupt producer gets here; its slots cannot be trusted. Skip to its tail. */
+        s->st.rx_corrupt++;
+        s->head[i] = t;
+        atomic_store_explicit(&ln->head, t, memory_order_release);
+        return 0;
+    }
+    uint32_t n = 0, room = pool_room(pool);
+    while (h != t && n < want) {
+        const uint8_t *slot = s->slots + ((uint64_t)i * (mask + 1) + (h & mask)) * s->slot_size;
+        /* One snapshot of the header: a writer scribbling on it cannot change what we check. */
+        struct shm_slot sh;
+        memcpy(&sh, slot, sizeof(sh));
+        atomic_signal_fence(memory_order_seq_cst);
+        if (sh.len > s->cfg.mtu || sh.len > room) {
+            s->st.rx_bad_slot++;
+            h++;
+            continue;
+        }
+        struct ub__pkt *p = ub__pkt_alloc(pool);
+        if (!p) {
+            s->st.rx_pool_empty++;
+            *stalled = true;
+            break;
+        }
+        memcpy(p->data, slot + SHM_SLOT_HDR, sh.len);
+        p->len = sh.len;
+        ub__shm_addr(&p->addr, sh.src);
+        p->path = (uint16_t)(sh.path % s->np);
+        p->ecn = (uint8_t)(sh.ecn & 3u);
+        s->st.rx_pkts++;
+        s->st.rx_bytes += sh.len;
+        out[n++] = p;
+        h++;
+    }
+    if (h != s->head[i]) {
+        s->head[i] = h;
+        atomic_store_explicit(&ln->head, h, memory_order_release);
+    }
+    return n;
+}
+
+/* One round-robin pass over the lanes ever claimed, each taking an equal share first. */
+static uint32_t recv_pass(struct shm_dev *s, struct ub__pkt **pkts, uint32_t max,
+                          struct ub__pktpool *pool, bool *stalled)
+{
+    uint64_t used = atomic_load_explicit(&s->hdr->used, memory_order_acquire);
+    uint32_t nl = s->cfg.lanes, n = 0;
+    if (!used)
+        return 0;
+    uint32_t share = UB_MAX(1u, max / (uint32_t)__builtin_popcountll(used));
+    for (uint32_t round = 0; round < 2 && n < max && !*stalled; round++) {
+        uint32_t q = round == 0 ? share : max;
+        for (uint32_t k = 0; k < nl && n < max && !*stalled; k++) {
+            uint32_t i = (s->rr + k) % nl;
+            if (used & (1ull << i))
+                n += recv_lane(s, i, pkts + n, UB_MIN(q, max - n), pool, stalled);
+        }
+    }
+    s->rr = (s->rr + 1) % nl;
+    return n;
+}
+
+static bool lanes_empty(const struct shm_dev *s)
+{
+    uint64_t used = atomic_load_explicit(&s->hdr->used, memory_order_acquire);
+    for (uint32_t i = 0; used; i++, used >>= 1)
+        if ((used & 1) &&
+            atomic_load_explicit(&s->lanes[i].tail, memory_order_acquire) != s->head[i])
+            return false;
+    return true;
+}
+
+static void drain_fifo(struct shm_dev *s)
+{
+    uint8_t buf[64];
+    for (int i = 0; i < SHM_DRAIN_MAX; i++)
+        if (read(s->rfd, buf, sizeof(buf)) < (ssize_t)sizeof(buf))
+            break;
+    s->st.wake_drained++;
+}
+
+/*
+ * Nothing to receive: make sure a producer wakes us. While our waiting
+ * word is still set nobody has consumed the request and nothing is owed,
+ * so a busy-polling caller pays one load here. Once a producer has cleared
+ * it (and written the FIFO), we drain the FIFO and set it again.
+ */
+static bool arm(struct shm_dev *s)
+{
+    if (s->armed && atomic_load_explicit(&s->hdr->waiting, memory_order_relaxed))
+        return false;
+    if (s->armed)
+        drain_fifo(s);
+    atomic_store_explicit(&s->hdr->waiting, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst); /* pairs with the producer's, see wake_peer */
+    s->armed = true;
+    s->st.wake_armed++;
+    /* A producer that published before our store did not see it: look again. */
+    return !lanes_empty(s);
+}
+
+static int shm_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
+                    struct ub__pktpool *pool)
+{
+    struct shm_dev *s = shm_of(dev);
+    if (!pool)
+        return UB_EINVAL;
+    max = UB_MIN(max, (uint32_t)INT32_MAX);
+    if (max == 0)
+        return 0;
+    bool stalled = false;
+    uint32_t n = recv_pass(s, pkts, max, pool, &stalled);
+    if (n == 0 && !stalled && s->rfd >= 0 && arm(s))
+        n = recv_pass(s, pkts, max, pool, &stalled);
+    return (int)n;
+}
+
+/* ---- the rest of the vtable and helpers --------------------------------------------- */
+
+static int shm_fd(const struct ub__dev *dev)
+{
+    return shm_of(dev)->rfd;
+}
+
+static uint32_t shm_mtu(const struct ub__dev *dev)
+{
+    return shm_of(dev)->cfg.mtu;
+}
+
+static uint32_t shm_num_paths(const struct ub__dev *dev)
+{
+    return shm_of(dev)->np;
+}
+
+static const struct ub__dev_ops shm_ops = {
+    .name = "shm",
+    .send = shm_send,
+    .recv = shm_recv,
+    .fd = shm_fd,
+    .mtu = shm_mtu,
+    .num_paths = shm_num_paths,
+    .close = shm_close,
+};
+
+int ub__shm_stats(const struct ub__dev *dev, struct ub__shm_stats *out)
+{
+    if (!dev || !out || dev->ops != &shm_ops)
+        return UB_EINVAL;
+    *out = shm_of(dev)->st;
+    return 0;
+}
+
+int ub__shm_layout(const struct ub__dev *dev, struct ub__shm_layout *out)
+{
+    if (!dev || !out || dev->ops != &shm_ops)
+        return UB_EINVAL;
+    const struct shm_dev *s = shm_of(dev);
+    out->obj_size = s->size;
+    out->lane_off = s->hdr->lane_off;
+    out->lane_size = sizeof(struct shm_lane);
+    out->slot_off = s->hdr->slot_off;
+    out->slot_len = (uint64_t)s->cfg.lanes * s->cfg.slots * s->slot_size;
+    return 0;
+}
+
+int ub__shm_reachable(const struct ub__addr *a)
+{
+    if (!a || a->family != UB_AF_SHM || a->port == 0)
+        return UB_EINVAL;
+    char name[UB_SHM_NAME_MAX];
+    ub__shm_objname(a->port, name, sizeof(name));
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0)
+        return errno == EACCES ? UB_EACCESS : UB_EUNREACH;
+    int rc = UB_EUNREACH;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size >= (off_t)SHM_HDR_SIZE) {
+        void *m = mmap(NULL, SHM_HDR_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+        if (m != MAP_FAILED) {
+            const struct shm_hdr *h = m;
+            if (atomic_load_explicit(&h->state, memory_order_acquire) == SHM_READY &&
+                h->magic == SHM_MAGIC && h->version == SHM_VERSION && owner_alive(fd))
+                rc = 0;
+            munmap(m, SHM_HDR_SIZE);
+        }
+    }
+    close(fd);
+    return rc;
+}
+
+static struct shm_peer *peer_for(struct ub__dev *dev, const struct ub__addr *dst, int *rc)
+{
+    *rc = UB_EINVAL;
+    if (!dev || dev->ops != &shm_ops || !dst || dst->family != UB_AF_SHM)
+        return NULL;
+    struct shm_peer *pe = get_peer(shm_of(dev), dst->port);
+    *rc = pe ? 0 : UB_EUNREACH;
+    return pe;
+}
+
+int ub__shm_tx_space(struct ub__dev *dev, const struct ub__addr *dst)
+{
+    int rc;
+    struct shm_peer *pe = peer_for(dev, dst, &rc);
+    if (!pe)
+        return rc;
+    pe->head_cache = atomic_load_explicit(&pe->lane->head, memory_order_acquire);
+    uint64_t used = pe->tail - pe->head_cache;
+    return used > pe->mask ? 0 : (int)(pe->mask + 1 - used);
+}
+
+int ub__shm_peer_cma(struct ub__dev *dev, const struct ub__addr *dst, pid_t *pid)
+{
+    int rc;
+    struct shm_peer *pe = peer_for(dev, dst, &rc);
+    if (!pe)
+        return rc;
+    if (pid)
+        *pid = pe->pid;
+    return pe->cma ? 0 : UB_ENOTSUP;
+}
+
+int ub__shm_check_peers(struct ub__dev *dev)
+{
+    if (!dev || dev->ops != &shm_ops)
+        return UB_EINVAL;
+    struct shm_dev *s = shm_of(dev);
+    int n = 0;
+    for (uint32_t i = 0; i < s->cfg.max_peers; i++)
+        if (s->peers[i].used && peer_gone(&s->peers[i])) {
+            detach(s, &s->peers[i]);
+            s->st.peer_dead++;
+            n++;
+        }
+    return n;
+}
+
+/* ---- single copy ------------------------------------------------------------------- */
+
+#define CMA_IOV 64 /* local segments per system call */
+
+static int cma_xfer(pid_t pid, uint64_t remote, const struct iovec *iov, uint32_t iovcnt,
+                    bool write_side)
+{
+    if (pid <= 0 || (iovcnt && !iov))
+        return UB_EINVAL;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < iovcnt; i++)
+        total += iov[i].iov_len;
+    if (total && remote + total < remote)
+        return UB_EINVAL;
+    uint64_t done = 0;
+    uint32_t idx = 0;
+    size_t off = 0; /* into iov[idx] */
+    int eintr = 0;
+    while (done < total) {
+        struct iovec l[CMA_IOV];
+        uint32_t nl = 0;
+        for (uint32_t j = idx; j < iovcnt && nl < CMA_IOV; j++) {
+            size_t o = j == idx ? off : 0;
+            if (iov[j].iov_len > o)
+                l[nl++] = (struct iovec){(uint8_t *)iov[j].iov_base + o, iov[j].iov_len - o};
+        }
+        struct iovec r = {(void *)(uintptr_t)(remote + done), (size_t)(total - done)};
+        ssize_t got = write_side ? process_vm_writev(pid, l, nl, &r, 1, 0)
+                                 : process_vm_readv(pid, l, nl, &r, 1, 0);
+        if (got < 0) {
+            int e = errno;
+            if (e == EINTR && eintr++ < 8)
+                continue;
+            switch (e) {
+            case EPERM:
+            case EACCES:
+            case ENOSYS:
+                return UB_ENOTSUP;
+            case ESRCH:
+                return UB_EUNREACH;
+            case EFAULT:
+            case EINVAL:
+                return UB_EINVAL;
+            case ENOMEM:
+                return UB_ENOMEM;
+            default:
+                return UB_EIO;
+            }
+        }
+        if (got == 0)
+            return UB_EINVAL; /* the remote range ended: a partial transfer */
+        done += (uint64_t)got;
+        /* Advance the local position by what moved (partial transfers stop on a segment edge). */
+        for (uint64_t left = (uint64_t)got; left && idx < iovcnt;) {
+            size_t in = iov[idx].iov_len - off;
+            if (left >= in) {
+                left -= in;
+                idx++;
+                off = 0;
+            } else {
+                off += (size_t)left;
+                left = 0;
+            }
+        }
+    }
+    return 0;
+}
+
+int ub__shm_cma_read(pid_t pid, uint64_t remote, const struct iovec *iov, uint32_t iovcnt)
+{
+    return cma_xfer(pid, remote, iov, iovcnt, false);
+}
+
+int ub__shm_cma_write(pid_t pid, uint64_t remote, const struct iovec *iov, uint32_t iovcnt)
+{
+    return cma_xfer(pid, remote, iov, iovcnt, true);
+}

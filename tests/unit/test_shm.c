@@ -1,0 +1,1425 @@
+/*
+ * The shared-memory device: spec parsing, open/close/unlink, addressing,
+ * two devices in one process, engines across two and three real processes
+ * (per-producer order, payloads intact), multi-producer stress with exact
+ * ring-full accounting, wake-ups of a sleeping consumer, a producer killed
+ * mid-stream, stale-object reclaim, single-copy (CMA) transfers, garbage in
+ * the ring, and the bounded peer table. Prints one-way latency (busy-poll
+ * and sleeping on the fd) and throughput between two processes.
+ *
+ * Children never use cmocka: they report through pipes and exit codes.
+ * Every wait is a poll on a device fd or a pipe with a timeout, inside a
+ * loop bounded in iterations and time; nothing sleeps to synchronise.
+ */
+#define _GNU_SOURCE /* process_vm_*, kill under -std=c11 */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <softub/errors.h>
+#include "core/clock.h"
+#include "dev/shm.h"
+#include "engine/driver.h"
+#include "engine/engine.h"
+
+#define MTU        4096
+#define POOL_N     1024
+#define LIMIT_NS   (20 * UB_NS_PER_S)
+#define PIPE_MS    20000
+#define E2E_N      100000u
+#define E2E_PAYMIN 16u
+#define E2E_PAYMAX 512u
+#define MAXPROD    3
+
+static uint64_t now_ns(void)
+{
+    return ub__clock_monotonic_ns(NULL);
+}
+
+static struct ub__dev *try_open(const char *spec)
+{
+    struct ub__shm_cfg cfg;
+    struct ub__dev *d = NULL;
+    if (ub__shm_cfg_parse(spec, &cfg) != 0 || ub__shm_open(&cfg, &d) != 0)
+        return NULL;
+    return d;
+}
+
+static struct ub__dev *open_spec(const char *spec)
+{
+    struct ub__dev *d = try_open(spec);
+    assert_non_null(d);
+    return d;
+}
+
+static struct ub__shm_stats stats_of(const struct ub__dev *d)
+{
+    struct ub__shm_stats st;
+    memset(&st, 0, sizeof(st));
+    if (ub__shm_stats(d, &st) != 0)
+        abort();
+    return st;
+}
+
+/* Waits (bounded) until fd is readable; true if it is. */
+static bool wait_fd(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r = poll(&p, 1, ms);
+    return r > 0 && (p.revents & (POLLIN | POLLHUP));
+}
+
+/* ---- pipes between parent and child ------------------------------------------------ */
+
+static bool put_u64(int fd, uint64_t v)
+{
+    return write(fd, &v, sizeof(v)) == (ssize_t)sizeof(v);
+}
+
+static bool get_u64(int fd, uint64_t *v, int ms)
+{
+    uint64_t end = now_ns() + UB_NS_PER_MS * (unsigned)ms;
+    for (int i = 0; i < 1000 && now_ns() < end; i++) {
+        if (!wait_fd(fd, 100))
+            continue;
+        ssize_t r = read(fd, v, sizeof(*v));
+        if (r == (ssize_t)sizeof(*v))
+            return true;
+        if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
+            return false;
+    }
+    return false;
+}
+
+struct child {
+    pid_t pid;
+    int to;   /* parent writes */
+    int from; /* parent reads */
+};
+
+typedef int (*child_fn)(void *arg, int rd, int wr);
+
+static struct child spawn(child_fn fn, void *arg)
+{
+    int a[2], b[2];
+    assert_int_equal(pipe(a), 0);
+    assert_int_equal(pipe(b), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(a[1]);
+        close(b[0]);
+        int rc = fn(arg, a[0], b[1]);
+        _exit(rc);
+    }
+    close(a[0]);
+    close(b[1]);
+    return (struct child){pid, a[1], b[0]};
+}
+
+/* Waits for the child to exit (its pipe reaches EOF first, bounded); returns its status. */
+static int reap(struct child *c)
+{
+    uint64_t end = now_ns() + (uint64_t)PIPE_MS * UB_NS_PER_MS;
+    uint8_t junk[64];
+    for (int i = 0; i < 100000 && now_ns() < end; i++) {
+        if (!wait_fd(c->from, 100))
+            continue;
+        ssize_t r = read(c->from, junk, sizeof(junk));
+        if (r == 0 || (r < 0 && errno != EINTR))
+            break;
+    }
+    int st = 0;
+    /* EOF comes as the child's files close, a moment before it can be waited for. */
+    if (now_ns() >= end) {
+        kill(c->pid, SIGKILL);
+        waitpid(c->pid, &st, 0);
+        st = -1;
+    } else if (waitpid(c->pid, &st, 0) != c->pid) {
+        st = -1;
+    }
+    close(c->to);
+    close(c->from);
+    return st;
+}
+
+static void expect_exit_ok(struct child *c)
+{
+    int st = reap(c);
+    if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+        fail_msg("child failed: status 0x%x", (unsigned)st);
+}
+
+/* ---- raw packets: [producer u32][seq u32] then a pattern --------------------------- */
+
+static inline uint8_t pat(uint32_t prod, uint32_t seq, uint32_t i)
+{
+    return (uint8_t)(seq * 131u + i * 7u + prod * 29u);
+}
+
+static uint32_t raw_len(uint32_t seq)
+{
+    return 8 + seq % 120;
+}
+
+static void raw_fill(struct ub__pkt *p, uint32_t prod, uint32_t seq, uint16_t dst)
+{
+    uint32_t len = raw_len(seq);
+    uint8_t *b = ub__pkt_put(p, len);
+    memcpy(b, &prod, 4);
+    memcpy(b + 4, &seq, 4);
+    for (uint32_t i = 8; i < len; i++)
+        b[i] = pat(prod, seq, i);
+    ub__shm_addr(&p->addr, dst);
+}
+
+/* Checks a raw packet; returns its seq or UINT32_MAX when damaged. */
+static uint32_t raw_check(const struct ub__pkt *p, uint32_t prod)
+{
+    uint32_t pr, seq;
+    if (p->len < 8)
+        return UINT32_MAX;
+    memcpy(&pr, p->data, 4);
+    memcpy(&seq, p->data + 4, 4);
+    if (pr != prod || p->len != raw_len(seq))
+        return UINT32_MAX;
+    for (uint32_t i = 8; i < p->len; i++)
+        if (p->data[i] != pat(prod, seq, i))
+            return UINT32_MAX;
+    return seq;
+}
+
+/*
+ * Sends seq [from, to) of producer prod to dst, keeping refused packets and
+ * retrying them (lossless), bounded in time. Returns the next seq not sent.
+ */
+static uint32_t raw_stream(struct ub__dev *d, struct ub__pktpool *pool, uint32_t prod, uint16_t dst,
+                           uint32_t from, uint32_t to, uint64_t limit_ns)
+{
+    struct ub__pkt *b[32];
+    uint32_t held = 0, seq = from;
+    uint64_t end = now_ns() + limit_ns;
+    for (uint32_t it = 0; it < 100000000 && (seq < to || held); it++) {
+        while (held < 32 && seq < to) {
+            struct ub__pkt *p = ub__pkt_alloc(pool);
+            if (!p)
+                break;
+            raw_fill(p, prod, seq++, dst);
+            b[held++] = p;
+        }
+        int k = ub__dev_send(d, b, held);
+        if (k < 0)
+            break;
+        memmove(b, b + k, (held - (uint32_t)k) * sizeof(b[0]));
+        held -= (uint32_t)k;
+        if (held) {
+            if ((it & 63) == 0 && now_ns() > end)
+                break;
+            sched_yield();
+        }
+    }
+    for (uint32_t i = 0; i < held; i++) {
+        ub__pkt_free(b[i]);
+        seq--;
+    }
+    return seq;
+}
+
+/* ---- spec parsing, open/close --------------------------------------------------------- */
+
+static void test_parse(void **state)
+{
+    (void)state;
+    struct ub__shm_cfg c;
+    assert_int_equal(ub__shm_cfg_parse("shm://42", &c), 0);
+    assert_int_equal(c.id, 42);
+    assert_int_equal(
+        ub__shm_cfg_parse("shm://7?slots=1024&mtu=9000&lanes=4&peers=8&paths=2&wake=0", &c), 0);
+    assert_int_equal(c.id, 7);
+    assert_int_equal(c.slots, 1024);
+    assert_int_equal(c.mtu, 9000);
+    assert_int_equal(c.lanes, 4);
+    assert_int_equal(c.max_peers, 8);
+    assert_int_equal(c.num_paths, 2);
+    assert_true(c.no_wake);
+    assert_int_equal(ub__shm_cfg_parse("shm:9", &c), 0);
+    assert_int_equal(c.id, 9);
+    assert_int_equal(ub__shm_cfg_parse("", &c), 0);
+    assert_int_equal(c.id, 0);
+    assert_int_equal(ub__shm_cfg_parse("shm://?wake=1", &c), 0);
+    assert_false(c.no_wake);
+    static const char *bad[] = {"shm://65536",     "shm://x",        "shm://1?slots=1000",
+                                "shm://1?slots=1", "shm://1?mtu=63", "shm://1?lanes=65",
+                                "shm://1?foo=1",   "shm://1?",       "shm://1?lanes",
+                                "shm://1?wake=2",  "shm://1?=3",     "shm://1?peers=0",
+                                "shm://1&lanes=2", "shm://-1",       "shm://1?paths=65"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(ub__shm_cfg_parse(bad[i], &c), UB_EINVAL);
+        assert_int_equal(c.id, 0);
+    }
+    char longspec[UB_SHM_SPEC_MAX + 16];
+    memset(longspec, '1', sizeof(longspec) - 1);
+    longspec[sizeof(longspec) - 1] = '\0';
+    assert_int_equal(ub__shm_cfg_parse(longspec, &c), UB_EINVAL);
+    assert_int_equal(ub__shm_cfg_parse(NULL, &c), UB_EINVAL);
+    struct ub__dev *d;
+    struct ub__shm_cfg badc = {.slots = 3};
+    assert_int_equal(ub__shm_open(&badc, &d), UB_EINVAL);
+    assert_null(d);
+    badc = (struct ub__shm_cfg){.lanes = 64, .slots = 65536, .mtu = 65536};
+    assert_int_equal(ub__shm_open(&badc, &d), UB_EINVAL); /* 270 GB */
+}
+
+static bool obj_exists(uint16_t id)
+{
+    char name[UB_SHM_NAME_MAX];
+    ub__shm_objname(id, name, sizeof(name));
+    int fd = shm_open(name, O_RDONLY, 0);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0;
+}
+
+static void test_open_close(void **state)
+{
+    (void)state;
+    struct ub__dev *a = open_spec("shm://?lanes=2&slots=16");
+    uint16_t id = a->local.port;
+    assert_int_equal(a->local.family, UB_AF_SHM);
+    assert_true(id != 0);
+    assert_int_equal(ub__shm_reachable(&a->local), 0);
+    assert_true(obj_exists(id));
+    assert_true(ub__dev_fd(a) >= 0);
+    assert_int_equal(ub__dev_mtu(a), UB_SHM_DEFAULT_MTU);
+    assert_int_equal(ub__dev_num_paths(a), 1);
+    char fifo[128];
+    char name[UB_SHM_NAME_MAX];
+    ub__shm_objname(id, name, sizeof(name));
+    snprintf(fifo, sizeof(fifo), "/dev/shm%s.wake", name);
+    struct stat st;
+    assert_int_equal(stat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+
+    /* The id is taken while a lives. */
+    char spec[64];
+    snprintf(spec, sizeof(spec), "shm://%u", id);
+    struct ub__shm_cfg c;
+    struct ub__dev *b = NULL;
+    assert_int_equal(ub__shm_cfg_parse(spec, &c), 0);
+    assert_int_equal(ub__shm_open(&c, &b), UB_EBUSY);
+    assert_null(b);
+
+    struct ub__shm_stats s = stats_of(a);
+    assert_int_equal(s.id, id);
+    assert_int_equal(s.lanes, 2);
+    assert_int_equal(s.slots, 16);
+    struct ub__shm_layout lay;
+    assert_int_equal(ub__shm_layout(a, &lay), 0);
+    assert_int_equal(lay.obj_size, s.obj_size);
+    assert_true(lay.slot_off + lay.slot_len <= lay.obj_size);
+
+    ub__dev_close(a);
+    assert_false(obj_exists(id));
+    assert_int_equal(stat(fifo, &st), -1);
+    struct ub__addr gone;
+    ub__shm_addr(&gone, id);
+    assert_int_equal(ub__shm_reachable(&gone), UB_EUNREACH);
+    struct ub__addr bad = {.family = UB_AF_INET};
+    assert_int_equal(ub__shm_reachable(&bad), UB_EINVAL);
+
+    /* Now the id is free again; and wake=0 means no fd. */
+    snprintf(spec, sizeof(spec), "shm://%u?wake=0", id);
+    b = open_spec(spec);
+    assert_int_equal(b->local.port, id);
+    assert_int_equal(ub__dev_fd(b), -1);
+    assert_int_equal(stat(fifo, &st), -1);
+    ub__dev_close(b);
+}
+
+/* ---- two devices in one process ------------------------------------------------------ */
+
+static void test_one_process(void **state)
+{
+    (void)state;
+    struct ub__dev *c = open_spec("shm://?paths=4&slots=64");
+    struct ub__dev *p = open_spec("shm://?paths=4&mtu=8192");
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 256, 9000, 64), 0);
+
+    /* Path, ECN and the sender's address arrive as sent. */
+    struct ub__pkt *pk = ub__pkt_alloc(&pool);
+    raw_fill(pk, 1, 5, c->local.port);
+    pk->path = 3;
+    pk->ecn = 1;
+    assert_int_equal(ub__dev_send(p, &pk, 1), 1);
+    struct ub__pkt *in[8];
+    assert_int_equal(ub__dev_recv(c, in, 8, &pool), 1);
+    assert_int_equal(raw_check(in[0], 1), 5);
+    assert_int_equal(in[0]->path, 3);
+    assert_int_equal(in[0]->ecn, 1);
+    assert_true(ub__addr_eq(&in[0]->addr, &p->local));
+    /* A reply to the source address reaches the sender. */
+    assert_int_equal(ub__dev_send(c, in, 1), 1);
+    assert_int_equal(ub__dev_recv(p, in, 8, &pool), 1);
+    assert_true(ub__addr_eq(&in[0]->addr, &c->local));
+    ub__pkt_free(in[0]);
+
+    /* Larger than our MTU: refused, the caller keeps it. Larger than the peer's: dropped. */
+    pk = ub__pkt_alloc(&pool);
+    ub__pkt_put(pk, 8192 + 1);
+    ub__shm_addr(&pk->addr, c->local.port);
+    assert_int_equal(ub__dev_send(p, &pk, 1), UB_ELENGTH);
+    pk->len = 5000;
+    assert_int_equal(ub__dev_send(p, &pk, 1), 1);
+    /* Not a shm address, and no such endpoint: accepted and dropped. */
+    struct ub__pkt *two[2] = {ub__pkt_alloc(&pool), ub__pkt_alloc(&pool)};
+    two[0]->addr.family = UB_AF_INET;
+    struct ub__addr nobody;
+    ub__shm_addr(&nobody, (uint16_t)(c->local.port ^ 0x5a5a));
+    for (int i = 0; i < 100 && ub__shm_reachable(&nobody) == 0; i++)
+        nobody.port++; /* another test's endpoint: pick the next id */
+    two[1]->addr = nobody;
+    assert_int_equal(ub__dev_send(p, two, 2), 2);
+    assert_int_equal(ub__shm_tx_space(p, &nobody), UB_EUNREACH);
+    struct ub__shm_stats sp = stats_of(p);
+    assert_int_equal(sp.tx_too_big, 1);
+    assert_int_equal(sp.tx_peer_too_big, 1);
+    assert_int_equal(sp.tx_bad_addr, 1);
+    assert_int_equal(sp.tx_unreach, 1);
+    assert_int_equal(sp.attach, 1); /* c; the reply made c attach to p */
+    assert_int_equal(sp.attach_fail, 2);
+    assert_int_equal(sp.peers, 1);
+    assert_int_equal(stats_of(c).attach, 1);
+    assert_int_equal(pool.avail, pool.count);
+
+    /* Ring full: exactly `slots` accepted, the rest refused and counted once each. */
+    assert_int_equal(ub__shm_tx_space(p, &c->local), 64);
+    uint32_t acc = 0;
+    for (uint32_t i = 0; i < 100; i++) {
+        struct ub__pkt *q = ub__pkt_alloc(&pool);
+        raw_fill(q, 2, i, c->local.port);
+        int k = ub__dev_send(p, &q, 1);
+        assert_true(k == 0 || k == 1);
+        if (k == 0)
+            ub__pkt_free(q);
+        acc += (uint32_t)k;
+    }
+    assert_int_equal(acc, 64);
+    assert_int_equal(ub__shm_tx_space(p, &c->local), 0);
+    sp = stats_of(p);
+    assert_int_equal(sp.tx_full, 36);
+    uint32_t got = 0;
+    for (int it = 0; it < 100; it++) {
+        int n = ub__dev_recv(c, in, 8, &pool);
+        assert_true(n >= 0);
+        if (n == 0)
+            break;
+        for (int j = 0; j < n; j++) {
+            assert_int_equal(raw_check(in[j], 2), got);
+            got++;
+            ub__pkt_free(in[j]);
+        }
+    }
+    assert_int_equal(got, 64);
+    struct ub__shm_stats sc = stats_of(c);
+    assert_int_equal(sc.rx_pkts, 64 + 1);
+    assert_int_equal(sc.rx_bad_slot, 0);
+    /* An empty pool stops recv without losing anything. */
+    pk = ub__pkt_alloc(&pool);
+    raw_fill(pk, 3, 0, c->local.port);
+    assert_int_equal(ub__dev_send(p, &pk, 1), 1);
+    struct ub__pktpool tiny;
+    assert_int_equal(ub__pktpool_init(&tiny, 1, 9000, 64), 0);
+    struct ub__pkt *hold = ub__pkt_alloc(&tiny);
+    assert_int_equal(ub__dev_recv(c, in, 8, &tiny), 0);
+    assert_int_equal(stats_of(c).rx_pool_empty, 1);
+    ub__pkt_free(hold);
+    assert_int_equal(ub__dev_recv(c, in, 8, &tiny), 1);
+    assert_int_equal(raw_check(in[0], 3), 0);
+    ub__pkt_free(in[0]);
+    ub__pktpool_fini(&tiny);
+
+    ub__dev_close(p);
+    ub__dev_close(c);
+    assert_int_equal(pool.avail, pool.count);
+    ub__pktpool_fini(&pool);
+}
+
+/* ---- engines ------------------------------------------------------------------------- */
+
+struct rx {
+    uint16_t prod_id[MAXPROD];
+    uint32_t next[MAXPROD];
+    uint32_t received, bad, out_of_order;
+    uint64_t bytes;
+};
+
+static uint32_t e2e_len(uint32_t seq)
+{
+    return E2E_PAYMIN + (seq * 2654435761u) % (E2E_PAYMAX - E2E_PAYMIN + 1);
+}
+
+static void e2e_payload(uint32_t prod, uint32_t seq, uint8_t *buf, uint32_t len)
+{
+    for (uint32_t i = 0; i < len; i++)
+        buf[i] = pat(prod, seq, i);
+}
+
+static void on_dgram(void *arg, const struct ub__dgram_in *d, uint64_t now)
+{
+    struct rx *x = arg;
+    (void)now;
+    uint32_t prod = d->initiator, seq = (uint32_t)d->header_data;
+    uint8_t buf[E2E_PAYMAX];
+    if (prod >= MAXPROD || d->src->family != UB_AF_SHM || d->src->port != x->prod_id[prod] ||
+        d->len != e2e_len(seq)) {
+        x->bad++;
+        return;
+    }
+    e2e_payload(prod, seq, buf, d->len);
+    if (memcmp(buf, d->data, d->len) != 0) {
+        x->bad++;
+        return;
+    }
+    if (seq != x->next[prod])
+        x->out_of_order++;
+    x->next[prod] = seq + 1;
+    x->received++;
+    x->bytes += d->len;
+}
+
+static int engine_init(struct ub__engine *e, uint64_t seed)
+{
+    struct ub__engine_cfg ec = {
+        .seed = seed, .mtu = MTU, .num_paths = 1, .pool_bufs = 2048, .txq_cap = 1024};
+    return ub__engine_init(e, &ec);
+}
+
+/* Sends n datagrams of producer prod to dst through an engine, never overrunning the lane. */
+static int engine_stream(struct ub__engine *e, struct ub__dev *d, uint32_t prod,
+                         const struct ub__addr *dst, uint32_t n)
+{
+    struct ub__drive_stats ds = {0};
+    uint8_t buf[E2E_PAYMAX];
+    uint32_t sent = 0;
+    uint64_t end = now_ns() + LIMIT_NS;
+    for (uint32_t it = 0; it < 100000000 && (sent < n || ub__engine_pending(e)); it++) {
+        uint64_t now = now_ns();
+        if ((it & 255) == 0 && now > end)
+            return 10;
+        int space = ub__shm_tx_space(d, dst);
+        if (space < 0)
+            return 11;
+        uint32_t k = UB_MIN((uint32_t)space, n - sent);
+        k = k > UB_DRIVE_BATCH ? UB_DRIVE_BATCH : k;
+        for (uint32_t i = 0; i < k; i++, sent++) {
+            uint32_t len = e2e_len(sent);
+            e2e_payload(prod, sent, buf, len);
+            if (ub__engine_dgram_send(e, dst, 0, prod, sent, buf, len, now) != 0)
+                return 12;
+        }
+        ub__drive_once(e, d, now, &ds);
+        if (k == 0)
+            sched_yield();
+    }
+    return ds.tx_refused == 0 && ds.dev_errors == 0 && sent == n ? 0 : 13;
+}
+
+struct prod_arg {
+    uint32_t prod, n;
+};
+
+/* Child: opens a device, learns the consumer's id, streams, reports its id first. */
+static int child_engine_producer(void *arg, int rd, int wr)
+{
+    const struct prod_arg *a = arg;
+    struct ub__dev *d = try_open("shm://");
+    struct ub__engine e;
+    if (!d || engine_init(&e, 100 + a->prod) != 0)
+        return 2;
+    uint64_t cid;
+    if (!put_u64(wr, d->local.port) || !get_u64(rd, &cid, PIPE_MS))
+        return 3;
+    struct ub__addr dst;
+    ub__shm_addr(&dst, (uint16_t)cid);
+    int rc = engine_stream(&e, d, a->prod, &dst, a->n);
+    struct ub__shm_stats st = stats_of(d);
+    if (rc == 0 && st.tx_pkts != a->n)
+        rc = 14;
+    ub__dev_close(d);
+    ub__engine_fini(&e);
+    return rc;
+}
+
+static void engines_across(uint32_t nprod, uint32_t per)
+{
+    struct child ch[MAXPROD];
+    struct prod_arg pa[MAXPROD];
+    struct rx *x = calloc(1, sizeof(*x));
+    assert_non_null(x);
+    for (uint32_t i = 0; i < nprod; i++) {
+        pa[i] = (struct prod_arg){i, per};
+        ch[i] = spawn(child_engine_producer, &pa[i]);
+    }
+    struct ub__dev *c = open_spec("shm://?slots=1024");
+    struct ub__engine e;
+    assert_int_equal(engine_init(&e, 1), 0);
+    static const struct ub__engine_upcalls up = {.dgram = on_dgram};
+    ub__engine_set_upcalls(&e, &up, x);
+    for (uint32_t i = 0; i < nprod; i++) {
+        uint64_t id;
+        assert_true(get_u64(ch[i].from, &id, PIPE_MS));
+        x->prod_id[i] = (uint16_t)id;
+        assert_true(put_u64(ch[i].to, c->local.port));
+    }
+    struct ub__drive_stats ds = {0};
+    uint64_t t0 = now_ns(), end = t0 + LIMIT_NS;
+    uint32_t total = nprod * per;
+    for (uint32_t it = 0; it < 100000000 && x->received + x->bad < total; it++) {
+        uint64_t now = now_ns();
+        if (now > end)
+            break;
+        if (ub__drive_once(&e, c, now, &ds) == 0)
+            wait_fd(ub__dev_fd(c), 10);
+    }
+    double secs = (double)(now_ns() - t0) / 1e9;
+    print_message("  %u producer process(es) -> 1: %u datagrams (%.1f MB) in %.3f s: %.2f M "
+                  "datagrams/s, %.0f MB/s\n",
+                  nprod, x->received, (double)x->bytes / 1e6, secs, x->received / secs / 1e6,
+                  (double)x->bytes / 1e6 / secs);
+    for (uint32_t i = 0; i < nprod; i++)
+        expect_exit_ok(&ch[i]);
+    struct ub__shm_stats st = stats_of(c);
+    assert_int_equal(x->bad, 0);
+    assert_int_equal(x->out_of_order, 0);
+    assert_int_equal(x->received, total);
+    for (uint32_t i = 0; i < nprod; i++)
+        assert_int_equal(x->next[i], per);
+    assert_int_equal(e.stats.rx_malformed, 0);
+    assert_int_equal(st.rx_pkts, total);
+    assert_int_equal(st.rx_bad_slot + st.rx_corrupt, 0);
+    ub__dev_close(c);
+    ub__engine_fini(&e);
+    free(x);
+}
+
+static void test_engines_two_processes(void **state)
+{
+    (void)state;
+    engines_across(1, E2E_N);
+}
+
+static void test_engines_three_processes(void **state)
+{
+    (void)state;
+    engines_across(2, E2E_N / 2);
+}
+
+/* Engines over two devices of one process: the same path without fork. */
+static void test_engines_one_process(void **state)
+{
+    (void)state;
+    struct ub__dev *c = open_spec("shm://");
+    struct ub__dev *p = open_spec("shm://");
+    struct ub__engine ec, ep;
+    assert_int_equal(engine_init(&ec, 1), 0);
+    assert_int_equal(engine_init(&ep, 2), 0);
+    struct rx x = {.prod_id = {p->local.port}};
+    static const struct ub__engine_upcalls up = {.dgram = on_dgram};
+    ub__engine_set_upcalls(&ec, &up, &x);
+    struct ub__drive_stats dc = {0}, dp = {0};
+    uint8_t buf[E2E_PAYMAX];
+    uint32_t sent = 0, n = 20000;
+    uint64_t end = now_ns() + LIMIT_NS;
+    for (uint32_t it = 0; it < 1000000 && x.received < n && now_ns() < end; it++) {
+        uint64_t now = now_ns();
+        uint32_t k = (uint32_t)ub__shm_tx_space(p, &c->local);
+        for (uint32_t i = 0; i < UB_MIN(k, 64u) && sent < n; i++, sent++) {
+            e2e_payload(0, sent, buf, e2e_len(sent));
+            assert_int_equal(
+                ub__engine_dgram_send(&ep, &c->local, 0, 0, sent, buf, e2e_len(sent), now), 0);
+        }
+        ub__drive_once(&ep, p, now, &dp);
+        ub__drive_once(&ec, c, now, &dc);
+    }
+    assert_int_equal(x.received, n);
+    assert_int_equal(x.bad + x.out_of_order, 0);
+    assert_int_equal(dp.tx_refused, 0);
+    ub__dev_close(p);
+    ub__dev_close(c);
+    ub__engine_fini(&ep);
+    ub__engine_fini(&ec);
+}
+
+/* ---- latency: ping-pong between two processes ------------------------------------------ */
+
+#define PP_BUSY  20000u
+#define PP_SLEEP 2000u
+#define PP_STOP  UINT32_MAX
+
+/*
+ * Latency modes: 0 busy-polling with wake=0 (no wake-up machinery at all),
+ * 1 busy-polling with wake-ups on (every empty receive asks to be woken,
+ * so a sender that finds the peer idle pays a FIFO write), 2 both sides
+ * sleeping on the fd between packets.
+ */
+static const char *const pp_spec[] = {"shm://?wake=0", "shm://", "shm://"};
+static const char *const pp_name[] = {"busy-polling, wake=0", "busy-polling, wake=1",
+                                      "sleeping on the fd"};
+
+/* Child: echoes every packet back to its source until the stop marker. */
+static int child_echo(void *arg, int rd, int wr)
+{
+    uint32_t mode = *(const uint32_t *)arg;
+    (void)rd;
+    struct ub__dev *d = try_open(pp_spec[mode]);
+    struct ub__pktpool pool;
+    if (!d || ub__pktpool_init(&pool, 64, 256, 0) != 0)
+        return 2;
+    if (!put_u64(wr, d->local.port))
+        return 3;
+    uint64_t end = now_ns() + LIMIT_NS;
+    for (uint64_t it = 0; it < 1000000000ull; it++) {
+        struct ub__pkt *in[8];
+        int n = ub__dev_recv(d, in, 8, &pool);
+        if (n < 0)
+            return 4;
+        if (n == 0) {
+            if ((it & 1023) == 0 && now_ns() > end)
+                return 5;
+            if (mode == 2)
+                wait_fd(ub__dev_fd(d), 100);
+            else if ((it & 255) == 255)
+                sched_yield();
+            continue;
+        }
+        bool stop = false;
+        for (int i = 0; i < n; i++) {
+            uint32_t seq;
+            memcpy(&seq, in[i]->data + 4, 4);
+            stop |= seq == PP_STOP;
+        }
+        if (ub__dev_send(d, in, (uint32_t)n) != n)
+            return 6;
+        if (stop)
+            break;
+    }
+    ub__dev_close(d);
+    ub__pktpool_fini(&pool);
+    return 0;
+}
+
+#define PP_BUDGET_NS (300 * UB_NS_PER_MS) /* per mode: a loaded machine runs fewer rounds */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * Round trips until `rounds` or the time budget; returns how many ran and
+ * the one-way latency (half the round trip): median in *med_us (robust to
+ * the scheduler stealing a CPU now and then), mean in *mean_us.
+ */
+static uint32_t pingpong(struct ub__dev *d, struct ub__pktpool *pool, uint16_t peer,
+                         uint32_t rounds, bool sleep, double *med_us, double *mean_us)
+{
+    uint32_t *rtt = calloc(rounds, sizeof(*rtt));
+    assert_non_null(rtt);
+    uint64_t t0 = now_ns(), end = t0 + LIMIT_NS;
+    uint32_t r = 0;
+    for (; r < rounds && now_ns() - t0 < PP_BUDGET_NS; r++) {
+        uint64_t ts = now_ns();
+        struct ub__pkt *p = ub__pkt_alloc(pool);
+        raw_fill(p, 0, r, peer);
+        assert_int_equal(ub__dev_send(d, &p, 1), 1);
+        bool got = false;
+        for (uint64_t it = 0; it < 100000000ull && !got; it++) {
+            struct ub__pkt *in;
+            int n = ub__dev_recv(d, &in, 1, pool);
+            assert_true(n >= 0);
+            if (n == 1) {
+                assert_int_equal(raw_check(in, 0), r);
+                ub__pkt_free(in);
+                got = true;
+            } else if (sleep) {
+                wait_fd(ub__dev_fd(d), 100);
+            } else if ((it & 255) == 255) {
+                sched_yield(); /* spin, then let a descheduled peer run on a busy machine */
+            }
+            if ((it & 1023) == 1023 && now_ns() > end)
+                fail_msg("ping-pong stalled at round %u", r);
+        }
+        rtt[r] = (uint32_t)UB_MIN(now_ns() - ts, (uint64_t)UINT32_MAX);
+    }
+    *mean_us = (double)(now_ns() - t0) / r / 2 / 1e3;
+    qsort(rtt, r, sizeof(*rtt), cmp_u32);
+    *med_us = rtt[r / 2] / 2 / 1e3;
+    free(rtt);
+    return r;
+}
+
+static void test_latency(void **state)
+{
+    (void)state;
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 64, 256, 0), 0);
+    for (uint32_t mode = 0; mode < 3; mode++) {
+        struct ub__dev *d = open_spec(pp_spec[mode]);
+        struct child ch = spawn(child_echo, &mode);
+        uint64_t id;
+        assert_true(get_u64(ch.from, &id, PIPE_MS));
+        uint32_t rounds = mode == 2 ? PP_SLEEP : PP_BUSY;
+        double med, mean;
+        /* Warm up: attach, fault the pages in. */
+        pingpong(d, &pool, (uint16_t)id, 100, mode == 2, &med, &mean);
+        uint32_t ran = pingpong(d, &pool, (uint16_t)id, rounds, mode == 2, &med, &mean);
+        struct ub__pkt *p = ub__pkt_alloc(&pool);
+        raw_fill(p, 0, PP_STOP, (uint16_t)id);
+        p->len = 8; /* the stop marker carries no pattern */
+        assert_int_equal(ub__dev_send(d, &p, 1), 1);
+        expect_exit_ok(&ch);
+        /* The child echoed the stop before it exited. */
+        struct ub__pkt *in[8];
+        assert_int_equal(ub__dev_recv(d, in, 8, &pool), 1);
+        ub__pkt_free(in[0]);
+        struct ub__shm_stats st = stats_of(d);
+        print_message("  one-way latency, %s: median %.2f us, mean %.2f us (%u round trips of "
+                      "8..127 bytes; wake-ups %" PRIu64 " sent, %" PRIu64 " avoided)\n",
+                      pp_name[mode], med, mean, ran, st.wake_sent, st.wake_avoided);
+        ub__dev_close(d);
+    }
+    ub__pktpool_fini(&pool);
+}
+
+/* ---- multi-producer stress -------------------------------------------------------------- */
+
+struct stress_arg {
+    uint32_t prod, n;
+    bool lossy; /* send one at a time, drop what is refused, report counts */
+};
+
+static int child_raw_producer(void *arg, int rd, int wr)
+{
+    const struct stress_arg *a = arg;
+    struct ub__dev *d = try_open("shm://");
+    struct ub__pktpool pool;
+    if (!d || ub__pktpool_init(&pool, 128, 256, 0) != 0)
+        return 2;
+    uint64_t cid;
+    if (!put_u64(wr, d->local.port) || !get_u64(rd, &cid, PIPE_MS))
+        return 3;
+    uint64_t accepted = 0;
+    if (!a->lossy) {
+        accepted = raw_stream(d, &pool, a->prod, (uint16_t)cid, 0, a->n, LIMIT_NS);
+    } else {
+        for (uint32_t i = 0; i < a->n; i++) {
+            struct ub__pkt *p = ub__pkt_alloc(&pool);
+            raw_fill(p, a->prod, (uint32_t)accepted, (uint16_t)cid);
+            int k = ub__dev_send(d, &p, 1);
+            if (k == 1)
+                accepted++;
+            else
+                ub__pkt_free(p);
+        }
+    }
+    struct ub__shm_stats st = stats_of(d);
+    if (!put_u64(wr, accepted) || !put_u64(wr, st.tx_full) || !put_u64(wr, st.tx_pkts))
+        return 4;
+    uint64_t go;
+    if (!get_u64(rd, &go, PIPE_MS)) /* keep the lane until the consumer is done */
+        return 5;
+    ub__dev_close(d);
+    ub__pktpool_fini(&pool);
+    return 0;
+}
+
+static void stress(bool lossy, uint32_t n, const char *spec)
+{
+    struct child ch[MAXPROD];
+    struct stress_arg sa[MAXPROD];
+    uint16_t ids[MAXPROD];
+    for (uint32_t i = 0; i < MAXPROD; i++) {
+        sa[i] = (struct stress_arg){i, n, lossy};
+        ch[i] = spawn(child_raw_producer, &sa[i]);
+    }
+    struct ub__dev *c = open_spec(spec);
+    struct ub__shm_stats sc = stats_of(c);
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 256, 256, 0), 0);
+    for (uint32_t i = 0; i < MAXPROD; i++) {
+        uint64_t id;
+        assert_true(get_u64(ch[i].from, &id, PIPE_MS));
+        ids[i] = (uint16_t)id;
+        assert_true(put_u64(ch[i].to, c->local.port));
+    }
+    uint64_t acc[MAXPROD] = {0}, full[MAXPROD] = {0}, txp[MAXPROD] = {0};
+    if (lossy) /* nothing is drained until every producer has filled its lane and more */
+        for (uint32_t i = 0; i < MAXPROD; i++)
+            assert_true(get_u64(ch[i].from, &acc[i], PIPE_MS) &&
+                        get_u64(ch[i].from, &full[i], PIPE_MS) &&
+                        get_u64(ch[i].from, &txp[i], PIPE_MS));
+    uint32_t next[MAXPROD] = {0}, got = 0, bad = 0,
+             expect = lossy ? MAXPROD * sc.slots : MAXPROD * n;
+    uint64_t t0 = now_ns(), end = t0 + LIMIT_NS;
+    for (uint32_t it = 0; it < 100000000 && got + bad < expect && now_ns() < end; it++) {
+        struct ub__pkt *in[64];
+        int k = ub__dev_recv(c, in, 64, &pool);
+        assert_true(k >= 0);
+        if (k == 0)
+            wait_fd(ub__dev_fd(c), 10);
+        for (int j = 0; j < k; j++) {
+            uint32_t pi = 0;
+            while (pi < MAXPROD && in[j]->addr.port != ids[pi])
+                pi++;
+            if (pi == MAXPROD || raw_check(in[j], pi) != next[pi])
+                bad++;
+            else
+                next[pi]++, got++;
+            ub__pkt_free(in[j]);
+        }
+    }
+    double secs = (double)(now_ns() - t0) / 1e9;
+    if (!lossy) {
+        print_message("  %u producers -> 1 (raw device, 8..127 bytes): %u packets in %.3f s, "
+                      "%.2f M packets/s\n",
+                      MAXPROD, got, secs, got / secs / 1e6);
+        for (uint32_t i = 0; i < MAXPROD; i++)
+            assert_true(get_u64(ch[i].from, &acc[i], PIPE_MS) &&
+                        get_u64(ch[i].from, &full[i], PIPE_MS) &&
+                        get_u64(ch[i].from, &txp[i], PIPE_MS));
+    }
+    for (uint32_t i = 0; i < MAXPROD; i++) {
+        assert_true(put_u64(ch[i].to, 1));
+        expect_exit_ok(&ch[i]);
+    }
+    assert_int_equal(bad, 0);
+    assert_int_equal(got, expect);
+    for (uint32_t i = 0; i < MAXPROD; i++) {
+        assert_int_equal(txp[i], acc[i]);
+        if (lossy) {
+            /* Exactly a lane's worth accepted, every other packet refused and counted. */
+            assert_int_equal(acc[i], sc.slots);
+            assert_int_equal(full[i], n - sc.slots);
+            assert_int_equal(next[i], sc.slots);
+        } else {
+            assert_int_equal(acc[i], n);
+            assert_int_equal(next[i], n);
+        }
+    }
+    /* One more receive: nothing left, nothing damaged. */
+    struct ub__pkt *in[8];
+    assert_int_equal(ub__dev_recv(c, in, 8, &pool), 0);
+    sc = stats_of(c);
+    assert_int_equal(sc.rx_pkts, expect);
+    assert_int_equal(sc.rx_bad_slot + sc.rx_corrupt, 0);
+    ub__dev_close(c);
+    ub__pktpool_fini(&pool);
+}
+
+static void test_stress_lossless(void **state)
+{
+    (void)state;
+    stress(false, 50000, "shm://?slots=256&lanes=4");
+}
+
+static void test_stress_ring_full(void **state)
+{
+    (void)state;
+    stress(true, 1000, "shm://?slots=256&lanes=4");
+}
+
+/* ---- wake-ups ---------------------------------------------------------------------------- */
+
+static void test_wake_one_process(void **state)
+{
+    (void)state;
+    struct ub__dev *c = open_spec("shm://");
+    struct ub__dev *p = open_spec("shm://");
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 16, 256, 0), 0);
+    struct ub__pkt *in[4];
+    int fd = ub__dev_fd(c);
+
+    /* An empty receive asks to be woken; the fd is quiet until a send. */
+    assert_int_equal(ub__dev_recv(c, in, 4, &pool), 0);
+    assert_int_equal(stats_of(c).wake_armed, 1);
+    assert_false(wait_fd(fd, 0));
+    assert_int_equal(ub__dev_recv(c, in, 4, &pool), 0); /* still armed: no second arm */
+    assert_int_equal(stats_of(c).wake_armed, 1);
+    struct ub__pkt *q = ub__pkt_alloc(&pool);
+    raw_fill(q, 0, 0, c->local.port);
+    assert_int_equal(ub__dev_send(p, &q, 1), 1);
+    assert_int_equal(stats_of(p).wake_sent, 1);
+    assert_true(wait_fd(fd, 1000));
+    /* A second send before the consumer asked again costs no wake-up. */
+    q = ub__pkt_alloc(&pool);
+    raw_fill(q, 0, 1, c->local.port);
+    assert_int_equal(ub__dev_send(p, &q, 1), 1);
+    struct ub__shm_stats sp = stats_of(p);
+    assert_int_equal(sp.wake_sent, 1);
+    assert_int_equal(sp.wake_avoided, 1);
+    assert_int_equal(ub__dev_recv(c, in, 4, &pool), 2);
+    ub__pkt_free(in[0]);
+    ub__pkt_free(in[1]);
+    /* Empty again: the FIFO is drained and the request renewed; the fd is quiet. */
+    assert_int_equal(ub__dev_recv(c, in, 4, &pool), 0);
+    struct ub__shm_stats sc = stats_of(c);
+    assert_int_equal(sc.wake_drained, 1);
+    assert_int_equal(sc.wake_armed, 2);
+    assert_false(wait_fd(fd, 0));
+
+    /* wake=0: fd -1, producers never write. */
+    struct ub__dev *nw = open_spec("shm://?wake=0");
+    assert_int_equal(ub__dev_fd(nw), -1);
+    assert_int_equal(ub__dev_recv(nw, in, 4, &pool), 0);
+    q = ub__pkt_alloc(&pool);
+    raw_fill(q, 0, 0, nw->local.port);
+    assert_int_equal(ub__dev_send(p, &q, 1), 1);
+    assert_int_equal(stats_of(p).wake_sent, 1);
+    assert_int_equal(ub__dev_recv(nw, in, 4, &pool), 1);
+    ub__pkt_free(in[0]);
+    ub__dev_close(nw);
+    ub__dev_close(p);
+    ub__dev_close(c);
+    ub__pktpool_fini(&pool);
+}
+
+/* Child: sleeps on its fd (one poll, up to 10 s) after an empty receive; reports the wait. */
+static int child_sleeper(void *arg, int rd, int wr)
+{
+    (void)arg;
+    (void)rd;
+    struct ub__dev *d = try_open("shm://");
+    struct ub__pktpool pool;
+    if (!d || ub__pktpool_init(&pool, 16, 256, 0) != 0)
+        return 2;
+    struct ub__pkt *in[4];
+    if (ub__dev_recv(d, in, 4, &pool) != 0 || !put_u64(wr, d->local.port))
+        return 3;
+    uint64_t t0 = now_ns();
+    bool woke = wait_fd(ub__dev_fd(d), 10000);
+    uint64_t slept = now_ns() - t0;
+    int n = ub__dev_recv(d, in, 4, &pool);
+    if (!woke || n != 1 || raw_check(in[0], 9) != 77)
+        return 4;
+    ub__pkt_free(in[0]);
+    if (!put_u64(wr, slept))
+        return 5;
+    ub__dev_close(d);
+    ub__pktpool_fini(&pool);
+    return 0;
+}
+
+static void test_wake_two_processes(void **state)
+{
+    (void)state;
+    struct child ch = spawn(child_sleeper, NULL);
+    uint64_t id, slept;
+    assert_true(get_u64(ch.from, &id, PIPE_MS));
+    struct ub__dev *p = open_spec("shm://");
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 16, 256, 0), 0);
+    /* The child reported its id after its empty receive: it is (about to be) asleep. */
+    struct ub__pkt *q = ub__pkt_alloc(&pool);
+    raw_fill(q, 9, 77, (uint16_t)id);
+    assert_int_equal(ub__dev_send(p, &q, 1), 1);
+    assert_int_equal(stats_of(p).wake_sent, 1);
+    assert_true(get_u64(ch.from, &slept, PIPE_MS));
+    expect_exit_ok(&ch);
+    assert_true(slept < 5 * UB_NS_PER_S);
+    ub__dev_close(p);
+    ub__pktpool_fini(&pool);
+}
+
+/* ---- a producer killed mid-stream ---------------------------------------------------------- */
+
+static int child_endless(void *arg, int rd, int wr)
+{
+    (void)arg;
+    struct ub__dev *d = try_open("shm://");
+    struct ub__pktpool pool;
+    if (!d || ub__pktpool_init(&pool, 128, 256, 0) != 0)
+        return 2;
+    uint64_t cid;
+    if (!put_u64(wr, d->local.port) || !get_u64(rd, &cid, PIPE_MS))
+        return 3;
+    /* Until killed (bounded: a lost parent must not leave us running). */
+    raw_stream(d, &pool, 0, (uint16_t)cid, 0, UINT32_MAX - 1, 15 * UB_NS_PER_S);
+    return 4;
+}
+
+static void test_producer_killed(void **state)
+{
+    (void)state;
+    struct child ch = spawn(child_endless, NULL);
+    struct ub__dev *c = open_spec("shm://?lanes=1&slots=64");
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 256, 256, 0), 0);
+    uint64_t pid_id;
+    assert_true(get_u64(ch.from, &pid_id, PIPE_MS));
+    assert_true(put_u64(ch.to, c->local.port));
+    uint32_t next = 0, bad = 0;
+    bool killed = false;
+    uint64_t end = now_ns() + LIMIT_NS;
+    int empty = 0;
+    for (uint32_t it = 0; it < 10000000 && now_ns() < end; it++) {
+        struct ub__pkt *in[64];
+        int k = ub__dev_recv(c, in, 64, &pool);
+        assert_true(k >= 0);
+        for (int j = 0; j < k; j++) {
+            if (in[j]->addr.port != pid_id || raw_check(in[j], 0) != next)
+                bad++;
+            next++;
+            ub__pkt_free(in[j]);
+        }
+        if (!killed && next >= 5000) {
+            /* Mid-stream: it is writing slots as fast as we free them. */
+            kill(ch.pid, SIGKILL);
+            int st;
+            assert_int_equal(waitpid(ch.pid, &st, 0), ch.pid);
+            assert_true(WIFSIGNALED(st));
+            killed = true;
+        }
+        if (k == 0 && killed && ++empty > 3)
+            break;
+        if (k == 0 && !killed)
+            wait_fd(ub__dev_fd(c), 10);
+    }
+    close(ch.to);
+    close(ch.from);
+    assert_true(killed);
+    assert_int_equal(bad, 0); /* everything published arrived whole and in order */
+    /* The only lane belongs to a dead process: a new producer takes it over. */
+    struct ub__dev *p = open_spec("shm://");
+    assert_true(ub__shm_tx_space(p, &c->local) > 0);
+    assert_int_equal(stats_of(p).lanes_reclaimed, 1);
+    assert_int_equal(raw_stream(p, &pool, 1, c->local.port, 0, 32, LIMIT_NS), 32);
+    struct ub__pkt *in[64];
+    assert_int_equal(ub__dev_recv(c, in, 64, &pool), 32);
+    for (int j = 0; j < 32; j++) {
+        assert_int_equal(raw_check(in[j], 1), (uint32_t)j);
+        assert_int_equal(in[j]->addr.port, p->local.port);
+        ub__pkt_free(in[j]);
+    }
+    print_message("  killed producer after %u packets; consumer drained, lane taken over\n", next);
+    /* The dead child's own endpoint stayed behind: opening its id reclaims it. */
+    char spec[32];
+    snprintf(spec, sizeof(spec), "shm://%u", (unsigned)pid_id);
+    struct ub__dev *again = open_spec(spec);
+    assert_int_equal(stats_of(again).stale_reclaimed, 1);
+    ub__dev_close(again);
+    assert_false(obj_exists((uint16_t)pid_id));
+    ub__dev_close(p);
+    ub__dev_close(c);
+    ub__pktpool_fini(&pool);
+}
+
+/* ---- stale objects -------------------------------------------------------------------------- */
+
+static int child_die_open(void *arg, int rd, int wr)
+{
+    (void)arg;
+    struct ub__dev *d = try_open("shm://?slots=4");
+    if (!d || !put_u64(wr, d->local.port))
+        return 2;
+    uint64_t go;
+    if (!get_u64(rd, &go, PIPE_MS))
+        return 3;
+    raise(SIGKILL); /* never closes: the object stays behind, its lock dies with us */
+    return 4;
+}
+
+static void test_stale_reclaim(void **state)
+{
+    (void)state;
+    struct child ch = spawn(child_die_open, NULL);
+    uint64_t id;
+    assert_true(get_u64(ch.from, &id, PIPE_MS));
+    struct ub__addr dead;
+    ub__shm_addr(&dead, (uint16_t)id);
+    assert_int_equal(ub__shm_reachable(&dead), 0);
+    /* A producer attached while the owner lived fills the lane, then the owner dies. */
+    struct ub__dev *p = open_spec("shm://");
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 64, 256, 0), 0);
+    assert_int_equal(raw_stream(p, &pool, 0, (uint16_t)id, 0, 4, LIMIT_NS), 4);
+    assert_true(put_u64(ch.to, 1));
+    int st = reap(&ch);
+    assert_true(WIFSIGNALED(st));
+    assert_true(obj_exists((uint16_t)id));
+    assert_int_equal(ub__shm_reachable(&dead), UB_EUNREACH);
+    /* The full lane of a dead receiver: recognised, dropped, not a stall. */
+    struct ub__pkt *q = ub__pkt_alloc(&pool);
+    raw_fill(q, 0, 4, (uint16_t)id);
+    assert_int_equal(ub__dev_send(p, &q, 1), 1);
+    struct ub__shm_stats sp = stats_of(p);
+    assert_int_equal(sp.peer_dead, 1);
+    assert_int_equal(sp.tx_unreach, 1);
+    assert_int_equal(sp.peers, 0);
+
+    /* Opening the id reclaims the stale object. */
+    char spec[32];
+    snprintf(spec, sizeof(spec), "shm://%u", (unsigned)id);
+    struct ub__dev *c = open_spec(spec);
+    assert_int_equal(stats_of(c).stale_reclaimed, 1);
+    assert_int_equal(ub__shm_reachable(&dead), 0);
+    /* The producer reaches the new owner. */
+    assert_int_equal(raw_stream(p, &pool, 0, (uint16_t)id, 0, 3, LIMIT_NS), 3);
+    struct ub__pkt *in[8];
+    assert_int_equal(ub__dev_recv(c, in, 8, &pool), 3);
+    for (int j = 0; j < 3; j++) {
+        assert_int_equal(raw_check(in[j], 0), (uint32_t)j);
+        ub__pkt_free(in[j]);
+    }
+    /* check_peers finds nothing dead now; a closed receiver is noticed on the next send. */
+    assert_int_equal(ub__shm_check_peers(p), 0);
+    ub__dev_close(c);
+    q = ub__pkt_alloc(&pool);
+    raw_fill(q, 0, 4, (uint16_t)id);
+    assert_int_equal(ub__dev_send(p, &q, 1), 1);
+    assert_int_equal(stats_of(p).peer_dead, 2);
+    ub__dev_close(p);
+    ub__pktpool_fini(&pool);
+}
+
+/* ---- CMA ------------------------------------------------------------------------------------ */
+
+#define CMA_SIZE (64u << 20)
+
+static int child_cma(void *arg, int rd, int wr)
+{
+    (void)arg;
+    uint8_t *buf = malloc(CMA_SIZE);
+    struct ub__dev *d = try_open("shm://");
+    if (!buf || !d)
+        return 2;
+    for (uint32_t i = 0; i < CMA_SIZE; i += 4) {
+        uint32_t v = i * 2654435761u;
+        memcpy(buf + i, &v, 4);
+    }
+    uint64_t go;
+    if (!put_u64(wr, d->local.port) || !put_u64(wr, (uint64_t)(uintptr_t)buf) ||
+        !get_u64(rd, &go, PIPE_MS))
+        return 3;
+    if (go == 2) { /* the parent wrote its pattern: check it */
+        for (uint32_t i = 0; i < CMA_SIZE; i += 4) {
+            uint32_t v;
+            memcpy(&v, buf + i, 4);
+            if (v != ~(i * 2654435761u))
+                return 4;
+        }
+    }
+    ub__dev_close(d);
+    free(buf);
+    return 0;
+}
+
+static void test_cma(void **state)
+{
+    (void)state;
+    struct child ch = spawn(child_cma, NULL);
+    uint64_t id, addr;
+    assert_true(get_u64(ch.from, &id, PIPE_MS));
+    assert_true(get_u64(ch.from, &addr, PIPE_MS));
+    struct ub__dev *p = open_spec("shm://");
+    struct ub__addr dst;
+    ub__shm_addr(&dst, (uint16_t)id);
+    pid_t pid = 0;
+    int rc = ub__shm_peer_cma(p, &dst, &pid);
+    if (rc == UB_ENOTSUP) {
+        assert_true(put_u64(ch.to, 1));
+        expect_exit_ok(&ch);
+        ub__dev_close(p);
+        print_message("  skipped: process_vm_readv not permitted here (ptrace policy)\n");
+        skip();
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(pid, ch.pid);
+    uint8_t *buf = malloc(CMA_SIZE);
+    assert_non_null(buf);
+    memset(buf, 0, CMA_SIZE); /* fault the pages in: time the copy, not the page faults */
+    /* Two local segments, one remote range: exercises the iov walk. */
+    struct iovec iov[2] = {{buf, CMA_SIZE / 3}, {buf + CMA_SIZE / 3, CMA_SIZE - CMA_SIZE / 3}};
+    uint64_t t0 = now_ns();
+    assert_int_equal(ub__shm_cma_read(pid, addr, iov, 2), 0);
+    double rd = (double)(now_ns() - t0) / 1e9;
+    for (uint32_t i = 0; i < CMA_SIZE; i += 4) {
+        uint32_t v;
+        memcpy(&v, buf + i, 4);
+        if (v != i * 2654435761u)
+            fail_msg("CMA read mismatch at %u", i);
+    }
+    for (uint32_t i = 0; i < CMA_SIZE; i += 4) {
+        uint32_t v = ~(i * 2654435761u);
+        memcpy(buf + i, &v, 4);
+    }
+    t0 = now_ns();
+    assert_int_equal(ub__shm_cma_write(pid, addr, iov, 2), 0);
+    double wr = (double)(now_ns() - t0) / 1e9;
+    print_message("  CMA 64 MiB: read %.2f GB/s, write %.2f GB/s\n", CMA_SIZE / rd / 1e9,
+                  CMA_SIZE / wr / 1e9);
+    /* Errors: past the end of the child's memory map, a bad pid. */
+    struct iovec one = {buf, 4096};
+    assert_int_equal(ub__shm_cma_read(pid, 16, &one, 1), UB_EINVAL);
+    assert_int_equal(ub__shm_cma_read(0, addr, &one, 1), UB_EINVAL);
+    assert_true(put_u64(ch.to, 2));
+    expect_exit_ok(&ch);
+    assert_int_equal(ub__shm_cma_read(pid, addr, &one, 1), UB_EUNREACH);
+    free(buf);
+    ub__dev_close(p);
+}
+
+/* ---- garbage in the ring ------------------------------------------------------------------- */
+
+static void test_garbage(void **state)
+{
+    (void)state;
+    struct ub__dev *c = open_spec("shm://?lanes=1&slots=64&mtu=1024");
+    struct ub__dev *p = open_spec("shm://");
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 128, 2048, 0), 0);
+    struct ub__engine e;
+    assert_int_equal(engine_init(&e, 5), 0);
+    struct rx x = {0};
+    static const struct ub__engine_upcalls up = {.dgram = on_dgram};
+    ub__engine_set_upcalls(&e, &up, &x);
+    assert_int_equal(raw_stream(p, &pool, 0, c->local.port, 0, 48, LIMIT_NS), 48);
+
+    /* Scribble over every slot: even ones get a plausible length, odd ones are all noise. */
+    struct ub__shm_layout lay;
+    assert_int_equal(ub__shm_layout(c, &lay), 0);
+    char name[UB_SHM_NAME_MAX];
+    ub__shm_objname(c->local.port, name, sizeof(name));
+    int fd = shm_open(name, O_RDWR, 0);
+    assert_true(fd >= 0);
+    uint8_t *m = mmap(NULL, lay.obj_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    assert_true(m != MAP_FAILED);
+    close(fd);
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    uint32_t slot_size = (uint32_t)(lay.slot_len / 64);
+    for (uint64_t i = 0; i < lay.slot_len; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        m[lay.slot_off + i] = (uint8_t)r;
+    }
+    uint32_t plausible = 0;
+    for (uint32_t s = 0; s < 64; s += 2) {
+        uint32_t len = (uint32_t)((s * 37u) % 1025u);
+        memcpy(m + lay.slot_off + (uint64_t)s * slot_size, &len, 4);
+        plausible += s < 48;
+    }
+    struct ub__drive_stats ds = {0};
+    for (int i = 0; i < 8; i++)
+        ub__drive_once(&e, c, now_ns(), &ds);
+    struct ub__shm_stats sc = stats_of(c);
+    assert_int_equal(sc.rx_pkts + sc.rx_bad_slot, 48);
+    assert_true(sc.rx_pkts >= plausible);
+    assert_int_equal(e.stats.rx_pkts, sc.rx_pkts);
+    assert_int_equal(e.stats.rx_delivered + e.stats.rx_malformed + e.stats.rx_unsupported,
+                     sc.rx_pkts);
+    assert_true(e.stats.rx_malformed > 0);
+    print_message("  garbage: %" PRIu64 " slots handed up (%" PRIu64 " malformed, %" PRIu64
+                  " unsupported), %" PRIu64 " bad lengths dropped\n",
+                  sc.rx_pkts, e.stats.rx_malformed, e.stats.rx_unsupported, sc.rx_bad_slot);
+
+    /* A tail far ahead of the head: the lane is skipped, counted, and resynchronises. */
+    uint64_t bogus = 1ull << 40;
+    memcpy(m + lay.lane_off + 64, &bogus, 8);
+    ub__drive_once(&e, c, now_ns(), &ds);
+    assert_int_equal(stats_of(c).rx_corrupt, 1);
+    assert_int_equal(raw_stream(p, &pool, 0, c->local.port, 0, 5, LIMIT_NS), 5);
+    ub__drive_once(&e, c, now_ns(), &ds); /* its tail is now behind our head: skipped again */
+    assert_int_equal(stats_of(c).rx_corrupt, 2);
+    assert_int_equal(raw_stream(p, &pool, 0, c->local.port, 0, 5, LIMIT_NS), 5);
+    struct ub__pkt *in[8];
+    assert_int_equal(ub__dev_recv(c, in, 8, &pool), 5);
+    for (int j = 0; j < 5; j++) {
+        assert_int_equal(raw_check(in[j], 0), (uint32_t)j);
+        ub__pkt_free(in[j]);
+    }
+    munmap(m, lay.obj_size);
+    ub__dev_close(p);
+    ub__dev_close(c);
+    ub__engine_fini(&e);
+    ub__pktpool_fini(&pool);
+}
+
+/* ---- the bounded peer table ----------------------------------------------------------------- */
+
+static void test_peer_table(void **state)
+{
+    (void)state;
+    struct ub__dev *c[3];
+    for (int i = 0; i < 3; i++)
+        c[i] = open_spec("shm://");
+    struct ub__dev *p = open_spec("shm://?peers=2");
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 64, 256, 0), 0);
+    /* a, b, c, a: the third attach evicts a (least recent), the fourth evicts b. */
+    static const int order[] = {0, 1, 2, 0};
+    for (int k = 0; k < 4; k++) {
+        struct ub__pkt *q = ub__pkt_alloc(&pool);
+        raw_fill(q, 0, (uint32_t)k, c[order[k]]->local.port);
+        assert_int_equal(ub__dev_send(p, &q, 1), 1);
+    }
+    struct ub__shm_stats sp = stats_of(p);
+    assert_int_equal(sp.attach, 4);
+    assert_int_equal(sp.evicted, 2);
+    assert_int_equal(sp.detach, 2);
+    assert_int_equal(sp.peers, 2);
+    uint32_t got = 0;
+    for (int i = 0; i < 3; i++) {
+        struct ub__pkt *in[4];
+        int n = ub__dev_recv(c[i], in, 4, &pool);
+        assert_int_equal(n, i == 0 ? 2 : 1);
+        for (int j = 0; j < n; j++)
+            ub__pkt_free(in[j]);
+        got += (uint32_t)n;
+    }
+    assert_int_equal(got, 4);
+    ub__dev_close(p);
+    for (int i = 0; i < 3; i++)
+        ub__dev_close(c[i]);
+    ub__pktpool_fini(&pool);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_open_close),
+        cmocka_unit_test(test_one_process),
+        cmocka_unit_test(test_peer_table),
+        cmocka_unit_test(test_wake_one_process),
+        cmocka_unit_test(test_wake_two_processes),
+        cmocka_unit_test(test_engines_one_process),
+        cmocka_unit_test(test_engines_two_processes),
+        cmocka_unit_test(test_engines_three_processes),
+        cmocka_unit_test(test_latency),
+        cmocka_unit_test(test_stress_lossless),
+        cmocka_unit_test(test_stress_ring_full),
+        cmocka_unit_test(test_producer_killed),
+        cmocka_unit_test(test_stale_reclaim),
+        cmocka_unit_test(test_cma),
+        cmocka_unit_test(test_garbage),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
