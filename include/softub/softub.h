@@ -10,6 +10,7 @@
 
 #include <softub/version.h>
 #include <softub/errors.h>
+#include <softub/urma.h>
 
 #ifdef __cplusplus
 extern "C" {

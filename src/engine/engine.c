@@ -51,7 +51,8 @@ fail_pool:
 
 void ub__engine_fini(struct ub__engine *e)
 {
-    ub__pds_destroy(e->pds, 0);
+    if (e->pds) /* a context may have torn PDS down early (ub_context_close) */
+        ub__pds_destroy(e->pds, 0);
     struct ub__pkt *p;
     while ((p = ub__ring_pop(&e->txq)) != NULL)
         ub__pkt_free(p);

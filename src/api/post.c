@@ -1,0 +1,23 @@
+/* Posting work requests: one doorbell (pump) per chain. */
+#include <softub/errors.h>
+#include "api/api.h"
+#include "core/compiler.h"
+
+UB_EXPORT int ub_post_send(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
+{
+    if (!jfs)
+        return UB_EINVAL;
+    ub_context *ctx = jfs->ctx;
+    uint64_t now = ub__ctx_now(ctx);
+    int rc = 0;
+    for (; wr; wr = wr->next) {
+        rc = ub__ses_post(jfs, wr, now);
+        if (rc) {
+            if (bad_wr)
+                *bad_wr = wr;
+            break;
+        }
+    }
+    ub__ses_pump(&ctx->ses, now);
+    return rc;
+}

@@ -1,0 +1,124 @@
+/* Segments: registration with a token, export, import, revocation. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <softub/errors.h>
+#include "api/api.h"
+#include "core/compiler.h"
+
+#define ACCESS_ALL (UB_ACCESS_LOCAL_WRITE | UB_ACCESS_READ | UB_ACCESS_WRITE | UB_ACCESS_ATOMIC)
+
+static void put64(uint8_t *b, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static uint64_t get64(const uint8_t *b)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | b[i];
+    return v;
+}
+
+UB_EXPORT int ub_seg_register(ub_context *ctx, void *addr, size_t len, uint32_t access,
+                              uint64_t token, ub_seg **out)
+{
+    if (!ctx || !addr || !len || !out || (access & ~(uint32_t)ACCESS_ALL))
+        return UB_EINVAL;
+    uint32_t key = ub__ctx_new_id(ctx, UB__OBJ_SEG);
+    ub_seg *s = calloc(1, sizeof(*s));
+    if (!s || !key) {
+        free(s);
+        return UB_ENOMEM;
+    }
+    s->ctx = ctx;
+    s->key = key;
+    s->addr = addr;
+    s->len = len;
+    s->access = access;
+    s->token = token;
+    int rc = ub__hmap_put(&ctx->objs, ub__obj_key(UB__OBJ_SEG, key), s);
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    ub__list_push_back(&ctx->segs, &s->link);
+    *out = s;
+    return 0;
+}
+
+UB_EXPORT int ub_seg_unregister(ub_seg *s)
+{
+    if (!s)
+        return UB_EINVAL;
+    /* Out of the table: the next packet that names it is refused (revocation is immediate). */
+    ub__hmap_del(&s->ctx->objs, ub__obj_key(UB__OBJ_SEG, s->key));
+    ub__list_remove(&s->link);
+    free(s);
+    return 0;
+}
+
+UB_EXPORT int ub_seg_export(const ub_seg *s, void *desc, size_t len)
+{
+    if (!s || !desc || len < UB_SEG_DESC_SIZE)
+        return UB_EINVAL;
+    uint8_t *d = desc;
+    memset(d, 0, UB_SEG_DESC_SIZE);
+    memcpy(d, "UBS1", 4);
+    d[4] = (uint8_t)s->access;
+    ub__desc_put_addr(d, &s->ctx->addr);
+    d[28] = (uint8_t)(s->key >> 24);
+    d[29] = (uint8_t)(s->key >> 16);
+    d[30] = (uint8_t)(s->key >> 8);
+    d[31] = (uint8_t)s->key;
+    put64(d + 32, (uint64_t)(uintptr_t)s->addr);
+    put64(d + 40, s->len);
+    return UB_SEG_DESC_SIZE;
+}
+
+UB_EXPORT int ub_seg_import(ub_context *ctx, const void *desc, size_t len, uint64_t token,
+                            ub_tseg **out)
+{
+    if (!ctx || !desc || !out || len < UB_SEG_DESC_SIZE)
+        return UB_EINVAL;
+    const uint8_t *d = desc;
+    if (memcmp(d, "UBS1", 4) != 0 || (d[4] & ~ACCESS_ALL))
+        return UB_EINVAL;
+    ub_tseg *t = calloc(1, sizeof(*t));
+    if (!t)
+        return UB_ENOMEM;
+    if (ub__desc_get_addr(d, &t->addr)) {
+        free(t);
+        return UB_EINVAL;
+    }
+    t->ctx = ctx;
+    t->access = d[4];
+    t->key = ((uint32_t)d[28] << 24) | ((uint32_t)d[29] << 16) | ((uint32_t)d[30] << 8) | d[31];
+    t->base = get64(d + 32);
+    t->len = get64(d + 40);
+    t->token = token;
+    ub__list_push_back(&ctx->tsegs, &t->link);
+    *out = t;
+    return 0;
+}
+
+UB_EXPORT int ub_seg_unimport(ub_tseg *t)
+{
+    if (!t)
+        return UB_EINVAL;
+    ub__list_remove(&t->link);
+    free(t);
+    return 0;
+}
+
+UB_EXPORT uint64_t ub_tseg_base(const ub_tseg *t)
+{
+    return t ? t->base : 0;
+}
+
+UB_EXPORT uint64_t ub_tseg_len(const ub_tseg *t)
+{
+    return t ? t->len : 0;
+}

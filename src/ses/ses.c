@@ -1,0 +1,133 @@
+/* SES instance: set-up, the PDS upcalls, the output pump, shared helpers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <softub/errors.h>
+#include "core/compiler.h"
+#include "ses/ses.h"
+
+uint64_t ub__obj_key(uint32_t kind, uint32_t id)
+{
+    return ((uint64_t)kind << 32) | id;
+}
+
+void ub__ses_tail_put(uint8_t *b, const struct ub__ses_tail *t)
+{
+    b[0] = (uint8_t)(t->so_delta >> 8);
+    b[1] = (uint8_t)t->so_delta;
+    b[2] = (uint8_t)(t->ro_count >> 8);
+    b[3] = (uint8_t)t->ro_count;
+    for (int i = 0; i < 4; i++) {
+        b[4 + i] = (uint8_t)(t->send_seq >> (24 - 8 * i));
+        b[8 + i] = (uint8_t)(t->aux >> (24 - 8 * i));
+    }
+}
+
+void ub__ses_tail_get(const uint8_t *b, struct ub__ses_tail *t)
+{
+    t->so_delta = (uint16_t)((b[0] << 8) | b[1]);
+    t->ro_count = (uint16_t)((b[2] << 8) | b[3]);
+    t->send_seq = 0;
+    t->aux = 0;
+    for (int i = 0; i < 4; i++) {
+        t->send_seq = (t->send_seq << 8) | b[4 + i];
+        t->aux = (t->aux << 8) | b[8 + i];
+    }
+}
+
+void ub__async_push(ub_context *ctx, int type, int err, uint64_t arg)
+{
+    if (ctx->async_count == UB_SES_ASYNC_QUEUE) { /* keep the newest: drop the oldest */
+        ctx->async_head = (ctx->async_head + 1) % UB_SES_ASYNC_QUEUE;
+        ctx->async_count--;
+        ctx->async_dropped++;
+    }
+    struct ub_async_event *ev =
+        &ctx->async[(ctx->async_head + ctx->async_count) % UB_SES_ASYNC_QUEUE];
+    ev->type = type;
+    ev->err = err;
+    ev->arg = arg;
+    ctx->async_count++;
+}
+
+static void on_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
+{
+    struct ub__tl *s = arg;
+    const struct ub__wire_dgram *d = rx->hdr;
+    if (!d->has_ext || rx->mode == UB_PDS_UUD) {
+        s->st.rx_bad_pkts++;
+        return;
+    }
+    if (d->ses_kind == UB_PDS_NH_RSP_DATA)
+        ub__ses_on_rsp(s, rx, now);
+    else if (d->ses_kind == UB_PDS_NH_REQ_STD)
+        ub__ses_on_req(s, rx, now);
+    else
+        s->st.rx_bad_pkts++;
+}
+
+static void on_acked(void *arg, uint64_t cookie, uint64_t now)
+{
+    (void)arg;
+    (void)cookie;
+    (void)now; /* completion comes with the target's response, not the PDS ACK */
+}
+
+static void on_failed(void *arg, uint64_t cookie, int err, uint64_t now)
+{
+    if (cookie)
+        ub__ses_on_failed(arg, cookie, err, now);
+}
+
+static const struct ub__pds_upcalls ses_upcalls = {on_deliver, on_acked, on_failed};
+
+int ub__ses_init(struct ub__tl *s, ub_context *ctx)
+{
+    memset(s, 0, sizeof(*s));
+    s->ctx = ctx;
+    s->eng = &ctx->eng;
+    uint32_t mtu = s->eng->cfg.mtu;
+    uint32_t hdr = UB_PDS_REQ_SIZE + UB_EXT_SIZE + UB_SES_TAIL_LEN + UB_SES_STD_SIZE;
+    s->max_payload = mtu - hdr;
+    s->max_rsp_payload = mtu - (UB_PDS_REQ_SIZE + UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE);
+    if (s->max_rsp_payload > UB_SES_LEN14_MAX)
+        s->max_rsp_payload = UB_SES_LEN14_MAX;
+    if (s->max_payload > UB_SES_LEN14_MAX)
+        s->max_payload = UB_SES_LEN14_MAX;
+    ub__list_init(&s->txq);
+    ub__list_init(&s->rdq);
+    ub__list_init(&s->rspq);
+    ub__list_init(&s->tstream_lru);
+    uint64_t seed = ub__rng_next(&s->eng->rng);
+    int rc;
+    if ((rc = ub__hmap_init(&s->tstreams, 16, 0, seed)) ||
+        (rc = ub__hmap_init(&s->ostreams_by_id, 16, 0, seed + 1)) ||
+        (rc = ub__hmap_init(&s->pending, 64, 0, seed + 2))) {
+        ub__ses_fini(s);
+        return rc;
+    }
+    s->next_stream = (uint16_t)ub__rng_next(&s->eng->rng);
+    ub__pds_set_upcalls(s->eng->pds, &ses_upcalls, s);
+    return 0;
+}
+
+void ub__ses_fini(struct ub__tl *s)
+{
+    ub__ses_tgt_fini(s);
+    ub__hmap_fini(&s->tstreams);
+    ub__hmap_fini(&s->ostreams_by_id);
+    ub__hmap_fini(&s->pending);
+}
+
+void ub__ses_pump(struct ub__tl *s, uint64_t now)
+{
+    /* Requests in posting order; one that cannot go on waits at the head (fair, in order). */
+    struct ub__list *it, *tmp;
+    UB_LIST_FOR_EACH_SAFE(it, tmp, &s->txq)
+    {
+        struct ub__wr *w = UB_CONTAINER_OF(it, struct ub__wr, txq);
+        if (!ub__ses_wr_pump(s, w, now))
+            break;
+    }
+    ub__ses_rd_pump(s, now);
+}

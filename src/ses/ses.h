@@ -1,0 +1,321 @@
+/*
+ * SES: softub's transaction layer (URMA semantics) inside the sans-I/O engine.
+ *
+ * It owns the object model's state (JFC rings, JFS berths, JFR buffers,
+ * segments) and turns work requests into SES-headed packets for PDS, executes
+ * arriving transactions (placement, atomics, receive-buffer binding, tag
+ * matching) under the order engine, answers them, and produces completion
+ * records. No sockets, no clocks, no threads: src/api drives it with `now`.
+ *
+ * Transactions. Every request belongs to an order stream: one per (JFS,
+ * destination node), named by a 16-bit id the initiating context allocates.
+ * Inside a stream, order_seq numbers transactions 0, 1, 2, ... The softub
+ * extension header (version 1) carries the stream, order_seq, the execution
+ * order (NO/RO/SO, fence, in-order completion) and a 12-byte tail:
+ *
+ *   so_delta(16) | ro_count(16) | send_seq(32) | aux(32)
+ *
+ *   so_delta  order_seq - (order_seq of the last SO before it); stream start
+ *             counts as an SO at order_seq -1 that has executed
+ *   ro_count  SO only: RO transactions between that SO and this one
+ *   send_seq  SEND/TSEND/WRITE_IMM: index among this stream's messages to
+ *             the same target JFR (receive buffers are bound in this order)
+ *   aux       WRITE_IMM: the target JFR id whose buffer the record consumes
+ *
+ * docs/api.md ("Transaction layer") is the reference.
+ */
+#ifndef UB_SES_SES_H
+#define UB_SES_SES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <softub/urma.h>
+#include "core/addr.h"
+#include "core/hmap.h"
+#include "core/list.h"
+#include "core/timer.h"
+#include "engine/driver.h"
+#include "engine/engine.h"
+
+#define UB_SES_WINDOW          4096 /* order_seq window per stream; also the largest JFS depth */
+#define UB_SES_TAIL_LEN        12
+#define UB_SES_RSP_CACHE       64 /* responses kept per target stream for re-sending */
+#define UB_SES_RNR_RETRY       7
+#define UB_SES_RNR_BACKOFF_NS  20000ull
+#define UB_SES_RNR_MAX_WAIT_NS 2000000ull
+#define UB_SES_EAGER_MAX       65536 /* tagged sends longer than this go by rendezvous */
+#define UB_SES_PKT_BUDGET      512   /* packets queued in PDS per peer before the pump waits */
+#define UB_SES_POOL_RESERVE    256   /* pool buffers the pump leaves for ACKs and responses */
+#define UB_SES_MAX_MSG         0xffffffffull
+#define UB_SES_RC_RNR          0x30 /* vendor return code: receiver not ready */
+#define UB_SES_ASYNC_QUEUE     256
+
+/* Object kinds in the context's table (key = kind << 32 | id). */
+enum { UB__OBJ_JFS = 1, UB__OBJ_JFR = 2, UB__OBJ_SEG = 3 };
+
+/* A completion record in a JFC ring, with the berth it releases when polled. */
+struct ub__cqe {
+    struct ub_cr cr;
+    uint64_t owner; /* kind << 32 | id; 0: nothing to release */
+    bool solicited;
+};
+
+struct ub_jfce {
+    struct ub__list link; /* ctx->jfces */
+    ub_context *ctx;
+    int fd;
+    struct ub__list fired; /* JFCs that fired and were not yet returned by ub_wait_jfc */
+    uint32_t users;
+};
+
+struct ub_jfc {
+    struct ub__list link; /* ctx->jfcs */
+    ub_context *ctx;
+    struct ub__cqe *ring;
+    uint32_t cap, head, count;
+    uint32_t committed; /* berths of the JFS/JFR reporting here: never above cap */
+    uint32_t users;
+    ub_jfce *jfce;
+    bool armed, sol_only;
+    uint32_t events; /* delivered through the JFCE, not yet acknowledged */
+    uint32_t pending_events;
+    struct ub__list fired_link;
+    bool on_fired;
+    uint64_t user_ctx;
+};
+
+/* Work request states (a berth). */
+enum { WR_FREE = 0, WR_ACTIVE, WR_DONE_WAIT, WR_REPORTED };
+
+struct ub__ostream;
+
+struct ub__wr {
+    struct ub__list order; /* jfs->unreported: every not yet reported request, posting order */
+    struct ub__list txq;   /* ses->txq while it has packets to hand to PDS */
+    struct ub__timer rnr_timer;
+    struct ub_jfs *jfs;
+    struct ub__ostream *os;
+    uint32_t gen;
+    uint16_t idx;
+    uint8_t state;
+    bool on_txq;
+    enum ub_opcode opcode;
+    uint32_t flags;
+    uint64_t user_ctx;
+    struct ub_sge *sge; /* jfs->attr.max_sge entries */
+    uint32_t num_sge;
+    uint8_t *inl; /* jfs->attr.max_inline bytes: the copied inline data */
+    bool is_inline;
+    uint64_t len;  /* request bytes (READ: bytes to fetch) */
+    uint64_t sent; /* bytes handed to PDS (0-length: 1 once the packet went) */
+    uint64_t got;  /* READ: response bytes placed */
+    bool first_sent;
+    uint32_t seq, send_seq;
+    uint16_t so_delta, ro_count;
+    uint8_t eo;
+    uint8_t ses_op, amo_op, mode;
+    struct ub__addr dst;
+    uint32_t rkey; /* segment key or JFR id */
+    uint32_t aux;  /* WRITE_IMM: the JFR id */
+    uint64_t raddr, token, imm, tag;
+    uint64_t operand, compare;
+    uint64_t *result;
+    uint32_t rnr_tries;
+    uint32_t eager; /* rendezvous: bytes sent eagerly (0: not rendezvous) */
+    enum ub_cr_status status;
+    uint32_t out_len;
+};
+
+struct ub__send_seq {
+    uint32_t jfr, next;
+};
+
+/* Initiator side of an order stream: one per (JFS, destination node). */
+struct ub__ostream {
+    struct ub_jfs *jfs;
+    struct ub__addr dst;
+    uint64_t key;
+    uint16_t id;
+    bool broken; /* its peer failed: new requests open a new stream */
+    bool orphan; /* out of the tables: freed by its last completion */
+    uint32_t next_seq, last_so, ro_since;
+    uint32_t outstanding;
+    struct ub__send_seq *ss;
+    uint32_t nss, capss;
+};
+
+struct ub_jfs {
+    struct ub__list link; /* ctx->jfss */
+    ub_context *ctx;
+    uint32_t id;
+    struct ub_jfs_attr attr;
+    ub_jfc *jfc;
+    ub_jetty *jetty;
+    struct ub__wr *wrs;
+    uint16_t *free_stack;
+    uint32_t nfree;
+    uint32_t used; /* berths taken */
+    struct ub__list unreported;
+    struct ub__hmap ostreams;
+    struct ub_sge *sge_mem;
+    uint8_t *inl_mem;
+};
+
+struct ub__rbuf {
+    struct ub__list link; /* jfr->posted, or jfr->reserved */
+    uint64_t user_ctx;
+    struct ub_sge *sge;
+    uint32_t num_sge;
+    uint64_t cap;
+    uint64_t tag, ignore;
+    uint32_t idx;
+    bool in_use;
+};
+
+struct ub_jfr {
+    struct ub__list link; /* ctx->jfrs */
+    ub_context *ctx;
+    uint32_t id;
+    struct ub_jfr_attr attr;
+    ub_jfc *jfc;
+    uint32_t refs; /* jettys sharing it, plus one for its creator */
+    struct ub__rbuf *bufs;
+    uint32_t *free_stack;
+    uint32_t nfree;
+    uint32_t used; /* buffers posted or reserved, plus records not yet polled */
+    struct ub__list posted;
+    struct ub__list reserved;
+    struct ub__list unexpected; /* tagged: messages that matched nothing yet */
+    struct ub_sge *sge_mem;
+};
+
+struct ub_jetty {
+    struct ub__list link; /* ctx->jettys */
+    ub_context *ctx;
+    ub_jfs *jfs;
+    ub_jfr *jfr;
+    bool shared_jfr;
+};
+
+struct ub_seg {
+    struct ub__list link; /* ctx->segs */
+    ub_context *ctx;
+    uint32_t key;
+    uint8_t *addr;
+    uint64_t len;
+    uint32_t access;
+    uint64_t token;
+};
+
+struct ub_tseg {
+    struct ub__list link; /* ctx->tsegs */
+    ub_context *ctx;
+    struct ub__addr addr;
+    uint32_t key;
+    uint32_t access;
+    uint64_t base, len;
+    uint64_t token;
+};
+
+/* An imported jetty: all the state a peer costs (no connection, no per-peer queue). */
+struct ub_tjetty {
+    struct ub__list link; /* ctx->tjettys */
+    ub_context *ctx;
+    struct ub__addr addr;
+    uint32_t jfr;
+    uint32_t flags; /* 1: the JFR matches tags */
+};
+
+struct ub__ses_stats {
+    uint64_t tx_reqs, tx_req_pkts, tx_rsp_pkts;
+    uint64_t rx_req_pkts, rx_rsp_pkts, rx_dup_pkts, rx_bad_pkts, rx_stale_rsp;
+    uint64_t executed, dup_executed, rsp_resent, rnr_sent, rnr_retries;
+    uint64_t staged_bytes, rndv_reads;
+};
+
+/* The transaction layer of one context. */
+struct ub__tl {
+    ub_context *ctx;
+    struct ub__engine *eng;
+    uint32_t max_payload;     /* request payload per packet */
+    uint32_t max_rsp_payload; /* response payload per packet */
+    struct ub__list txq;      /* requests with packets to hand out */
+    struct ub__list rdq;      /* READ responses with data to hand out */
+    struct ub__list rspq;     /* responses that found no buffer yet */
+    struct ub__hmap tstreams; /* target side, by (source, incarnation, stream) */
+    struct ub__list tstream_lru;
+    struct ub__hmap ostreams_by_id; /* initiator side, by stream id */
+    struct ub__hmap pending;        /* (stream id << 32 | seq) -> struct ub__wr */
+    uint16_t next_stream;
+    struct ub__ses_stats st;
+};
+
+struct ub_context {
+    struct ub__engine eng;
+    struct ub__tl ses;
+    struct ub__dev *dev;
+    ub_loopnet *net;
+    uint16_t port;
+    struct ub__addr addr;
+    struct ub__hmap objs; /* JFS, JFR, segments by kind and id */
+    struct ub__list jfces, jfcs, jfss, jfrs, jettys, segs, tsegs, tjettys;
+    struct ub__drive_stats drive;
+    struct ub__list zombie; /* ub_loopnet's list of closed contexts whose buffers are still out */
+    uint32_t next_id;
+    struct ub_async_event async[UB_SES_ASYNC_QUEUE];
+    uint32_t async_head, async_count;
+    uint64_t async_dropped;
+    uint64_t drive_rounds;
+    struct ub_context_attr attr;
+    bool closing;
+};
+
+/* ---- ses.c ---- */
+int ub__ses_init(struct ub__tl *s, ub_context *ctx);
+void ub__ses_fini(struct ub__tl *s);
+/* Hands pending request and response packets to PDS, as far as budgets allow. */
+void ub__ses_pump(struct ub__tl *s, uint64_t now);
+uint64_t ub__obj_key(uint32_t kind, uint32_t id);
+void ub__async_push(ub_context *ctx, int type, int err, uint64_t arg);
+
+/* ---- ses_cq.c: completion rings ---- */
+/* Appends a record; never fails (rings are sized for every berth). */
+void ub__jfc_push(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool solicited);
+int ub__jfc_take(ub_jfc *jfc, int max, struct ub_cr *out);
+
+/* ---- ses_init.c: the initiator ---- */
+int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now);
+/* Completes every not yet reported request of jfs as flushed. */
+void ub__ses_jfs_flush(ub_jfs *jfs, uint64_t now);
+void ub__ses_wr_release(ub_jfs *jfs, uint16_t idx);
+void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
+void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now);
+/* Hands out this request's next packets; false when PDS or the pool is full. */
+bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now);
+void ub__ses_wr_init_timer(struct ub__wr *w);
+
+/* ---- ses_tgt.c: the target ---- */
+void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
+bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now);
+/* A receive buffer was posted: bind waiting messages (tagged unexpected ones first). */
+void ub__ses_jfr_posted(ub_jfr *jfr, uint64_t now);
+/* Flushes posted, reserved and unexpected state of a JFR being destroyed. */
+void ub__ses_jfr_flush(ub_jfr *jfr, uint64_t now);
+void ub__ses_tgt_fini(struct ub__tl *s);
+/* Drops target streams idle for long (called from progress). */
+void ub__ses_tgt_gc(struct ub__tl *s, uint64_t now);
+
+/* ---- ses_seg.c ---- */
+/* Whether [p, p+len) lies in seg. */
+bool ub__seg_covers(const ub_seg *seg, const void *p, uint64_t len);
+
+/* The packed SES extension tail. */
+struct ub__ses_tail {
+    uint16_t so_delta, ro_count;
+    uint32_t send_seq, aux;
+};
+void ub__ses_tail_put(uint8_t *b, const struct ub__ses_tail *t);
+void ub__ses_tail_get(const uint8_t *b, struct ub__ses_tail *t);
+
+#endif

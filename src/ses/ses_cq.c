@@ -1,0 +1,75 @@
+/*
+ * Completion rings. A JFC holds up to `cap` records; every JFS or JFR that
+ * reports to it commits its depth in berths, and the sum never exceeds cap,
+ * so a push can never find the ring full. A record releases its berth when
+ * it is polled.
+ */
+#include <unistd.h>
+
+#include <softub/errors.h>
+#include "core/compiler.h"
+#include "ses/ses.h"
+
+static void fire_event(ub_jfc *jfc)
+{
+    ub_jfce *ce = jfc->jfce;
+    jfc->armed = false;
+    jfc->pending_events++;
+    if (!jfc->on_fired) {
+        ub__list_push_back(&ce->fired, &jfc->fired_link);
+        jfc->on_fired = true;
+    }
+    if (ce->fd >= 0) {
+        uint64_t one = 1;
+        ssize_t n = write(ce->fd, &one, sizeof(one));
+        (void)n; /* a full eventfd counter is still readable: nothing is lost */
+    }
+}
+
+void ub__jfc_push(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool solicited)
+{
+    if (jfc->count == jfc->cap) /* cannot happen: berths are committed; keep the invariant loud */
+        return;
+    struct ub__cqe *e = &jfc->ring[(jfc->head + jfc->count) % jfc->cap];
+    e->cr = *cr;
+    e->owner = owner;
+    e->solicited = solicited;
+    jfc->count++;
+    if (jfc->armed && jfc->jfce && (!jfc->sol_only || solicited || cr->status != UB_CR_SUCCESS))
+        fire_event(jfc);
+}
+
+static void release(ub_jfc *jfc, uint64_t owner)
+{
+    ub_context *ctx = jfc->ctx;
+    uint32_t kind = (uint32_t)(owner >> 56);
+    uint32_t id = (uint32_t)(owner >> 32) & 0xffffffu;
+    if (kind == UB__OBJ_JFS) {
+        ub_jfs *jfs = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFS, id));
+        if (jfs)
+            ub__ses_wr_release(jfs, (uint16_t)owner);
+        else
+            jfc->committed--; /* its JFS is gone: the berth it left behind goes back */
+    } else if (kind == UB__OBJ_JFR) {
+        ub_jfr *jfr = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFR, id));
+        if (jfr && jfr->used)
+            jfr->used--;
+        else if (!jfr)
+            jfc->committed--;
+    }
+}
+
+int ub__jfc_take(ub_jfc *jfc, int max, struct ub_cr *out)
+{
+    int n = 0;
+    while (n < max && jfc->count) {
+        struct ub__cqe *e = &jfc->ring[jfc->head];
+        out[n++] = e->cr;
+        uint64_t owner = e->owner;
+        jfc->head = (jfc->head + 1) % jfc->cap;
+        jfc->count--;
+        if (owner)
+            release(jfc, owner);
+    }
+    return n;
+}

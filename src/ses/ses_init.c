@@ -1,0 +1,765 @@
+/*
+ * The initiator: posting work requests into berths, order streams, cutting
+ * requests into packets for PDS, responses, RNR retries, failures, and the
+ * completion order (in-order completion per JFS).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <softub/errors.h>
+#include "core/compiler.h"
+#include "core/seq.h"
+#include "ses/ses.h"
+#include "wire/datagram.h"
+
+static uint64_t pend_key(uint16_t stream, uint32_t seq)
+{
+    return ((uint64_t)stream << 32) | seq;
+}
+
+static uint64_t wr_cookie(const struct ub__wr *w)
+{
+    return ((uint64_t)w->jfs->id << 40) | ((uint64_t)w->idx << 24) | (w->gen & 0xffffffu);
+}
+
+/* ---- order streams ---------------------------------------------------------------------- */
+
+static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const struct ub__addr *dst)
+{
+    uint64_t key = ub__addr_hash(dst, 0x6f73);
+    struct ub__ostream *os = ub__hmap_get(&jfs->ostreams, key);
+    if (os && !os->broken && ub__addr_eq(&os->dst, dst))
+        return os;
+    if (os) { /* broken (or a hash collision): retire it once nothing refers to it */
+        ub__hmap_del(&jfs->ostreams, key);
+        ub__hmap_del(&s->ostreams_by_id, os->id);
+        if (!os->outstanding) {
+            free(os->ss);
+            free(os);
+        } else {
+            os->orphan = true;
+        }
+    }
+    os = calloc(1, sizeof(*os));
+    if (!os)
+        return NULL;
+    os->jfs = jfs;
+    os->dst = *dst;
+    os->key = key;
+    os->last_so = UINT32_MAX; /* stream start: a virtual SO at -1 that has executed */
+    for (int tries = 0; tries < 65536; tries++) {
+        uint16_t id = s->next_stream++;
+        if (!ub__hmap_get(&s->ostreams_by_id, id)) {
+            os->id = id;
+            break;
+        }
+    }
+    if (ub__hmap_put(&s->ostreams_by_id, os->id, os)) {
+        free(os);
+        return NULL;
+    }
+    if (ub__hmap_put(&jfs->ostreams, key, os)) {
+        ub__hmap_del(&s->ostreams_by_id, os->id);
+        free(os);
+        return NULL;
+    }
+    return os;
+}
+
+static void ostream_put(struct ub__ostream *os)
+{
+    if (--os->outstanding == 0 && os->orphan) {
+        free(os->ss);
+        free(os);
+    }
+}
+
+static int next_send_seq(struct ub__ostream *os, uint32_t jfr, uint32_t *out)
+{
+    for (uint32_t i = 0; i < os->nss; i++) {
+        if (os->ss[i].jfr == jfr) {
+            *out = os->ss[i].next++;
+            return 0;
+        }
+    }
+    if (os->nss == os->capss) {
+        uint32_t cap = os->capss ? os->capss * 2 : 2;
+        struct ub__send_seq *n = realloc(os->ss, cap * sizeof(*n));
+        if (!n)
+            return UB_ENOMEM;
+        os->ss = n;
+        os->capss = cap;
+    }
+    os->ss[os->nss].jfr = jfr;
+    os->ss[os->nss].next = 1;
+    os->nss++;
+    *out = 0;
+    return 0;
+}
+
+/* Free all ostreams of a JFS being destroyed (after its flush). */
+static void ostreams_free(struct ub__tl *s, ub_jfs *jfs)
+{
+    uint64_t k;
+    void *v;
+    while (jfs->ostreams.slots && ub__hmap_next(&jfs->ostreams, 0, &k, &v)) {
+        struct ub__ostream *os = v;
+        ub__hmap_del(&jfs->ostreams, k);
+        ub__hmap_del(&s->ostreams_by_id, os->id);
+        free(os->ss);
+        free(os);
+    }
+}
+
+/* ---- completion ------------------------------------------------------------------------- */
+
+static enum ub_cr_opcode cr_opcode(enum ub_opcode op)
+{
+    switch (op) {
+    case UB_OP_WRITE:
+    case UB_OP_WRITE_IMM:
+        return UB_CR_OP_WRITE;
+    case UB_OP_READ:
+        return UB_CR_OP_READ;
+    case UB_OP_SEND:
+    case UB_OP_SEND_IMM:
+    case UB_OP_TSEND:
+    case UB_OP_NOP:
+        return UB_CR_OP_SEND;
+    default:
+        return UB_CR_OP_ATOMIC;
+    }
+}
+
+static void report(struct ub__wr *w)
+{
+    ub_jfs *jfs = w->jfs;
+    ub__list_remove(&w->order);
+    bool signaled = (w->flags & UB_WR_COMPLETE) || w->status != UB_CR_SUCCESS;
+    if (!signaled) {
+        w->state = WR_REPORTED;
+        ub__ses_wr_release(jfs, w->idx);
+        return;
+    }
+    struct ub_cr cr;
+    memset(&cr, 0, sizeof(cr));
+    cr.status = w->status;
+    cr.opcode = cr_opcode(w->opcode);
+    cr.length = w->status == UB_CR_SUCCESS ? w->out_len : 0;
+    cr.user_ctx = w->user_ctx;
+    cr.local_id = jfs->id;
+    if (w->is_inline)
+        cr.flags |= UB_CR_F_INLINE;
+    w->state = WR_REPORTED;
+    ub__jfc_push(jfs->jfc, &cr, ((uint64_t)UB__OBJ_JFS << 56) | ((uint64_t)jfs->id << 32) | w->idx,
+                 false);
+}
+
+/* Reports from the head of the posting order every request that finished and waits its turn. */
+static void report_ready_heads(ub_jfs *jfs)
+{
+    while (!ub__list_empty(&jfs->unreported)) {
+        struct ub__wr *h = UB_CONTAINER_OF(jfs->unreported.next, struct ub__wr, order);
+        if (h->state != WR_DONE_WAIT)
+            break;
+        report(h);
+    }
+}
+
+/* The request is over (success or error): leave every queue, then report in the right order. */
+static void finish(struct ub__tl *s, struct ub__wr *w, enum ub_cr_status st)
+{
+    if (w->state != WR_ACTIVE)
+        return;
+    ub_jfs *jfs = w->jfs;
+    w->status = st;
+    if (w->on_txq) {
+        ub__list_remove(&w->txq);
+        w->on_txq = false;
+    }
+    ub__timer_cancel(&s->eng->timers, &w->rnr_timer);
+    if (w->os) {
+        ub__hmap_del(&s->pending, pend_key(w->os->id, w->seq));
+        ostream_put(w->os);
+        w->os = NULL;
+    }
+    w->state = WR_DONE_WAIT;
+    bool head = jfs->unreported.next == &w->order;
+    if (!(w->flags & UB_WR_INORDER_COMP) || head) {
+        report(w);
+        report_ready_heads(jfs);
+    }
+}
+
+void ub__ses_wr_release(ub_jfs *jfs, uint16_t idx)
+{
+    struct ub__wr *w = &jfs->wrs[idx];
+    if (w->state != WR_REPORTED)
+        return;
+    w->state = WR_FREE;
+    w->gen++;
+    jfs->free_stack[jfs->nfree++] = idx;
+    jfs->used--;
+}
+
+void ub__ses_jfs_flush(ub_jfs *jfs, uint64_t now)
+{
+    (void)now;
+    struct ub__tl *s = &jfs->ctx->ses;
+    while (!ub__list_empty(&jfs->unreported)) {
+        struct ub__wr *w = UB_CONTAINER_OF(jfs->unreported.next, struct ub__wr, order);
+        if (w->state == WR_ACTIVE) {
+            w->flags &= ~(uint32_t)UB_WR_INORDER_COMP;
+            finish(s, w, UB_CR_FLUSHED);
+        } else {
+            report(w);
+        }
+    }
+    ostreams_free(s, jfs);
+}
+
+/* ---- posting -------------------------------------------------------------------------- */
+
+static uint8_t amo_of(enum ub_opcode op)
+{
+    switch (op) {
+    case UB_OP_ATOMIC_CAS:
+        return UB_SES_AMO_CSWAP;
+    case UB_OP_ATOMIC_SWAP:
+        return UB_SES_AMO_WRITE; /* fetching write: swap */
+    case UB_OP_ATOMIC_FADD:
+        return UB_SES_AMO_SUM;
+    case UB_OP_ATOMIC_FSUB:
+        return UB_SES_AMO_DIFF;
+    case UB_OP_ATOMIC_FAND:
+        return UB_SES_AMO_BAND;
+    case UB_OP_ATOMIC_FOR:
+        return UB_SES_AMO_BOR;
+    default:
+        return UB_SES_AMO_BXOR;
+    }
+}
+
+static bool is_atomic(enum ub_opcode op)
+{
+    return op >= UB_OP_ATOMIC_CAS && op <= UB_OP_ATOMIC_FXOR;
+}
+
+static bool is_msg(enum ub_opcode op)
+{
+    return op == UB_OP_SEND || op == UB_OP_SEND_IMM || op == UB_OP_TSEND;
+}
+
+/* Local SGEs: inside their segments, and writable by us when they receive data. */
+static bool sges_ok(ub_context *ctx, const struct ub_wr *wr, bool sink)
+{
+    for (uint32_t i = 0; i < wr->num_sge; i++) {
+        const struct ub_sge *g = &wr->sge[i];
+        if (!g->len)
+            continue;
+        if (!g->seg || g->seg->ctx != ctx || !ub__seg_covers(g->seg, g->addr, g->len))
+            return false;
+        if (sink && !(g->seg->access & UB_ACCESS_LOCAL_WRITE))
+            return false;
+    }
+    return true;
+}
+
+int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
+{
+    ub_context *ctx = jfs->ctx;
+    struct ub__tl *s = &ctx->ses;
+    (void)now;
+    if (wr->opcode > UB_OP_NOP || wr->num_sge > jfs->attr.max_sge || (wr->num_sge && !wr->sge))
+        return UB_EINVAL;
+    if ((wr->flags & UB_WR_ORDER_RO) && (wr->flags & UB_WR_ORDER_SO))
+        return UB_EINVAL;
+    enum ub_opcode op = wr->opcode;
+    ub_tseg *ts = NULL;
+    ub_tjetty *tj = NULL;
+    if (is_msg(op) || op == UB_OP_WRITE_IMM) {
+        tj = wr->tjetty;
+        if (!tj || tj->ctx != ctx)
+            return UB_EINVAL;
+        if (op == UB_OP_TSEND && !(tj->flags & 1))
+            return UB_ENOTSUP; /* tagged send to a JFR that does not match tags */
+    }
+    if (op == UB_OP_WRITE || op == UB_OP_WRITE_IMM || op == UB_OP_READ) {
+        ts = wr->u.rma.tseg;
+        if (!ts || ts->ctx != ctx)
+            return UB_EINVAL;
+    } else if (is_atomic(op)) {
+        ts = wr->u.atomic.tseg;
+        if (!ts || ts->ctx != ctx)
+            return UB_EINVAL;
+    }
+    if (op == UB_OP_WRITE_IMM && !ub__addr_eq(&tj->addr, &ts->addr))
+        return UB_EINVAL; /* the record and the data must land on one node */
+    uint64_t len = 0;
+    for (uint32_t i = 0; i < wr->num_sge; i++)
+        len += wr->sge[i].len;
+    if (is_atomic(op))
+        len = 8;
+    if (len > UB_SES_MAX_MSG)
+        return UB_EINVAL;
+    bool inl = (wr->flags & UB_WR_INLINE) && !is_atomic(op) && op != UB_OP_READ;
+    if (inl && len > jfs->attr.max_inline)
+        return UB_EINVAL;
+    if (!jfs->nfree)
+        return UB_EFULL;
+
+    uint16_t idx = jfs->free_stack[--jfs->nfree];
+    struct ub__wr *w = &jfs->wrs[idx];
+    jfs->used++;
+    uint32_t gen = w->gen;
+    struct ub_sge *sge = w->sge;
+    uint8_t *inlbuf = w->inl;
+    struct ub__timer t = w->rnr_timer;
+    memset(w, 0, sizeof(*w));
+    w->rnr_timer = t;
+    w->sge = sge;
+    w->inl = inlbuf;
+    w->gen = gen;
+    w->idx = idx;
+    w->jfs = jfs;
+    w->opcode = op;
+    w->flags = wr->flags;
+    w->user_ctx = wr->user_ctx;
+    w->len = len;
+    w->out_len = (uint32_t)(len > UINT32_MAX ? UINT32_MAX : len);
+    w->is_inline = inl;
+    w->mode = jfs->attr.tm == UB_TM_ROD ? UB_PDS_ROD : UB_PDS_RUD;
+    w->state = WR_ACTIVE;
+    ub__list_init(&w->txq);
+    ub__list_push_back(&jfs->unreported, &w->order);
+
+    if (op == UB_OP_NOP) {
+        finish(s, w, UB_CR_SUCCESS);
+        return 0;
+    }
+    bool sink = op == UB_OP_READ;
+    if (!inl && !sges_ok(ctx, wr, sink)) {
+        finish(s, w, UB_CR_LOC_ACCESS_ERR);
+        return 0;
+    }
+    if (inl) {
+        uint64_t off = 0;
+        for (uint32_t i = 0; i < wr->num_sge; i++) {
+            memcpy(w->inl + off, wr->sge[i].addr, wr->sge[i].len);
+            off += wr->sge[i].len;
+        }
+        w->num_sge = 0;
+    } else {
+        if (wr->num_sge)
+            memcpy(w->sge, wr->sge, wr->num_sge * sizeof(*w->sge));
+        w->num_sge = wr->num_sge;
+    }
+
+    if (ts) {
+        w->dst = ts->addr;
+        w->rkey = ts->key;
+        w->token = ts->token;
+        w->raddr = is_atomic(op) ? wr->u.atomic.addr : wr->u.rma.addr;
+    }
+    if (tj) {
+        if (!ts)
+            w->dst = tj->addr;
+        w->aux = tj->jfr;
+        if (!ts)
+            w->rkey = tj->jfr;
+    }
+    switch (op) {
+    case UB_OP_WRITE:
+    case UB_OP_WRITE_IMM:
+        w->ses_op = UB_SES_OP_WRITE;
+        break;
+    case UB_OP_READ:
+        w->ses_op = UB_SES_OP_READ;
+        break;
+    case UB_OP_SEND:
+    case UB_OP_SEND_IMM:
+        w->ses_op = UB_SES_OP_SEND;
+        break;
+    case UB_OP_TSEND:
+        /* Eager at any size for now: an unexpected message is buffered whole at the target
+         * (rendezvous, RNDV_TSEND, is not implemented yet; see docs/api.md). */
+        w->ses_op = UB_SES_OP_TAGGED_SEND;
+        w->tag = wr->u.send.tag;
+        break;
+    default:
+        w->ses_op = UB_SES_OP_FETCHING_ATOMIC;
+        w->amo_op = amo_of(op);
+        w->operand = wr->u.atomic.operand;
+        w->compare = wr->u.atomic.compare;
+        w->result = wr->u.atomic.result;
+        break;
+    }
+    if (op == UB_OP_WRITE_IMM || op == UB_OP_SEND_IMM)
+        w->imm = wr->imm_data;
+
+    struct ub__ostream *os = ostream_get(s, jfs, &w->dst);
+    if (!os) {
+        finish(s, w, UB_CR_REM_OP_ERR);
+        return 0;
+    }
+    uint32_t seq = os->next_seq;
+    uint8_t eo = (wr->flags & UB_WR_ORDER_SO)   ? UB_EXT_EO_SO
+                 : (wr->flags & UB_WR_ORDER_RO) ? UB_EXT_EO_RO
+                                                : UB_EXT_EO_NO;
+    /* Keep the dependency fields inside 16 bits: promote to SO (stronger, so always allowed). */
+    if (eo == UB_EXT_EO_RO && (seq - os->last_so >= 0xffff || os->ro_since >= 0xffff))
+        eo = UB_EXT_EO_SO;
+    if (is_msg(op) || op == UB_OP_WRITE_IMM) {
+        if (next_send_seq(os, w->aux, &w->send_seq)) {
+            finish(s, w, UB_CR_REM_OP_ERR);
+            return 0;
+        }
+    }
+    w->eo = eo;
+    w->seq = seq;
+    if (eo != UB_EXT_EO_NO)
+        w->so_delta = (uint16_t)(seq - os->last_so);
+    if (eo == UB_EXT_EO_SO) {
+        w->ro_count = (uint16_t)os->ro_since;
+        os->last_so = seq;
+        os->ro_since = 0;
+    } else if (eo == UB_EXT_EO_RO) {
+        os->ro_since++;
+    }
+    os->next_seq++;
+    os->outstanding++;
+    w->os = os;
+    if (ub__hmap_put(&s->pending, pend_key(os->id, seq), w)) {
+        ostream_put(os);
+        w->os = NULL;
+        finish(s, w, UB_CR_REM_OP_ERR);
+        return 0;
+    }
+    ub__list_push_back(&s->txq, &w->txq);
+    w->on_txq = true;
+    s->st.tx_reqs++;
+    return 0;
+}
+
+/* ---- packets ------------------------------------------------------------------------------ */
+
+/* Copies n bytes at message offset off out of the request's data. */
+static void gather(const struct ub__wr *w, uint64_t off, uint8_t *dst, uint32_t n)
+{
+    if (w->is_inline) {
+        memcpy(dst, w->inl + off, n);
+        return;
+    }
+    for (uint32_t i = 0; i < w->num_sge && n; i++) {
+        const struct ub_sge *g = &w->sge[i];
+        if (off >= g->len) {
+            off -= g->len;
+            continue;
+        }
+        uint32_t k = (uint32_t)UB_MIN((uint64_t)n, g->len - off);
+        memcpy(dst, (const uint8_t *)g->addr + off, k);
+        dst += k;
+        n -= k;
+        off = 0;
+    }
+}
+
+/* Places n bytes at message offset off into the request's SGEs (READ results). */
+static void scatter(const struct ub__wr *w, uint64_t off, const uint8_t *src, uint32_t n)
+{
+    for (uint32_t i = 0; i < w->num_sge && n; i++) {
+        const struct ub_sge *g = &w->sge[i];
+        if (off >= g->len) {
+            off -= g->len;
+            continue;
+        }
+        uint32_t k = (uint32_t)UB_MIN((uint64_t)n, g->len - off);
+        memcpy((uint8_t *)g->addr + off, src, k);
+        src += k;
+        n -= k;
+        off = 0;
+    }
+}
+
+static void put_be64(uint8_t *b, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static uint64_t get_be64(const uint8_t *b)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | b[i];
+    return v;
+}
+
+/* One request packet: bytes [off, off+n) of w. */
+static int build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
+                     uint32_t n)
+{
+    struct ub__ses h;
+    memset(&h, 0, sizeof(h));
+    h.kind = UB_PDS_NH_REQ_STD;
+    struct ub__ses_std *q = &h.u.std;
+    bool som = off == 0;
+    uint64_t wire_len = w->ses_op == UB_SES_OP_READ ? w->len : w->len;
+    bool eom = off + n >= (w->eager ? w->eager : wire_len);
+    q->opcode = w->ses_op;
+    q->flags = (uint8_t)((som ? UB_SES_F_SOM : 0) | (eom ? UB_SES_F_EOM : 0));
+    q->msg_id = (uint16_t)w->seq;
+    q->job_id = s->eng->cfg.job_id;
+    q->pid_on_fep = (uint16_t)((w->rkey >> 12) & 0xfff);
+    q->resource_index = (uint16_t)(w->rkey & 0xfff);
+    q->buffer_offset = w->raddr;
+    q->initiator = w->jfs->id;
+    q->mem_key = w->tag ? w->tag : w->token;
+    if (w->opcode == UB_OP_TSEND)
+        q->mem_key = w->tag;
+    q->request_length = (uint32_t)wire_len;
+    if (som) {
+        if (w->opcode == UB_OP_WRITE_IMM || w->opcode == UB_OP_SEND_IMM) {
+            q->flags |= UB_SES_F_HD;
+            q->header_data = w->imm;
+        }
+    } else {
+        q->payload_len = (uint16_t)n;
+        q->message_offset = (uint32_t)off;
+    }
+    h.ext = ub__ses_ext_for(h.kind, q->opcode);
+    if (h.ext == UB_SES_EXT_ATOMIC) {
+        h.atomic.opcode = w->amo_op;
+        h.atomic.datatype = UB_SES_DT_UINT64;
+        h.atomic.ctrl = UB_SES_AMO_CTRL_CACHEABLE;
+        if (ub__ses_amo_is_cswap(w->amo_op)) {
+            put_be64(h.atomic.compare, w->compare);
+            put_be64(h.atomic.swap, w->operand);
+        }
+    } else if (h.ext == UB_SES_EXT_RNDV) {
+        h.rndv.eager_length = w->eager;
+        h.rndv.read_offset = w->eager;
+        h.rndv.read_mem_key = ((uint64_t)w->os->id << 32) | w->seq;
+    }
+    size_t hl = ub__ses_size(&h);
+    uint8_t *at = ub__pkt_put(p, (uint32_t)hl);
+    if (!at)
+        return UB_ENOBUFS;
+    struct ub__wcur wc;
+    ub__wcur_init(&wc, at, hl);
+    int rc = ub__ses_encode(&h, &wc);
+    if (rc)
+        return rc;
+    if (h.ext == UB_SES_EXT_ATOMIC && !ub__ses_amo_is_cswap(w->amo_op)) {
+        put_be64(ub__pkt_put(p, 8), w->operand);
+    } else if (n && w->ses_op != UB_SES_OP_READ) {
+        uint8_t *d = ub__pkt_put(p, n);
+        if (!d)
+            return UB_ENOBUFS;
+        gather(w, off, d, n);
+    }
+    return 0;
+}
+
+static uint32_t req_room(const struct ub__tl *s, const struct ub__wr *w)
+{
+    uint32_t room = s->max_payload;
+    if (w->ses_op == UB_SES_OP_RNDV_TSEND || w->ses_op == UB_SES_OP_RNDV_SEND)
+        room -= UB_SES_RNDV_SIZE;
+    return room;
+}
+
+bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
+{
+    struct ub__engine *e = s->eng;
+    uint64_t wire_len = w->eager ? w->eager : w->len;
+    bool single = w->ses_op == UB_SES_OP_READ || w->ses_op == UB_SES_OP_FETCHING_ATOMIC;
+    while (!w->first_sent || (!single && w->sent < wire_len)) {
+        if (e->pool.avail <= UB_SES_POOL_RESERVE)
+            return false;
+        if (ub__pds_outstanding(e->pds, &w->dst, w->mode) >= UB_SES_PKT_BUDGET)
+            return true; /* this peer is busy; others may go on */
+        uint32_t n = 0;
+        if (!single)
+            n = (uint32_t)UB_MIN((uint64_t)req_room(s, w), wire_len - w->sent);
+        struct ub__pkt *p = ub__pkt_alloc(&e->pool);
+        if (!p)
+            return false;
+        int rc = build_req(s, w, p, w->sent, n);
+        if (rc) {
+            ub__pkt_free(p);
+            finish(s, w, UB_CR_REM_OP_ERR);
+            return true;
+        }
+        uint8_t tail[UB_SES_TAIL_LEN];
+        uint32_t aux = w->aux | ((w->flags & UB_WR_SOLICITED) ? 0x80000000u : 0);
+        struct ub__ses_tail t = {w->so_delta, w->ro_count, w->send_seq, aux};
+        ub__ses_tail_put(tail, &t);
+        bool last = single || w->sent + n >= wire_len;
+        struct ub__pds_tx tx = {
+            .dst = &w->dst,
+            .mode = w->mode,
+            .ses_kind = UB_PDS_NH_REQ_STD,
+            .ack_req = last,
+            .cookie = wr_cookie(w),
+        };
+        tx.ext.version = 1;
+        tx.ext.exec_order = w->eo;
+        tx.ext.fence = (w->flags & UB_WR_FENCE) != 0;
+        tx.ext.inorder_completion = (w->flags & UB_WR_INORDER_COMP) != 0;
+        tx.ext.stream = w->os->id;
+        tx.ext.order_seq = w->seq;
+        tx.ext.tail = tail;
+        tx.ext.tail_len = UB_SES_TAIL_LEN;
+        rc = ub__pds_send(e->pds, &tx, p, now);
+        if (rc) {
+            ub__pkt_free(p);
+            if (rc == UB_EFULL || rc == UB_ENOBUFS)
+                return rc == UB_EFULL;
+            finish(s, w, UB_CR_PEER_UNREACHABLE);
+            return true;
+        }
+        s->st.tx_req_pkts++;
+        w->first_sent = true;
+        w->sent += n;
+    }
+    if (w->on_txq) {
+        ub__list_remove(&w->txq);
+        w->on_txq = false;
+    }
+    return true;
+}
+
+/* ---- responses ----------------------------------------------------------------------------- */
+
+static enum ub_cr_status rc_status(uint8_t rc)
+{
+    switch (rc) {
+    case UB_SES_RC_OK:
+        return UB_CR_SUCCESS;
+    case UB_SES_RC_BAD_MKEY:
+    case UB_SES_RC_DISABLED:
+        return UB_CR_INVALID_TOKEN;
+    case UB_SES_RC_TOO_LONG:
+        return UB_CR_REM_LEN_ERR;
+    case UB_SES_RC_AT_OUT_OF_RANGE:
+    case UB_SES_RC_PERM_VIOLATION:
+    case UB_SES_RC_AT_PERM:
+    case UB_SES_RC_AMO_UNALIGNED:
+    case UB_SES_RC_BAD_INDEX:
+    case UB_SES_RC_BAD_ADDR:
+        return UB_CR_REM_ACCESS_ERR;
+    case UB_SES_RC_UNSUPPORTED_OP:
+    case UB_SES_RC_AMO_UNSUPPORTED_OP:
+    case UB_SES_RC_AMO_UNSUPPORTED_DT:
+    case UB_SES_RC_AMO_UNSUPPORTED_SIZE:
+        return UB_CR_UNSUPPORTED;
+    case UB_SES_RC_RNR:
+        return UB_CR_RNR;
+    case UB_SES_RC_CANCELLED:
+        return UB_CR_FLUSHED;
+    default:
+        return UB_CR_REM_OP_ERR;
+    }
+}
+
+static void rnr_fire(struct ub__timer *t, uint64_t now)
+{
+    struct ub__wr *w = UB_CONTAINER_OF(t, struct ub__wr, rnr_timer);
+    struct ub__tl *s = &w->jfs->ctx->ses;
+    if (w->state != WR_ACTIVE)
+        return;
+    s->st.rnr_retries++;
+    w->sent = 0;
+    w->first_sent = false;
+    if (!w->on_txq) {
+        ub__list_push_back(&s->txq, &w->txq);
+        w->on_txq = true;
+    }
+    ub__ses_wr_pump(s, w, now);
+}
+
+void ub__ses_wr_init_timer(struct ub__wr *w)
+{
+    ub__timer_init(&w->rnr_timer, rnr_fire);
+}
+
+void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
+{
+    const struct ub__wire_dgram *d = rx->hdr;
+    const struct ub__ses_rsp_data *r = &d->ses.u.rsp_data;
+    s->st.rx_rsp_pkts++;
+    struct ub__wr *w = ub__hmap_get(&s->pending, pend_key(d->ext.stream, d->ext.order_seq));
+    if (!w || w->state != WR_ACTIVE || !ub__addr_eq(&w->dst, rx->src)) {
+        s->st.rx_stale_rsp++; /* for a request already over: never touch its buffers again */
+        return;
+    }
+    if (r->rc == UB_SES_RC_RNR) {
+        uint32_t limit = w->jfs->attr.rnr_retry;
+        if (w->rnr_tries >= limit) {
+            finish(s, w, UB_CR_RNR);
+            return;
+        }
+        uint64_t wait = UB_SES_RNR_BACKOFF_NS << UB_MIN(w->rnr_tries, 16u);
+        w->rnr_tries++;
+        ub__timer_arm(&s->eng->timers, &w->rnr_timer, now + UB_MIN(wait, UB_SES_RNR_MAX_WAIT_NS));
+        return;
+    }
+    if (r->rc != UB_SES_RC_OK) {
+        finish(s, w, rc_status(r->rc));
+        return;
+    }
+    switch (w->ses_op) {
+    case UB_SES_OP_READ:
+        if ((uint64_t)r->message_offset + rx->payload_len > w->len) {
+            finish(s, w, UB_CR_REM_OP_ERR);
+            return;
+        }
+        scatter(w, r->message_offset, rx->payload, rx->payload_len);
+        w->got += rx->payload_len;
+        if (w->got >= w->len)
+            finish(s, w, UB_CR_SUCCESS);
+        return;
+    case UB_SES_OP_FETCHING_ATOMIC:
+        if (rx->payload_len != 8) {
+            finish(s, w, UB_CR_REM_OP_ERR);
+            return;
+        }
+        if (w->result)
+            *w->result = get_be64(rx->payload);
+        finish(s, w, UB_CR_SUCCESS);
+        return;
+    default:
+        finish(s, w, UB_CR_SUCCESS);
+        return;
+    }
+}
+
+void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now)
+{
+    (void)now;
+    uint32_t jfs_id = (uint32_t)(cookie >> 40);
+    uint16_t idx = (uint16_t)(cookie >> 24);
+    uint32_t gen = (uint32_t)cookie & 0xffffffu;
+    ub_jfs *jfs = ub__hmap_get(&s->ctx->objs, ub__obj_key(UB__OBJ_JFS, jfs_id));
+    if (!jfs || idx >= jfs->attr.depth)
+        return;
+    struct ub__wr *w = &jfs->wrs[idx];
+    if (w->state != WR_ACTIVE || (w->gen & 0xffffffu) != gen)
+        return;
+    struct ub__ostream *os = w->os;
+    struct ub__addr dst = w->dst;
+    if (err == UB_ESTALE) {
+        uint64_t arg = dst.family == UB_AF_LOOP ? dst.port : ub__addr_hash(&dst, 0);
+        ub__async_push(s->ctx, UB_ASYNC_PEER_RESTARTED, UB_ESTALE, arg);
+    }
+    /* The stream's order state at the peer is gone: every request on it fails; a new one starts. */
+    if (os)
+        os->broken = true;
+    for (uint32_t i = 0; i < jfs->attr.depth; i++) {
+        struct ub__wr *x = &jfs->wrs[i];
+        if (x->state == WR_ACTIVE && x->os == os && x != w)
+            finish(s, x, UB_CR_PEER_UNREACHABLE);
+    }
+    finish(s, w, UB_CR_PEER_UNREACHABLE);
+}

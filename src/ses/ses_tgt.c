@@ -1,0 +1,1087 @@
+/*
+ * The target: per-stream transaction assembly with direct placement, the
+ * order engine (NO / RO / SO / fence), execution (RMA, atomics, receive
+ * buffers, tag matching), exactly-once execution with cached responses, and
+ * READ response streaming.
+ *
+ * Order rules, per (initiator incarnation, stream), executed once the whole
+ * transaction has arrived:
+ *   NO     executes at once.
+ *   RO     executes once the last SO before it has executed (it may pass
+ *          earlier RO and NO transactions).
+ *   SO     executes once every earlier RO and SO has executed.
+ *   fence  executes once every earlier transaction has executed.
+ * The initiator states the dependencies in the extension tail (so_delta,
+ * ro_count), so the target never waits for a transaction it has not seen
+ * only because it cannot tell its class.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <softub/errors.h>
+#include "core/compiler.h"
+#include "core/seq.h"
+#include "ses/ses.h"
+#include "wire/datagram.h"
+
+#define TSTREAM_IDLE_NS (10ull * 1000000000ull)
+
+enum { BIND_NONE = 0, BIND_BUF, BIND_UNEXP, BIND_RNR, BIND_WAIT };
+
+struct ub__rspc {
+    uint32_t seq;
+    bool valid, has_val;
+    uint8_t rc;
+    uint32_t len;
+    uint64_t val;
+};
+
+struct ub__tstream {
+    struct ub__list lru;
+    uint64_t key;
+    struct ub__addr src;
+    uint32_t inc;
+    uint16_t id;
+    uint32_t floor; /* every order_seq before it has executed */
+    uint64_t bits[UB_SES_WINDOW / 64];
+    uint32_t cur_epoch, ro_done;
+    struct ub__hmap msgs;    /* order_seq -> struct ub__rxmsg */
+    struct ub__list waiting; /* complete, waiting for their turn */
+    struct ub__send_seq *ss; /* next send_seq to bind, per JFR */
+    uint32_t nss, capss;
+    struct ub__rspc cache[UB_SES_RSP_CACHE];
+    uint64_t last_active;
+    uint32_t busy;
+};
+
+struct ub__rxmsg {
+    struct ub__list link;  /* ts->waiting */
+    struct ub__list ulink; /* jfr->unexpected */
+    struct ub__tstream *ts;
+    struct ub__addr src;
+    uint16_t stream;
+    uint32_t seq, send_seq, aux;
+    uint8_t op, eo, amo;
+    bool fence, solicited;
+    uint16_t so_delta, ro_count;
+    uint32_t key, initiator;
+    uint64_t addr, mkey, imm;
+    bool has_imm, som_seen, complete, staged, on_wait, running, on_unexp;
+    uint64_t len, wire_len, got;
+    uint8_t rc;
+    uint8_t *stage;
+    uint8_t bind;
+    struct ub__rbuf *rb;
+    ub_jfr *jfr;
+    uint64_t operand, compare;
+};
+
+struct ub__rdjob {
+    struct ub__list link;
+    struct ub__rxmsg *m;
+    uint64_t off;
+};
+
+struct ub__rspq {
+    struct ub__list link;
+    struct ub__addr dst;
+    uint16_t stream;
+    uint32_t seq;
+    uint8_t rc;
+    uint32_t len;
+    bool has_val;
+    uint64_t val;
+};
+
+static inline struct ub__list *rspq_of(struct ub__tl *s)
+{
+    return &s->rspq;
+}
+
+/* ---- helpers --------------------------------------------------------------------------- */
+
+static void put_be64(uint8_t *b, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static uint64_t get_be64(const uint8_t *b)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | b[i];
+    return v;
+}
+
+static ub_seg *seg_lookup(ub_context *ctx, uint32_t key)
+{
+    return ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_SEG, key));
+}
+
+/* Checks a remote access; UB_SES_RC_OK or the return code that refuses it. */
+static uint8_t seg_check(ub_context *ctx, uint32_t key, uint64_t token, uint32_t need,
+                         uint64_t addr, uint64_t len, ub_seg **out)
+{
+    ub_seg *seg = seg_lookup(ctx, key);
+    if (!seg || seg->token != token)
+        return UB_SES_RC_BAD_MKEY;
+    if ((seg->access & need) != need)
+        return UB_SES_RC_PERM_VIOLATION;
+    uint64_t base = (uint64_t)(uintptr_t)seg->addr;
+    if (addr < base || len > seg->len || addr - base > seg->len - len)
+        return UB_SES_RC_AT_OUT_OF_RANGE;
+    if (out)
+        *out = seg;
+    return UB_SES_RC_OK;
+}
+
+static inline bool bit_get(const struct ub__tstream *ts, uint32_t seq)
+{
+    uint32_t i = seq & (UB_SES_WINDOW - 1);
+    return (ts->bits[i / 64] >> (i % 64)) & 1;
+}
+
+static bool executed(const struct ub__tstream *ts, uint32_t seq)
+{
+    if (ub__seq_lt(seq, ts->floor))
+        return true;
+    if (ub__seq_diff(seq, ts->floor) >= UB_SES_WINDOW)
+        return false;
+    return bit_get(ts, seq);
+}
+
+static void mark_executed(struct ub__tstream *ts, uint32_t seq)
+{
+    if (ub__seq_lt(seq, ts->floor) || ub__seq_diff(seq, ts->floor) >= UB_SES_WINDOW)
+        return;
+    uint32_t i = seq & (UB_SES_WINDOW - 1);
+    ts->bits[i / 64] |= 1ull << (i % 64);
+    while (bit_get(ts, ts->floor)) {
+        uint32_t j = ts->floor & (UB_SES_WINDOW - 1);
+        ts->bits[j / 64] &= ~(1ull << (j % 64));
+        ts->floor++;
+    }
+}
+
+static struct ub__send_seq *send_seq_of(struct ub__tstream *ts, uint32_t jfr)
+{
+    for (uint32_t i = 0; i < ts->nss; i++)
+        if (ts->ss[i].jfr == jfr)
+            return &ts->ss[i];
+    if (ts->nss == ts->capss) {
+        uint32_t cap = ts->capss ? ts->capss * 2 : 2;
+        struct ub__send_seq *n = realloc(ts->ss, cap * sizeof(*n));
+        if (!n)
+            return NULL;
+        ts->ss = n;
+        ts->capss = cap;
+    }
+    ts->ss[ts->nss].jfr = jfr;
+    ts->ss[ts->nss].next = 0;
+    return &ts->ss[ts->nss++];
+}
+
+/* ---- streams --------------------------------------------------------------------------------- */
+
+static uint64_t ts_key(const struct ub__addr *src, uint32_t inc, uint16_t id)
+{
+    return ub__addr_hash(src, ((uint64_t)inc << 16) | id);
+}
+
+static struct ub__tstream *tstream_get(struct ub__tl *s, const struct ub__addr *src, uint32_t inc,
+                                       uint16_t id, uint64_t now)
+{
+    uint64_t key = ts_key(src, inc, id);
+    struct ub__tstream *ts = ub__hmap_get(&s->tstreams, key);
+    if (ts) {
+        if (!ub__addr_eq(&ts->src, src) || ts->inc != inc || ts->id != id)
+            return NULL; /* a 64-bit hash collision: refuse rather than mix two streams */
+    } else {
+        ts = calloc(1, sizeof(*ts));
+        if (!ts)
+            return NULL;
+        ts->key = key;
+        ts->src = *src;
+        ts->inc = inc;
+        ts->id = id;
+        ts->cur_epoch = UINT32_MAX;
+        ub__list_init(&ts->waiting);
+        if (ub__hmap_init(&ts->msgs, 4, 0, key) || ub__hmap_put(&s->tstreams, key, ts)) {
+            ub__hmap_fini(&ts->msgs);
+            free(ts);
+            return NULL;
+        }
+        ub__list_init(&ts->lru);
+    }
+    ub__list_remove(&ts->lru);
+    ub__list_push_back(&s->tstream_lru, &ts->lru);
+    ts->last_active = now;
+    return ts;
+}
+
+static void msg_free(struct ub__tl *s, struct ub__rxmsg *m);
+
+static void tstream_free(struct ub__tl *s, struct ub__tstream *ts)
+{
+    uint64_t k;
+    void *v;
+    while (ts->msgs.slots && ub__hmap_next(&ts->msgs, 0, &k, &v))
+        msg_free(s, v);
+    ub__hmap_del(&s->tstreams, ts->key);
+    ub__list_remove(&ts->lru);
+    ub__hmap_fini(&ts->msgs);
+    free(ts->ss);
+    free(ts);
+}
+
+void ub__ses_tgt_gc(struct ub__tl *s, uint64_t now)
+{
+    while (!ub__list_empty(&s->tstream_lru)) {
+        struct ub__tstream *ts = UB_CONTAINER_OF(s->tstream_lru.next, struct ub__tstream, lru);
+        if (ts->last_active + TSTREAM_IDLE_NS > now || ts->msgs.count || ts->busy)
+            break;
+        tstream_free(s, ts);
+    }
+}
+
+/* ---- messages -------------------------------------------------------------------------------- */
+
+static void rbuf_free(ub_jfr *jfr, struct ub__rbuf *rb)
+{
+    rb->in_use = false;
+    jfr->free_stack[jfr->nfree++] = rb->idx;
+}
+
+/* Detaches m from its stream and frees it. */
+static void msg_free(struct ub__tl *s, struct ub__rxmsg *m)
+{
+    (void)s;
+    if (m->ts)
+        ub__hmap_del(&m->ts->msgs, m->seq);
+    if (m->on_wait)
+        ub__list_remove(&m->link);
+    if (m->on_unexp)
+        ub__list_remove(&m->ulink);
+    if (m->rb && m->jfr) { /* still holds a buffer: give it back to the front of the queue */
+        ub__list_push_front(&m->jfr->posted, &m->rb->link);
+    }
+    free(m->stage);
+    free(m);
+}
+
+/* ---- responses ------------------------------------------------------------------------------ */
+
+static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                        uint8_t rc, uint32_t mod_len, const uint8_t *data, uint32_t n, uint32_t off,
+                        uint64_t now)
+{
+    struct ub__engine *e = s->eng;
+    struct ub__pkt *p = ub__pkt_alloc(&e->pool);
+    if (!p)
+        return UB_ENOBUFS;
+    struct ub__ses h;
+    memset(&h, 0, sizeof(h));
+    h.kind = UB_PDS_NH_RSP_DATA;
+    struct ub__ses_rsp_data *r = &h.u.rsp_data;
+    r->list = UB_SES_LIST_EXPECTED;
+    r->rc = rc;
+    r->msg_id = (uint16_t)seq;
+    r->job_id = e->cfg.job_id;
+    r->read_req_msg_id = (uint16_t)seq;
+    r->payload_len = (uint16_t)n;
+    r->modified_length = mod_len;
+    r->message_offset = off;
+    uint8_t *at = ub__pkt_put(p, UB_SES_RSP_DATA_SIZE);
+    struct ub__wcur w;
+    ub__wcur_init(&w, at, UB_SES_RSP_DATA_SIZE);
+    int err = ub__ses_encode(&h, &w);
+    if (!err && n)
+        memcpy(ub__pkt_put(p, n), data, n);
+    if (err) {
+        ub__pkt_free(p);
+        return err;
+    }
+    struct ub__pds_tx tx = {
+        .dst = dst, .mode = UB_PDS_RUD, .ses_kind = UB_PDS_NH_RSP_DATA, .ack_req = true};
+    tx.ext.stream = stream;
+    tx.ext.order_seq = seq;
+    err = ub__pds_send(e->pds, &tx, p, now);
+    if (err) {
+        ub__pkt_free(p);
+        return err;
+    }
+    s->st.tx_rsp_pkts++;
+    return 0;
+}
+
+/* Sends a response without data (or with an 8-byte value); queued if it cannot go now. */
+static void send_rsp(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                     uint8_t rc, uint32_t len, bool has_val, uint64_t val, uint64_t now)
+{
+    uint8_t b[8];
+    put_be64(b, val);
+    if (ub__list_empty(rspq_of(s)) && s->eng->pool.avail > UB_SES_POOL_RESERVE / 4 &&
+        send_rsp_now(s, dst, stream, seq, rc, len, b, has_val ? 8 : 0, 0, now) == 0)
+        return;
+    struct ub__rspq *q = calloc(1, sizeof(*q));
+    if (!q)
+        return; /* the initiator's request stays open; nothing else can be done */
+    q->dst = *dst;
+    q->stream = stream;
+    q->seq = seq;
+    q->rc = rc;
+    q->len = len;
+    q->has_val = has_val;
+    q->val = val;
+    ub__list_push_back(rspq_of(s), &q->link);
+}
+
+static void respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t len, bool has_val,
+                    uint64_t val, uint64_t now)
+{
+    if (m->ts) {
+        struct ub__rspc *c = &m->ts->cache[m->seq % UB_SES_RSP_CACHE];
+        c->seq = m->seq;
+        c->valid = true;
+        c->rc = rc;
+        c->len = len;
+        c->has_val = has_val;
+        c->val = val;
+    }
+    send_rsp(s, &m->src, m->stream, m->seq, rc, len, has_val, val, now);
+}
+
+/* ---- receive buffers ------------------------------------------------------------------------ */
+
+static uint64_t rbuf_place(const struct ub__rbuf *rb, uint64_t off, const uint8_t *src, uint64_t n)
+{
+    uint64_t done = 0;
+    for (uint32_t i = 0; i < rb->num_sge && n; i++) {
+        const struct ub_sge *g = &rb->sge[i];
+        if (off >= g->len) {
+            off -= g->len;
+            continue;
+        }
+        uint64_t k = UB_MIN(n, g->len - off);
+        memcpy((uint8_t *)g->addr + off, src, k);
+        src += k;
+        n -= k;
+        done += k;
+        off = 0;
+    }
+    return done;
+}
+
+static bool tag_match(const struct ub__rbuf *rb, uint64_t tag)
+{
+    return ((rb->tag ^ tag) & ~rb->ignore) == 0;
+}
+
+static struct ub__rbuf *take_reserved(ub_jfr *jfr, struct ub__tstream *ts, uint32_t send_seq)
+{
+    struct ub__list *it;
+    UB_LIST_FOR_EACH(it, &jfr->reserved)
+    {
+        struct ub__rbuf *rb = UB_CONTAINER_OF(it, struct ub__rbuf, link);
+        if (rb->tag == (uint64_t)(uintptr_t)ts && rb->ignore == send_seq) {
+            ub__list_remove(&rb->link);
+            return rb;
+        }
+    }
+    return NULL;
+}
+
+static struct ub__rbuf *pop_posted(ub_jfr *jfr)
+{
+    struct ub__list *l = ub__list_pop_front(&jfr->posted);
+    return l ? UB_CONTAINER_OF(l, struct ub__rbuf, link) : NULL;
+}
+
+static void stage_put(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uint8_t *p,
+                      uint32_t n)
+{
+    if (!n)
+        return;
+    if (!m->stage) {
+        m->stage = calloc(1, m->wire_len ? m->wire_len : 1);
+        if (!m->stage) {
+            m->rc = UB_SES_RC_HOST_UNSUCCESS_CMPL;
+            return;
+        }
+    }
+    memcpy(m->stage + off, p, n);
+    s->st.staged_bytes += n;
+}
+
+/* Binds an untagged message (or WRITE_IMM) to a buffer in send order; false: receiver not ready. */
+static bool bind_untagged(struct ub__rxmsg *m)
+{
+    ub_jfr *jfr = m->jfr;
+    struct ub__send_seq *q = send_seq_of(m->ts, jfr->id);
+    if (!q)
+        return false;
+    if (ub__seq_lt(m->send_seq, q->next)) { /* a slot reserved for it, or a retry after RNR */
+        m->rb = take_reserved(jfr, m->ts, m->send_seq);
+        if (!m->rb)
+            m->rb = pop_posted(jfr);
+        return m->rb != NULL;
+    }
+    /* Messages sent before it that have not arrived keep their place: reserve their buffers. */
+    while (q->next != m->send_seq) {
+        struct ub__rbuf *rb = pop_posted(jfr);
+        if (!rb)
+            return false;
+        rb->tag = (uint64_t)(uintptr_t)m->ts;
+        rb->ignore = q->next;
+        ub__list_push_back(&jfr->reserved, &rb->link);
+        q->next++;
+    }
+    /* Its turn. Without a buffer it gives its place up (RNR) so that a message the sender
+     * abandons never leaves a hole; its retry takes the next free buffer. */
+    q->next++;
+    m->rb = pop_posted(jfr);
+    return m->rb != NULL;
+}
+
+static void deliver_recv(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
+
+/* Tagged: matches m against posted buffers (in posting order), or queues it as unexpected. */
+static void bind_tagged(struct ub__rxmsg *m)
+{
+    ub_jfr *jfr = m->jfr;
+    struct ub__list *it;
+    UB_LIST_FOR_EACH(it, &jfr->posted)
+    {
+        struct ub__rbuf *rb = UB_CONTAINER_OF(it, struct ub__rbuf, link);
+        if (tag_match(rb, m->mkey)) {
+            ub__list_remove(&rb->link);
+            m->rb = rb;
+            m->bind = BIND_BUF;
+            /* Bytes that arrived before it was matched (holes are filled by later packets). */
+            if (m->stage && m->got && m->len <= rb->cap)
+                rbuf_place(rb, 0, m->stage, m->len);
+            return;
+        }
+    }
+    m->bind = BIND_UNEXP;
+    ub__list_push_back(&jfr->unexpected, &m->ulink);
+    m->on_unexp = true;
+}
+
+static void try_exec(struct ub__tl *s, struct ub__tstream *ts, uint64_t now);
+
+/* Tagged messages of one stream to one JFR are matched in send order. */
+static void bind_tagged_in_order(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
+{
+    struct ub__send_seq *q = send_seq_of(m->ts, m->jfr->id);
+    if (!q || m->send_seq != q->next) {
+        m->bind = BIND_WAIT;
+        return;
+    }
+    bind_tagged(m);
+    q->next++;
+    /* Successors that arrived early can now be matched. */
+    for (bool more = true; more;) {
+        more = false;
+        uint64_t k;
+        void *v;
+        for (uint32_t i = 0; (i = ub__hmap_next(&m->ts->msgs, i, &k, &v)) != 0;) {
+            struct ub__rxmsg *x = v;
+            if (x->bind == BIND_WAIT && x->jfr == m->jfr && x->send_seq == q->next) {
+                bind_tagged(x);
+                q->next++;
+                more = true;
+                break;
+            }
+        }
+    }
+    (void)s;
+    (void)now;
+}
+
+/* ---- the order engine ----------------------------------------------------------------------- */
+
+static bool order_ok(const struct ub__tstream *ts, const struct ub__rxmsg *m)
+{
+    if (m->fence && ts->floor != m->seq)
+        return false;
+    if (m->eo == UB_EXT_EO_NO)
+        return true;
+    uint32_t last_so = m->seq - m->so_delta;
+    if (!executed(ts, last_so))
+        return false;
+    if (m->eo == UB_EXT_EO_SO)
+        return ts->cur_epoch == last_so && ts->ro_done == m->ro_count;
+    return true;
+}
+
+static bool ready(const struct ub__rxmsg *m)
+{
+    if (!m->complete)
+        return false;
+    if (m->rc != UB_SES_RC_OK)
+        return true;
+    return m->bind != BIND_WAIT;
+}
+
+static void executed_now(struct ub__tstream *ts, struct ub__rxmsg *m)
+{
+    if (m->eo == UB_EXT_EO_SO) {
+        ts->cur_epoch = m->seq;
+        ts->ro_done = 0;
+    } else if (m->eo == UB_EXT_EO_RO && m->seq - m->so_delta == ts->cur_epoch) {
+        ts->ro_done++;
+    }
+    mark_executed(ts, m->seq);
+}
+
+static void deliver_recv(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
+{
+    (void)now;
+    ub_jfr *jfr = m->jfr;
+    struct ub__rbuf *rb = m->rb;
+    struct ub_cr cr;
+    memset(&cr, 0, sizeof(cr));
+    bool too_long = m->op != UB_SES_OP_WRITE && m->len > rb->cap;
+    cr.status = too_long ? UB_CR_LOC_LEN_ERR : UB_CR_SUCCESS;
+    cr.opcode = m->op == UB_SES_OP_WRITE ? UB_CR_OP_RECV_WRITE_IMM : UB_CR_OP_RECV;
+    cr.length = too_long ? 0 : (uint32_t)m->len;
+    cr.user_ctx = rb->user_ctx;
+    cr.local_id = jfr->id;
+    cr.remote_id = m->initiator;
+    cr.remote_node = m->src.family == UB_AF_LOOP ? m->src.port : 0;
+    if (m->has_imm) {
+        cr.flags |= UB_CR_F_IMM;
+        cr.imm_data = m->imm;
+    }
+    if (m->op == UB_SES_OP_TAGGED_SEND) {
+        cr.flags |= UB_CR_F_TAG;
+        cr.tag = m->mkey;
+    }
+    m->rb = NULL;
+    rbuf_free(jfr, rb);
+    ub__jfc_push(jfr->jfc, &cr, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32),
+                 m->solicited);
+    s->st.executed++;
+}
+
+static void rd_start(struct ub__tl *s, struct ub__rxmsg *m);
+
+/* Executes m; returns false if m stays alive (READ streaming, unexpected message). */
+static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg *m, uint64_t now)
+{
+    ub_context *ctx = s->ctx;
+    if (m->rc != UB_SES_RC_OK) {
+        if ((m->op == UB_SES_OP_SEND || m->op == UB_SES_OP_TAGGED_SEND ||
+             (m->op == UB_SES_OP_WRITE && m->jfr)) &&
+            m->rb && m->rc == UB_SES_RC_TOO_LONG)
+            deliver_recv(s, m, now); /* the buffer was consumed: its owner learns why */
+        respond(s, m, m->rc, 0, false, 0, now);
+        executed_now(ts, m);
+        return true;
+    }
+    switch (m->op) {
+    case UB_SES_OP_WRITE: {
+        if (m->staged) {
+            ub_seg *seg = NULL;
+            uint8_t rc = seg_check(ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, &seg);
+            if (rc != UB_SES_RC_OK) {
+                respond(s, m, rc, 0, false, 0, now);
+                executed_now(ts, m);
+                return true;
+            }
+            if (m->len)
+                memcpy(seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr), m->stage, m->len);
+        }
+        if (m->jfr && m->rb)
+            deliver_recv(s, m, now);
+        respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
+        executed_now(ts, m);
+        s->st.executed++;
+        return true;
+    }
+    case UB_SES_OP_READ:
+        rd_start(s, m);
+        return false;
+    case UB_SES_OP_FETCHING_ATOMIC: {
+        ub_seg *seg = NULL;
+        uint8_t rc = seg_check(ctx, m->key, m->mkey, UB_ACCESS_ATOMIC, m->addr, 8, &seg);
+        if (rc != UB_SES_RC_OK) {
+            respond(s, m, rc, 0, false, 0, now);
+            executed_now(ts, m);
+            return true;
+        }
+        uint64_t *word =
+            (uint64_t *)(void *)(seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr));
+        uint64_t old = *word, v = m->operand;
+        switch (m->amo) {
+        case UB_SES_AMO_CSWAP:
+            if (old == m->compare)
+                *word = v;
+            break;
+        case UB_SES_AMO_WRITE:
+            *word = v;
+            break;
+        case UB_SES_AMO_SUM:
+            *word = old + v;
+            break;
+        case UB_SES_AMO_DIFF:
+            *word = old - v;
+            break;
+        case UB_SES_AMO_BAND:
+            *word = old & v;
+            break;
+        case UB_SES_AMO_BOR:
+            *word = old | v;
+            break;
+        default:
+            *word = old ^ v;
+            break;
+        }
+        respond(s, m, UB_SES_RC_OK, 8, true, old, now);
+        executed_now(ts, m);
+        s->st.executed++;
+        return true;
+    }
+    default: /* SEND, TAGGED_SEND */
+        if (m->bind == BIND_UNEXP) {
+            /* Buffered: the sender is done; the receiver gets it when a buffer matches. */
+            respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
+            executed_now(ts, m);
+            ub__hmap_del(&ts->msgs, m->seq);
+            m->ts = NULL;
+            return false;
+        }
+        if (m->staged && m->stage && m->len <= m->rb->cap)
+            rbuf_place(m->rb, 0, m->stage, m->len);
+        deliver_recv(s, m, now);
+        respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
+        executed_now(ts, m);
+        return true;
+    }
+}
+
+/* Executes every waiting transaction of ts whose turn has come, until none is left. */
+static void try_exec(struct ub__tl *s, struct ub__tstream *ts, uint64_t now)
+{
+    for (bool progress = true; progress;) {
+        progress = false;
+        struct ub__list *it, *tmp;
+        UB_LIST_FOR_EACH_SAFE(it, tmp, &ts->waiting)
+        {
+            struct ub__rxmsg *m = UB_CONTAINER_OF(it, struct ub__rxmsg, link);
+            if (!ready(m) || !order_ok(ts, m))
+                continue;
+            ub__list_remove(&m->link);
+            m->on_wait = false;
+            if (exec_msg(s, ts, m, now))
+                msg_free(s, m);
+            progress = true;
+            break; /* the list may have changed under us */
+        }
+    }
+}
+
+/* The whole transaction is here (or it was refused): queue it for the order engine. */
+static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg *m, uint64_t now)
+{
+    m->complete = true;
+    if (m->rc == UB_SES_RC_OK && m->bind == BIND_RNR) {
+        /* Not executed: the initiator retries the same transaction later. */
+        s->st.rnr_sent++;
+        send_rsp(s, &m->src, m->stream, m->seq, UB_SES_RC_RNR, 0, false, 0, now);
+        if (m->rb) { /* never holds one when RNR; defensive */
+            rbuf_free(m->jfr, m->rb);
+            m->rb = NULL;
+        }
+        msg_free(s, m);
+        return;
+    }
+    ub__list_push_back(&ts->waiting, &m->link);
+    m->on_wait = true;
+    try_exec(s, ts, now);
+}
+
+/* ---- requests ----------------------------------------------------------------------------------
+ */
+
+static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
+                                 const struct ub__pds_rx *rx, const struct ub__ses_tail *t,
+                                 uint64_t now)
+{
+    const struct ub__wire_dgram *d = rx->hdr;
+    const struct ub__ses_std *q = &d->ses.u.std;
+    ub_context *ctx = s->ctx;
+    struct ub__rxmsg *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    ub__list_init(&m->link);
+    ub__list_init(&m->ulink);
+    m->ts = ts;
+    m->src = *rx->src;
+    m->stream = d->ext.stream;
+    m->seq = d->ext.order_seq;
+    m->eo = d->ext.exec_order;
+    m->fence = d->ext.fence;
+    m->so_delta = t->so_delta;
+    m->ro_count = t->ro_count;
+    m->send_seq = t->send_seq;
+    m->aux = t->aux & 0xffffffu;
+    m->solicited = (t->aux >> 31) & 1;
+    m->op = q->opcode;
+    m->key = ((uint32_t)q->pid_on_fep << 12) | q->resource_index;
+    m->addr = q->buffer_offset;
+    m->mkey = q->mem_key;
+    m->initiator = q->initiator;
+    m->len = q->request_length;
+    m->wire_len = m->len;
+    m->rc = UB_SES_RC_OK;
+    if (ub__hmap_put(&ts->msgs, m->seq, m)) {
+        free(m);
+        return NULL;
+    }
+    switch (m->op) {
+    case UB_SES_OP_WRITE:
+        m->rc = seg_check(ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, NULL);
+        if (m->rc == UB_SES_RC_OK && m->aux) { /* WRITE_IMM: a record in the target JFR */
+            m->jfr = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFR, m->aux));
+            if (!m->jfr || m->jfr->attr.tag_matching)
+                m->rc = UB_SES_RC_BAD_INDEX;
+            else
+                m->bind = bind_untagged(m) ? BIND_BUF : BIND_RNR;
+        }
+        /* Data must not become visible before its turn: stage it until then. */
+        m->staged = m->rc == UB_SES_RC_OK && m->bind != BIND_RNR && !order_ok(ts, m);
+        break;
+    case UB_SES_OP_READ:
+        m->rc = seg_check(ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, NULL);
+        m->wire_len = 0;
+        break;
+    case UB_SES_OP_FETCHING_ATOMIC: {
+        const struct ub__ses_atomic *a = &d->ses.atomic;
+        m->wire_len = 0;
+        m->amo = a->opcode;
+        if (a->datatype != UB_SES_DT_UINT64 && a->datatype != UB_SES_DT_INT64)
+            m->rc = UB_SES_RC_AMO_UNSUPPORTED_DT;
+        else if (m->amo != UB_SES_AMO_CSWAP && m->amo != UB_SES_AMO_WRITE &&
+                 m->amo != UB_SES_AMO_SUM && m->amo != UB_SES_AMO_DIFF &&
+                 m->amo != UB_SES_AMO_BAND && m->amo != UB_SES_AMO_BOR && m->amo != UB_SES_AMO_BXOR)
+            m->rc = UB_SES_RC_AMO_UNSUPPORTED_OP;
+        else if (m->len != 8)
+            m->rc = UB_SES_RC_AMO_UNSUPPORTED_SIZE;
+        else if (m->addr % 8)
+            m->rc = UB_SES_RC_AMO_UNALIGNED;
+        else
+            m->rc = seg_check(ctx, m->key, m->mkey, UB_ACCESS_ATOMIC, m->addr, 8, NULL);
+        if (ub__ses_amo_is_cswap(m->amo)) {
+            m->compare = get_be64(a->compare);
+            m->operand = get_be64(a->swap);
+        } else if (rx->payload_len == 8) {
+            m->operand = get_be64(rx->payload);
+        } else if (m->rc == UB_SES_RC_OK) {
+            m->rc = UB_SES_RC_AMO_UNSUPPORTED_SIZE;
+        }
+        break;
+    }
+    case UB_SES_OP_SEND:
+    case UB_SES_OP_TAGGED_SEND: {
+        bool tagged = m->op == UB_SES_OP_TAGGED_SEND;
+        m->jfr = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFR, m->key));
+        if (!m->jfr) {
+            m->rc = UB_SES_RC_BAD_INDEX;
+            break;
+        }
+        if (m->jfr->attr.tag_matching != tagged) {
+            m->rc = UB_SES_RC_UNSUPPORTED_OP;
+            m->jfr = NULL;
+            break;
+        }
+        if (tagged) {
+            bind_tagged_in_order(s, m, now);
+            m->staged = m->bind != BIND_BUF;
+        } else {
+            m->bind = bind_untagged(m) ? BIND_BUF : BIND_RNR;
+            if (m->bind == BIND_BUF && m->len > m->rb->cap)
+                m->rc = UB_SES_RC_TOO_LONG;
+        }
+        break;
+    }
+    default:
+        m->rc = UB_SES_RC_UNSUPPORTED_OP;
+        break;
+    }
+    return m;
+}
+
+static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uint8_t *p, uint32_t n)
+{
+    if (!n || m->rc != UB_SES_RC_OK || m->bind == BIND_RNR)
+        return;
+    if (off + n > m->wire_len) {
+        m->rc = UB_SES_RC_TOO_LONG;
+        return;
+    }
+    if (m->staged || m->bind == BIND_WAIT || m->bind == BIND_UNEXP) {
+        stage_put(s, m, off, p, n);
+        return;
+    }
+    switch (m->op) {
+    case UB_SES_OP_WRITE: {
+        /* Checked on every packet: unregistering revokes at once. */
+        ub_seg *seg = NULL;
+        uint8_t rc = seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, &seg);
+        if (rc != UB_SES_RC_OK) {
+            m->rc = rc;
+            return;
+        }
+        memcpy(seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr) + off, p, n);
+        return;
+    }
+    case UB_SES_OP_SEND:
+    case UB_SES_OP_TAGGED_SEND:
+        if (m->rb && off + n <= m->rb->cap)
+            rbuf_place(m->rb, off, p, n);
+        return;
+    default:
+        return;
+    }
+}
+
+static void resend_cached(struct ub__tl *s, struct ub__tstream *ts, uint32_t seq, uint64_t now)
+{
+    const struct ub__rspc *c = &ts->cache[seq % UB_SES_RSP_CACHE];
+    if (!c->valid || c->seq != seq)
+        return;
+    s->st.rsp_resent++;
+    send_rsp(s, &ts->src, ts->id, seq, c->rc, c->len, c->has_val, c->val, now);
+}
+
+void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
+{
+    const struct ub__wire_dgram *d = rx->hdr;
+    const struct ub__ses_std *q = &d->ses.u.std;
+    s->st.rx_req_pkts++;
+    if (d->ext.version < 1 || d->ext.tail_len < UB_SES_TAIL_LEN) {
+        s->st.rx_bad_pkts++;
+        return;
+    }
+    struct ub__ses_tail t;
+    ub__ses_tail_get(d->ext.tail, &t);
+    struct ub__tstream *ts = tstream_get(s, rx->src, rx->incarnation, d->ext.stream, now);
+    if (!ts) {
+        s->st.rx_bad_pkts++;
+        return;
+    }
+    uint32_t seq = d->ext.order_seq;
+    if (executed(ts, seq)) {
+        /* A re-delivered transaction that already ran: never again; its answer goes again. */
+        s->st.rx_dup_pkts++;
+        if (q->flags & UB_SES_F_SOM)
+            resend_cached(s, ts, seq, now);
+        return;
+    }
+    if (ub__seq_diff(seq, ts->floor) >= UB_SES_WINDOW) {
+        s->st.rx_bad_pkts++;
+        return;
+    }
+    struct ub__rxmsg *m = ub__hmap_get(&ts->msgs, seq);
+    if (!m) {
+        m = msg_new(s, ts, rx, &t, now);
+        if (!m) {
+            s->st.rx_bad_pkts++;
+            return;
+        }
+    } else if (m->complete || m->running) {
+        s->st.rx_dup_pkts++;
+        return;
+    }
+    uint64_t off = 0;
+    if (q->flags & UB_SES_F_SOM) {
+        m->som_seen = true;
+        if (q->flags & UB_SES_F_HD) {
+            m->has_imm = true;
+            m->imm = q->header_data;
+        }
+    } else {
+        off = q->message_offset;
+    }
+    uint32_t n = m->op == UB_SES_OP_FETCHING_ATOMIC ? 0 : rx->payload_len;
+    place(s, m, off, rx->payload, n);
+    m->got += n;
+    if (m->som_seen && m->got >= m->wire_len)
+        on_complete(s, ts, m, now);
+}
+
+/* ---- READ responses ------------------------------------------------------------------------- */
+
+static void rd_start(struct ub__tl *s, struct ub__rxmsg *m)
+{
+    struct ub__rdjob *j = calloc(1, sizeof(*j));
+    if (!j) {
+        m->rc = UB_SES_RC_HOST_UNSUCCESS_CMPL;
+        return;
+    }
+    m->running = true;
+    m->ts->busy++;
+    j->m = m;
+    ub__list_push_back(&s->rdq, &j->link);
+}
+
+static void rd_done(struct ub__tl *s, struct ub__rdjob *j, uint64_t now)
+{
+    struct ub__rxmsg *m = j->m;
+    struct ub__tstream *ts = m->ts;
+    ub__list_remove(&j->link);
+    free(j);
+    ts->busy--;
+    executed_now(ts, m);
+    s->st.executed++;
+    msg_free(s, m);
+    try_exec(s, ts, now);
+}
+
+bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
+{
+    struct ub__engine *e = s->eng;
+    while (!ub__list_empty(&s->rspq)) {
+        struct ub__rspq *q = UB_CONTAINER_OF(s->rspq.next, struct ub__rspq, link);
+        uint8_t b[8];
+        put_be64(b, q->val);
+        if (e->pool.avail <= UB_SES_POOL_RESERVE / 4 ||
+            send_rsp_now(s, &q->dst, q->stream, q->seq, q->rc, q->len, b, q->has_val ? 8 : 0, 0,
+                         now))
+            return false;
+        ub__list_remove(&q->link);
+        free(q);
+    }
+    struct ub__list *it, *tmp;
+    UB_LIST_FOR_EACH_SAFE(it, tmp, &s->rdq)
+    {
+        struct ub__rdjob *j = UB_CONTAINER_OF(it, struct ub__rdjob, link);
+        struct ub__rxmsg *m = j->m;
+        for (;;) {
+            if (e->pool.avail <= UB_SES_POOL_RESERVE)
+                return false;
+            if (ub__pds_outstanding(e->pds, &m->src, UB_PDS_RUD) >= UB_SES_PKT_BUDGET)
+                break;
+            ub_seg *seg = NULL;
+            uint8_t rc = seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
+            if (rc != UB_SES_RC_OK) { /* revoked while being read */
+                send_rsp(s, &m->src, m->stream, m->seq, rc, 0, false, 0, now);
+                rd_done(s, j, now);
+                break;
+            }
+            uint32_t n = (uint32_t)UB_MIN((uint64_t)s->max_rsp_payload, m->len - j->off);
+            const uint8_t *src = seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr) + j->off;
+            int err = send_rsp_now(s, &m->src, m->stream, m->seq, UB_SES_RC_OK, (uint32_t)m->len,
+                                   src, n, (uint32_t)j->off, now);
+            if (err)
+                return false;
+            j->off += n;
+            if (j->off >= m->len) {
+                rd_done(s, j, now);
+                break;
+            }
+        }
+    }
+    return true;
+}
+
+/* ---- JFR events ------------------------------------------------------------------------------ */
+
+void ub__ses_jfr_posted(ub_jfr *jfr, uint64_t now)
+{
+    struct ub__tl *s = &jfr->ctx->ses;
+    if (!jfr->attr.tag_matching || ub__list_empty(&jfr->unexpected))
+        return;
+    struct ub__rbuf *rb = UB_CONTAINER_OF(jfr->posted.prev, struct ub__rbuf, link);
+    struct ub__list *it;
+    UB_LIST_FOR_EACH(it, &jfr->unexpected)
+    {
+        struct ub__rxmsg *m = UB_CONTAINER_OF(it, struct ub__rxmsg, ulink);
+        if (!tag_match(rb, m->mkey))
+            continue;
+        ub__list_remove(&m->ulink);
+        m->on_unexp = false;
+        ub__list_remove(&rb->link);
+        m->rb = rb;
+        m->bind = BIND_BUF;
+        if (m->stage && m->got && m->len <= rb->cap) /* holes are filled by later packets */
+            rbuf_place(rb, 0, m->stage, m->len);
+        if (!m->ts) { /* already executed (buffered): deliver now */
+            deliver_recv(s, m, now);
+            msg_free(s, m);
+        } else {
+            m->staged = false; /* the rest goes straight into the buffer */
+        }
+        return;
+    }
+}
+
+static void flush_rbuf(ub_jfr *jfr, struct ub__rbuf *rb)
+{
+    struct ub_cr cr;
+    memset(&cr, 0, sizeof(cr));
+    cr.status = UB_CR_FLUSHED;
+    cr.opcode = UB_CR_OP_RECV;
+    cr.user_ctx = rb->user_ctx;
+    cr.local_id = jfr->id;
+    rbuf_free(jfr, rb);
+    ub__jfc_push(jfr->jfc, &cr, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32), false);
+}
+
+void ub__ses_jfr_flush(ub_jfr *jfr, uint64_t now)
+{
+    (void)now;
+    struct ub__tl *s = &jfr->ctx->ses;
+    /* Messages in progress that hold or wait for this JFR lose it. */
+    uint64_t k;
+    void *v;
+    for (uint32_t i = 0; (i = ub__hmap_next(&s->tstreams, i, &k, &v)) != 0;) {
+        struct ub__tstream *ts = v;
+        uint64_t k2;
+        void *v2;
+        for (uint32_t j = 0; (j = ub__hmap_next(&ts->msgs, j, &k2, &v2)) != 0;) {
+            struct ub__rxmsg *m = v2;
+            if (m->jfr != jfr)
+                continue;
+            if (m->rb)
+                flush_rbuf(jfr, m->rb);
+            m->rb = NULL;
+            if (m->on_unexp) {
+                ub__list_remove(&m->ulink);
+                m->on_unexp = false;
+            }
+            m->jfr = NULL;
+            if (m->bind == BIND_WAIT)
+                m->bind = BIND_NONE;
+            if (m->rc == UB_SES_RC_OK)
+                m->rc = UB_SES_RC_CANCELLED;
+        }
+        try_exec(s, ts, now);
+    }
+    while (!ub__list_empty(&jfr->unexpected)) { /* buffered messages nobody will receive */
+        struct ub__rxmsg *m = UB_CONTAINER_OF(jfr->unexpected.next, struct ub__rxmsg, ulink);
+        m->jfr = NULL;
+        msg_free(s, m);
+    }
+    struct ub__list *l;
+    while ((l = ub__list_pop_front(&jfr->reserved)) != NULL)
+        flush_rbuf(jfr, UB_CONTAINER_OF(l, struct ub__rbuf, link));
+    while ((l = ub__list_pop_front(&jfr->posted)) != NULL)
+        flush_rbuf(jfr, UB_CONTAINER_OF(l, struct ub__rbuf, link));
+}
+
+void ub__ses_tgt_fini(struct ub__tl *s)
+{
+    struct ub__list *l;
+    while ((l = ub__list_pop_front(&s->rdq)) != NULL)
+        free(UB_CONTAINER_OF(l, struct ub__rdjob, link));
+    while ((l = ub__list_pop_front(&s->rspq)) != NULL)
+        free(UB_CONTAINER_OF(l, struct ub__rspq, link));
+    uint64_t k;
+    void *v;
+    while (s->tstreams.slots && ub__hmap_next(&s->tstreams, 0, &k, &v))
+        tstream_free(s, v);
+}
