@@ -66,6 +66,11 @@ int ub__impair_cfg_check(const struct ub__impair_cfg *cfg)
         case UB_IMPAIR_DELAY_NTH:
         case UB_IMPAIR_CE_NTH:
             break;
+        case UB_IMPAIR_PATH_DROP:
+        case UB_IMPAIR_PATH_CE:
+            if (r->b > UB_IMPAIR_PPM)
+                return UB_ERANGE;
+            break;
         default:
             return UB_EINVAL;
         }
@@ -156,6 +161,18 @@ static void add_random_flips(struct ub__impair_decision *d, struct ub__rng *r, u
 void ub__impair_decide(struct ub__impair *im, uint64_t now, uint32_t len,
                        struct ub__impair_decision *d)
 {
+    ub__impair_decide_path(im, now, len, UB_IMPAIR_ANY_PATH, d);
+}
+
+/* A uniform draw for per-path rule k of a packet, independent of the packet's other draws. */
+static uint64_t path_draw(uint64_t u, uint32_t k)
+{
+    return ub__mix64(u ^ (0x7061746800000000ull + k)); /* "path" */
+}
+
+void ub__impair_decide_path(struct ub__impair *im, uint64_t now, uint32_t len, uint32_t path,
+                            struct ub__impair_decision *d)
+{
     const struct ub__impair_cfg *cfg = &im->cfg;
     uint64_t i = im->next++;
     uint64_t nbits = (uint64_t)len * 8;
@@ -226,6 +243,15 @@ void ub__impair_decide(struct ub__impair *im, uint64_t now, uint32_t len,
             break;
         case UB_IMPAIR_CE_NTH:
             if (i == ru->a)
+                script_ce = true;
+            break;
+        case UB_IMPAIR_PATH_DROP:
+            if (path == ru->a && drop == UB_IMPAIR_PASS &&
+                chance(path_draw(u[SLOT_DROP], k), (uint32_t)ru->b))
+                drop = UB_IMPAIR_DROP_SCRIPT;
+            break;
+        case UB_IMPAIR_PATH_CE:
+            if (path == ru->a && chance(path_draw(u[SLOT_CE], k), (uint32_t)ru->b))
                 script_ce = true;
             break;
         default:

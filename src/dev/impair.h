@@ -11,7 +11,9 @@
  *    jitter;
  *  - scripted rules (struct ub__impair_rule): drop packet N, every k-th,
  *    a burst, a drop/pass cycle, a black hole from packet N or time T,
- *    corrupt / duplicate / delay / reorder / CE-mark packet N.
+ *    corrupt / duplicate / delay / reorder / CE-mark packet N, and per-path
+ *    (entropy value) drop or CE-mark probabilities, so load balancers can be
+ *    shown to steer away from one bad path of a direction.
  *
  * Reproducibility: the random draws for packet N come from a stream forked
  * from (seed, salt, N) alone, so packet N's fate depends only on the seed,
@@ -48,6 +50,8 @@ enum ub__impair_kind {
     UB_IMPAIR_DELAY_NTH,      /* a: packet, b: extra delay, ns */
     UB_IMPAIR_REORDER_NTH,    /* a: packet, b: overtaken by up to b later packets (1..64) */
     UB_IMPAIR_CE_NTH,         /* a: packet: mark CE if it is ECN-capable */
+    UB_IMPAIR_PATH_DROP,      /* a: path, b: ppm: drops packets sent on that path */
+    UB_IMPAIR_PATH_CE,        /* a: path, b: ppm: CE-marks ECN-capable packets on that path */
     UB_IMPAIR_KIND_COUNT
 };
 
@@ -143,6 +147,16 @@ int ub__impair_set(struct ub__impair *im, const struct ub__impair_cfg *cfg, uint
 /* Decides the fate of the next offered packet of len bytes, offered at now. */
 void ub__impair_decide(struct ub__impair *im, uint64_t now, uint32_t len,
                        struct ub__impair_decision *d);
+/*
+ * The same for a packet sent on `path` (its entropy value, as the carrier
+ * numbers it): the PATH_* rules apply to it. ub__impair_decide() is this with
+ * UB_IMPAIR_ANY_PATH, which no PATH_* rule matches. The per-path draws come
+ * from the packet's own stream after every other draw, so adding a PATH_*
+ * rule never changes another rule's decisions.
+ */
+#define UB_IMPAIR_ANY_PATH UINT32_MAX
+void ub__impair_decide_path(struct ub__impair *im, uint64_t now, uint32_t len, uint32_t path,
+                            struct ub__impair_decision *d);
 
 /* Flips d's bits in data[0..len) (positions beyond len are ignored). */
 void ub__impair_flip(uint8_t *data, uint32_t len, const struct ub__impair_decision *d);

@@ -216,7 +216,7 @@ static void loop_offer(struct ub__loopnet *net, uint16_t src, struct ub__pkt *p)
 
     if (dir->active) {
         struct ub__impair_decision dec;
-        ub__impair_decide(&dir->imp->im, net->now, p->len, &dec);
+        ub__impair_decide_path(&dir->imp->im, net->now, p->len, path, &dec);
         if (dec.drop) {
             ub__pkt_free(p);
             return;

@@ -36,6 +36,7 @@ int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
     if (rc)
         goto fail_ring;
     e->cfg.pds.num_paths = e->cfg.pds.num_paths ? e->cfg.pds.num_paths : e->cfg.num_paths;
+    e->cfg.pds.mtu = e->cfg.pds.mtu ? e->cfg.pds.mtu : e->cfg.mtu; /* congestion control's MTU */
     rc = ub__pds_create(&e->pds, &e->cfg.pds, &e->timers, &e->pool, &e->rng, e->cfg.log);
     if (rc)
         goto fail_pds;
@@ -98,6 +99,11 @@ static void input_one(struct ub__engine *e, struct ub__pkt *p, uint64_t now)
     struct ub__wire_dgram d;
     e->stats.rx_pkts++;
     e->stats.rx_bytes += p->len;
+    /* Trimmed by a switch (the simulator): only the headers mean anything; PDS NACKs it. */
+    if ((p->flags & UB_PDS_PKT_TRIMMED) && ub__pds_input_trimmed(e->pds, p, now)) {
+        e->stats.rx_delivered++;
+        return;
+    }
     int rc = ub__wire_parse_datagram(&d, p->data, p->len, 0);
     if (rc) {
         e->stats.rx_malformed++;

@@ -23,6 +23,11 @@ static void set_defaults(struct ub__pds_cfg *c)
     DEF(max_retries, UB_PDS_DEFAULT_MAX_RETRIES);
     DEF(idle_close_ns, UB_PDS_DEFAULT_IDLE_CLOSE_NS);
     DEF(num_paths, 1);
+    DEF(link_bps, UB_PDS_DEFAULT_LINK_BPS);
+    DEF(base_rtt_ns, UB_PDS_DEFAULT_BASE_RTT_NS);
+    DEF(mtu, UB_PDS_DEFAULT_MTU);
+    DEF(cc_algo, UB_PDS_DEFAULT_CC);
+    DEF(lb_algo, UB_PDS_DEFAULT_LB);
 #undef DEF
     if (!c->quarantine_ns) /* outlive every retransmission of the closed PDC */
         c->quarantine_ns = c->rto_max_ns * (c->max_retries + 2);
@@ -45,6 +50,12 @@ static int check_cfg(const struct ub__pds_cfg *c)
     for (int m = 0; m < UB_PDS_MODE_COUNT; m++)
         if (c->retx[m] > UB_PDS_RETX_GBN_TIMEOUT)
             return UB_EINVAL;
+    /* Receiver credits need the RCCC receiver and credit carriage, not wired yet. */
+    if (!ub__cc_algo_find(c->cc_algo) || ub__cc_algo_find(c->cc_algo) == &ub__cc_rccc)
+        return UB_EINVAL;
+    const struct ub__lb_algo *lb = ub__lb_algo_find(c->lb_algo);
+    if (!lb || (lb == &ub__lb_bitmap && c->num_paths > UB_LB_MAX_EVS))
+        return UB_EINVAL;
     /* ROD's target accepts only the next PSN: selective repeat cannot work there. */
     if (c->retx[UB_PDS_ROD] == UB_PDS_RETX_SEL_FAST ||
         c->retx[UB_PDS_ROD] == UB_PDS_RETX_SEL_TIMEOUT)
@@ -67,6 +78,18 @@ int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct u
     }
     pds->timers = timers;
     pds->pool = pool;
+    pds->cc_algo = ub__cc_algo_find(pds->cfg.cc_algo);
+    if (pds->cc_algo == &ub__cc_none)
+        pds->cc_algo = NULL; /* the fixed packet window alone, exactly as without CC */
+    pds->lb_algo = ub__lb_algo_find(pds->cfg.lb_algo);
+    pds->cc_params = (struct ub__cc_params){
+        .link_bps = pds->cfg.link_bps,
+        .base_rtt_ns = pds->cfg.base_rtt_ns,
+        .mtu = pds->cfg.mtu,
+        .init_cwnd = pds->cfg.cc_init_cwnd,
+        .trimming = pds->cfg.trimming,
+        .qa_gate = -1,
+    };
     pds->log = log;
     ub__rng_fork(&pds->rng, rng, 0x706473 /* "pds" */);
     pds->incarnation = (uint32_t)ub__rng_next(&pds->rng) | 1u;
@@ -79,6 +102,7 @@ int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct u
         (rc = ub__hmap_init(&pds->tpdc_by_key, 16, n, hseed + 2)) ||
         (rc = ub__hmap_init(&pds->tpdc_by_id, 16, n, hseed + 3)) ||
         (rc = ub__hmap_init(&pds->graves, 16, 0, hseed + 4)) ||
+        (rc = ub__hmap_init(&pds->ccx_by_key, 16, n, hseed + 5)) ||
         (rc = ub__ring_init(&pds->ctlq, UB_PDS_CTLQ))) {
         ub__pds_destroy(pds, 0);
         return rc;
@@ -111,6 +135,7 @@ void ub__pds_destroy(struct ub__pds *pds, uint64_t now)
     ub__hmap_fini(&pds->tpdc_by_key);
     ub__hmap_fini(&pds->tpdc_by_id);
     ub__hmap_fini(&pds->graves);
+    ub__hmap_fini(&pds->ccx_by_key); /* empty: the last PDC of each context freed it */
     free(pds);
 }
 
@@ -182,11 +207,28 @@ int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub_
     return 0;
 }
 
-void ub__pds_mark_ready(struct ub__pds_ipdc *c)
+static void mark_one(struct ub__pds_ipdc *c, uint64_t now)
 {
-    if (!c->on_ready && ub__pds_ipdc_can_send(c)) {
+    if (!c->on_ready && ub__pds_ipdc_can_send(c, now)) {
         ub__list_push_back(&c->pds->ready, &c->ready);
         c->on_ready = true;
+    }
+}
+
+/*
+ * Puts c on the ready list if it can send now. With a shared congestion context every PDC
+ * under it is reconsidered: an event on one (an ACK, a loss) moves the window of all.
+ */
+void ub__pds_mark_ready(struct ub__pds_ipdc *c, uint64_t now)
+{
+    if (!c->ccx) {
+        mark_one(c, now);
+        return;
+    }
+    struct ub__list *it;
+    UB_LIST_FOR_EACH(it, &c->ccx->pdcs)
+    {
+        mark_one(UB_CONTAINER_OF(it, struct ub__pds_ipdc, cc_link), now);
     }
 }
 
@@ -254,7 +296,7 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         c->q_head = pkt;
     c->q_tail = pkt;
     c->qlen++;
-    ub__pds_mark_ready(c);
+    ub__pds_mark_ready(c, now);
     return 0;
 }
 
@@ -341,10 +383,43 @@ uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, 
         struct ub__pds_ipdc *c = UB_CONTAINER_OF(l, struct ub__pds_ipdc, ready);
         c->on_ready = false;
         uint32_t room = UB_MIN(max - n, (uint32_t)UB_PDS_BURST);
-        n += ub__pds_ipdc_emit(c, pkts + n, room, now);
-        ub__pds_mark_ready(c);
+        uint32_t k = ub__pds_ipdc_emit(c, pkts + n, room, now);
+        n += k;
+        /*
+         * Nothing emitted although it looked ready (the pool ran dry mid-way): it leaves the
+         * list until its next event (ACK, RTO, timer) instead of spinning here.
+         */
+        if (k)
+            mark_one(c, now);
     }
     return n;
+}
+
+int ub__pds_input_trimmed(struct ub__pds *pds, struct ub__pkt *pkt, uint64_t now)
+{
+    return ub__pds_on_trimmed(pds, pkt, now);
+}
+
+static const struct ub__pds_ccx *ccx_of(const struct ub__pds *pds, const struct ub__addr *dst)
+{
+    return ub__hmap_get(&pds->ccx_by_key, ub__pds_host_key(dst));
+}
+
+const struct ub__cc *ub__pds_cc(const struct ub__pds *pds, const struct ub__addr *dst)
+{
+    const struct ub__pds_ccx *x = ccx_of(pds, dst);
+    return x ? &x->cc : NULL;
+}
+
+uint64_t ub__pds_cc_inflight(const struct ub__pds *pds, const struct ub__addr *dst)
+{
+    const struct ub__pds_ccx *x = ccx_of(pds, dst);
+    return x ? x->inflight : 0;
+}
+
+uint32_t ub__pds_cc_count(const struct ub__pds *pds)
+{
+    return pds->ccx_by_key.count;
 }
 
 uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)

@@ -67,7 +67,25 @@ struct ub__pds_cfg {
     uint32_t num_paths; /* entropy values to spray RUD over */
     uint32_t
         start_psn; /* nonzero: every new initiator PDC starts here, not at a random PSN (tests) */
+    /*
+     * Congestion control and load balancing (src/cms; docs/pds.md). One congestion context
+     * per (peer host, traffic class), shared by the PDCs to that peer; one balancer per PDC.
+     */
+    const char *cc_algo;   /* NULL = "nscc"; "none" = the fixed packet window alone */
+    const char *lb_algo;   /* NULL = "reps"; ROD PDCs always use "single" */
+    uint64_t link_bps;     /* the sender's link rate; 0 = 100 Gbit/s */
+    uint64_t base_rtt_ns;  /* the network's unloaded RTT; 0 = 12 us */
+    uint32_t mtu;          /* bytes of a full packet on the wire; 0 = the engine's MTU (4096) */
+    uint64_t cc_init_cwnd; /* bytes; 0 = the algorithm's own start (NSCC: 1.5 BDP) */
+    bool trimming;         /* the fabric trims packets (NSCC target delay, REPS freeze) */
 };
+
+/* Set by a device or the simulator on a received datagram whose payload a switch cut off
+ * (the headers survive): PDS NACKs it with TRIMMED instead of delivering it. Equal to the
+ * simulator's UB_SIM_TRIMMED (sim/sim.h). */
+#define UB_PDS_PKT_TRIMMED 0x80u
+/* ACK_CC service_time unit: the receiver's hold time in units of 16 ns (saturating). */
+#define UB_PDS_SERVICE_TIME_NS 16u
 
 /* Every event PDS counts. */
 struct ub__pds_stats {
@@ -89,6 +107,13 @@ struct ub__pds_stats {
     uint64_t tx_failed;  /* packets failed back to the layer above */
     uint64_t table_full; /* PDCs refused: table full and nothing to evict */
     uint64_t nobufs;     /* packets not made: pool empty */
+    /* congestion signals */
+    uint64_t rx_ce;       /* target: data packets that arrived CE-marked */
+    uint64_t acks_ecn_tx; /* target: ACKs sent with the M flag (ECN echo) */
+    uint64_t acks_ecn_rx; /* initiator: ACKs received with the M flag */
+    uint64_t rx_trimmed;  /* target: trimmed packets NACKed (TRIMMED), not delivered */
+    uint64_t cc_blocked;  /* initiator: sends held back by the congestion window */
+    uint64_t cc_paced;    /* initiator: sends held back by the pacer (a timer resumes them) */
 };
 
 /* A delivered packet, as the layer above sees it. Bytes valid during the upcall only. */
@@ -158,6 +183,21 @@ bool ub__pds_has_output(const struct ub__pds *pds);
 uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode);
 
 const struct ub__pds_stats *ub__pds_stats(const struct ub__pds *pds);
+
+/*
+ * A datagram flagged UB_PDS_PKT_TRIMMED (only its headers are meaningful): returns 1 if PDS
+ * consumed it (a RUD/ROD request, answered with NACK TRIMMED or, if it had already arrived, an
+ * ACK), 0 if it is not PDS's.
+ */
+int ub__pds_input_trimmed(struct ub__pds *pds, struct ub__pkt *pkt, uint64_t now);
+
+struct ub__cc;
+/* The congestion context shared by the PDCs to dst's host (NULL if none, or cc_algo "none"). */
+const struct ub__cc *ub__pds_cc(const struct ub__pds *pds, const struct ub__addr *dst);
+/* Bytes of data in flight under that context (0 if none). */
+uint64_t ub__pds_cc_inflight(const struct ub__pds *pds, const struct ub__addr *dst);
+/* Live congestion contexts. */
+uint32_t ub__pds_cc_count(const struct ub__pds *pds);
 
 /* Live contexts: initiator side and target side. */
 uint32_t ub__pds_ipdc_count(const struct ub__pds *pds);

@@ -3,6 +3,8 @@
 #ifndef UB_PDS_PDS_INT_H
 #define UB_PDS_PDS_INT_H
 
+#include "cms/cc.h"
+#include "cms/lb.h"
 #include "pds/pds.h"
 
 #define UB_PDS_DEFAULT_MAX_PDCS      4096
@@ -22,6 +24,11 @@
 #define UB_PDS_CTLQ                  4096 /* ACKs, NACKs and control packets waiting to leave */
 #define UB_PDS_BURST                 16   /* packets one PDC may emit before the next gets a turn */
 #define UB_PDS_GBN_MIN_WIN           4    /* go-back-N: the window a go-back shrinks to at least */
+#define UB_PDS_DEFAULT_LINK_BPS      100000000000ull /* congestion control: the link rate ... */
+#define UB_PDS_DEFAULT_BASE_RTT_NS   12000ull        /* ... and base RTT (UEC's reference) */
+#define UB_PDS_DEFAULT_MTU           4096
+#define UB_PDS_DEFAULT_CC            "nscc"
+#define UB_PDS_DEFAULT_LB            "reps"
 
 /* Initiator PDC states. */
 enum { IPDC_SYN = 0, IPDC_EST, IPDC_CLOSING };
@@ -44,6 +51,21 @@ struct ub__pds_slot {
 
 /* Why a slot is being retransmitted (for the counters). */
 enum { WHY_NONE = 0, WHY_RTO, WHY_FAST, WHY_NACK, WHY_PROBE };
+
+/*
+ * A congestion-control context: one per (peer host, traffic class), shared by the initiator
+ * PDCs to that peer (RUD, ROD, RUDI, and a CLOSING predecessor), created with the first and
+ * freed with the last. It counts the bytes of data in flight over all of them.
+ */
+struct ub__pds_ccx {
+    struct ub__cc cc;
+    struct ub__timer pace; /* armed while a PDC waits for the pacer: marks them ready */
+    struct ub__list pdcs;  /* ub__pds_ipdc.cc_link */
+    struct ub__pds *pds;
+    uint64_t key;      /* in pds->ccx_by_key: (host, traffic class) */
+    uint64_t inflight; /* bytes of the slots in SLOT_INFLIGHT */
+    uint32_t refs;
+};
 
 /* Initiator context: one per (peer, mode). */
 struct ub__pds_ipdc {
@@ -76,10 +98,13 @@ struct ub__pds_ipdc {
     uint32_t qlen;
     uint32_t wmask; /* slots: wmask + 1 entries, indexed by PSN */
     struct ub__pds_slot *slots;
-    uint16_t next_path; /* spraying cursor; ROD's one path */
-    bool probed;        /* a tail-loss probe went out since the last progress */
-    uint32_t close_psn; /* CLOSING: the PSN of our CLOSE */
-    uint32_t gbn_win;   /* go-back-N: packets from una that may be (re)sent; halved per go-back */
+    uint16_t next_path;      /* control packets' path (CLOSE); ROD's one path */
+    struct ub__pds_ccx *ccx; /* shared congestion context; NULL with cc_algo "none" */
+    struct ub__list cc_link; /* on ccx->pdcs */
+    struct ub__lb lb;        /* chooses every transmission's entropy value */
+    bool probed;             /* a tail-loss probe went out since the last progress */
+    uint32_t close_psn;      /* CLOSING: the PSN of our CLOSE */
+    uint32_t gbn_win; /* go-back-N: packets from una that may be (re)sent; halved per go-back */
 };
 
 /* Target context: created by the first packet (SYN) of an initiator PDC. */
@@ -99,11 +124,12 @@ struct ub__pds_tpdc {
     uint32_t last_nack_psn; /* ROD: the expected PSN we last NACKed, to avoid NACK storms */
     bool nacked;
     bool ecn_seen;
-    uint32_t rcv_nxt;  /* every PSN before it has arrived */
-    uint32_t last_psn; /* the PSN that triggers the next ACK */
-    uint32_t unacked;  /* packets since the last ACK */
-    uint32_t ooo_count;
-    uint64_t rcvd_bytes;
+    uint32_t rcv_nxt;    /* every PSN before it has arrived */
+    uint32_t last_psn;   /* the PSN that triggers the next ACK */
+    uint32_t unacked;    /* packets since the last ACK */
+    uint32_t held;       /* PSNs received beyond the first hole (ACK_CC ooo_count) */
+    uint64_t trig_at;    /* when last_psn arrived: the ACK's service time counts from here */
+    uint64_t rcvd_bytes; /* wire bytes accepted (ACK_CC rcvd_bytes, 24 bits, wraps) */
     uint64_t last_active;
     uint64_t *bits; /* mp_range bits: PSN p received, for rcv_nxt <= p < rcv_nxt + range */
 };
@@ -133,6 +159,10 @@ struct ub__pds {
     struct ub__list ready; /* initiator PDCs with packets to send */
     struct ub__ring ctlq;  /* ACKs, NACKs, control, RUDI responses, UUD */
     uint16_t next_ipdc_id, next_tpdc_id;
+    struct ub__hmap ccx_by_key;
+    const struct ub__cc_algo *cc_algo; /* NULL: "none" */
+    const struct ub__lb_algo *lb_algo;
+    struct ub__cc_params cc_params;
     struct ub__pds_stats st;
 };
 
@@ -141,7 +171,7 @@ uint64_t ub__pds_host_key(const struct ub__addr *a);
 struct ub__pkt *ub__pds_alloc(struct ub__pds *pds);
 void ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p);
 int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d);
-void ub__pds_mark_ready(struct ub__pds_ipdc *c);
+void ub__pds_mark_ready(struct ub__pds_ipdc *c, uint64_t now);
 
 /* pds_tx.c */
 struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
@@ -149,7 +179,7 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
 void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now);
 uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32_t max,
                            uint64_t now);
-bool ub__pds_ipdc_can_send(const struct ub__pds_ipdc *c);
+bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now);
 void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__pds_ack *a,
                     uint64_t now);
 void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t now);
@@ -166,5 +196,6 @@ void ub__pds_on_ctrl(struct ub__pds *pds, const struct ub__pkt *p, const struct 
                      uint64_t now);
 void ub__pds_tpdc_free(struct ub__pds_tpdc *t, bool graveyard, uint64_t now);
 void ub__pds_graves_expire(struct ub__pds *pds, uint64_t now);
+int ub__pds_on_trimmed(struct ub__pds *pds, const struct ub__pkt *p, uint64_t now);
 
 #endif

@@ -54,8 +54,19 @@ static bool bitmap_empty(const struct ub__pds_tpdc *t)
 
 /* ---- packets the target sends ------------------------------------------------- */
 
+static void send_nack_f(struct ub__pds *pds, const struct ub__addr *to, uint16_t path, uint8_t code,
+                        uint32_t psn, uint16_t our_id, uint16_t their_id, uint32_t payload,
+                        uint8_t flags);
+
 static void send_nack(struct ub__pds *pds, const struct ub__addr *to, uint16_t path, uint8_t code,
                       uint32_t psn, uint16_t our_id, uint16_t their_id, uint32_t payload, bool retx)
+{
+    send_nack_f(pds, to, path, code, psn, our_id, their_id, payload, retx ? UB_PDS_NACK_F_RETX : 0);
+}
+
+static void send_nack_f(struct ub__pds *pds, const struct ub__addr *to, uint16_t path, uint8_t code,
+                        uint32_t psn, uint16_t our_id, uint16_t their_id, uint32_t payload,
+                        uint8_t flags)
 {
     struct ub__pkt *p = ub__pds_alloc(pds);
     if (!p)
@@ -65,7 +76,7 @@ static void send_nack(struct ub__pds *pds, const struct ub__addr *to, uint16_t p
     d.pds.type = UB_PDS_TYPE_NACK;
     struct ub__pds_nack *n = &d.pds.u.nack;
     n->type = UB_PDS_TYPE_NACK;
-    n->flags = retx ? UB_PDS_NACK_F_RETX : 0;
+    n->flags = flags;
     n->code = code;
     n->psn = psn;
     n->spdcid = our_id;
@@ -83,7 +94,6 @@ static void send_nack(struct ub__pds *pds, const struct ub__addr *to, uint16_t p
 
 static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
 {
-    (void)now;
     struct ub__pds *pds = t->pds;
     ub__timer_cancel(pds->timers, &t->ack_timer);
     struct ub__pkt *p = ub__pds_alloc(pds);
@@ -119,8 +129,16 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
     }
     a->sack_psn_offset = (int16_t)(base - cack);
     a->sack_bitmap = bm;
-    a->cc.nscc.ooo_count = (uint16_t)UB_MIN(t->ooo_count, 0xffffu);
+    /*
+     * NSCC state: PSNs held beyond the first hole (saturating), the wire bytes accepted so far
+     * (24 bits, wrapping: the initiator takes ub__cc_rcvd_bytes_delta), and how long the ACK was
+     * held after its triggering packet arrived (units of 16 ns, saturating), which the
+     * initiator takes off its RTT sample. No destination flow control yet: rcv_cwnd_pend 0.
+     */
+    a->cc.nscc.ooo_count = (uint16_t)UB_MIN(t->held, 0xffffu);
     a->cc.nscc.rcvd_bytes = (uint32_t)(t->rcvd_bytes & UB_PDS_RCVD_BYTES_MAX);
+    uint64_t held_ns = now > t->trig_at ? now - t->trig_at : 0;
+    a->cc.nscc.service_time = (uint16_t)UB_MIN(held_ns / UB_PDS_SERVICE_TIME_NS, 0xffffu);
     if (ub__pds_encode_into(pds, p, &d)) {
         ub__pkt_free(p);
         return;
@@ -129,6 +147,8 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
     p->path = t->reply_path;
     t->unacked = 0;
     t->retx_seen = false;
+    if (t->ecn_seen)
+        pds->st.acks_ecn_tx++;
     t->ecn_seen = false;
     pds->st.acks_tx++;
     ub__pds_ctl_push(pds, p);
@@ -373,7 +393,12 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
         if (retx)
             pds->st.spurious_retx++;
         t->last_psn = psn;
+        t->trig_at = now;
         t->retx_seen = retx;
+        if (p->ecn == 3) {
+            pds->st.rx_ce++;
+            t->ecn_seen = true;
+        }
         send_ack(t, now);
         return;
     }
@@ -396,19 +421,22 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
     }
     /* Accept. */
     bit_set(t, psn, mask);
+    t->held++;
     bool in_order = ahead == 0;
     while (bit_get(t, t->rcv_nxt, mask)) { /* bits exist only inside the window: bounded */
         bit_clear(t, t->rcv_nxt, mask);
+        t->held--;
         t->rcv_nxt++;
     }
-    if (!in_order)
-        t->ooo_count++;
     t->rcvd_bytes += p->len;
     t->unacked++;
     t->last_psn = psn;
+    t->trig_at = now;
     t->retx_seen = retx;
-    if (p->ecn == 3)
+    if (p->ecn == 3) { /* CE: echoed by the M flag of the ACK this packet triggers at once */
+        pds->st.rx_ce++;
         t->ecn_seen = true;
+    }
     deliver(pds, p, d, t->id, mode, psn, now);
     /* The upcall may not free t (only our own code does), so t is still valid here. */
     bool gap = !in_order || !bitmap_empty(t);
@@ -462,6 +490,7 @@ void ub__pds_on_ctrl(struct ub__pds *pds, const struct ub__pkt *p, const struct 
             if (t->rcv_nxt != k->psn || !bitmap_empty(t))
                 return; /* something is still missing: the initiator's RTO repeats the CLOSE */
             t->last_psn = k->psn;
+            t->trig_at = now;
             t->rcv_nxt = k->psn + 1; /* the CLOSE takes its PSN */
             t->peer = p->addr;
             send_ack(t, now);
@@ -476,8 +505,10 @@ void ub__pds_on_ctrl(struct ub__pds *pds, const struct ub__pkt *p, const struct 
     }
     case UB_PDS_CTRL_ACK_REQ: {
         struct ub__pds_tpdc *t = ub__hmap_get(&pds->tpdc_by_id, k->dpdcid);
-        if (t && t->ispdcid == k->spdcid)
+        if (t && t->ispdcid == k->spdcid) {
+            t->trig_at = now;
             send_ack(t, now);
+        }
         return;
     }
     case UB_PDS_CTRL_CLOSE_REQ:
@@ -486,4 +517,49 @@ void ub__pds_on_ctrl(struct ub__pds *pds, const struct ub__pkt *p, const struct 
     default:
         return; /* NOP, credits, negotiation: nothing to do at this layer yet */
     }
+}
+
+/*
+ * A trimmed request (UB_PDS_PKT_TRIMMED): a switch cut its payload, its headers survived. It is
+ * not delivered and not marked received: the target answers NACK TRIMMED for its PSN (M set if
+ * it was also CE-marked), and the initiator resends it at once. If that PSN had already
+ * arrived (a trimmed duplicate), an ACK says so instead. Only the PDS header is read: the
+ * extension and SES headers may have been cut too.
+ */
+int ub__pds_on_trimmed(struct ub__pds *pds, const struct ub__pkt *p, uint64_t now)
+{
+    struct ub__rcur r;
+    ub__rcur_init(&r, p->data, p->len);
+    struct ub__pds_hdr h;
+    if (ub__pds_decode(&h, &r) != 0)
+        return 0;
+    if (h.type != UB_PDS_TYPE_RUD_REQ && h.type != UB_PDS_TYPE_ROD_REQ &&
+        h.type != UB_PDS_TYPE_RUD_CC_REQ && h.type != UB_PDS_TYPE_ROD_CC_REQ)
+        return 0; /* anything else trimmed is simply lost */
+    const struct ub__pds_req *q = &h.u.req;
+    bool retx = q->flags & UB_PDS_REQ_F_RETX;
+    uint16_t our_id = 0;
+    if (!(q->flags & UB_PDS_REQ_F_SYN)) {
+        struct ub__pds_tpdc *t = ub__hmap_get(&pds->tpdc_by_id, q->dpdcid);
+        if (t && t->ispdcid == q->spdcid &&
+            ub__pds_host_key(&t->peer) == ub__pds_host_key(&p->addr)) {
+            our_id = t->id;
+            int32_t ahead = ub__seq_diff(q->psn, t->rcv_nxt);
+            if (ahead < 0 ||
+                (ahead < (int32_t)pds->cfg.mp_range && bit_get(t, q->psn, pds->cfg.mp_range - 1))) {
+                pds->st.rx_dup++;
+                t->last_psn = q->psn;
+                t->trig_at = now;
+                t->retx_seen = retx;
+                send_ack(t, now);
+                return 1;
+            }
+        }
+    }
+    pds->st.rx_trimmed++;
+    if (p->ecn == 3)
+        pds->st.rx_ce++;
+    send_nack_f(pds, &p->addr, p->path, UB_PDS_NACK_TRIMMED, q->psn, our_id, q->spdcid, 0,
+                (uint8_t)((retx ? UB_PDS_NACK_F_RETX : 0) | (p->ecn == 3 ? UB_PDS_NACK_F_M : 0)));
+    return 1;
 }

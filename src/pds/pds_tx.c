@@ -41,6 +41,94 @@ static uint64_t peer_key(const struct ub__addr *a, uint8_t mode)
 static void rto_fire(struct ub__timer *t, uint64_t now);
 static void idle_fire(struct ub__timer *t, uint64_t now);
 
+/* ---- congestion context and load balancer -------------------------------------- */
+
+static void pace_fire(struct ub__timer *t, uint64_t now)
+{
+    struct ub__pds_ccx *x = UB_CONTAINER_OF(t, struct ub__pds_ccx, pace);
+    if (!ub__list_empty(&x->pdcs))
+        ub__pds_mark_ready(UB_CONTAINER_OF(x->pdcs.next, struct ub__pds_ipdc, cc_link), now);
+}
+
+/* Joins (or creates) the congestion context of c's peer host; traffic class 0 for now. */
+static int ccx_attach(struct ub__pds_ipdc *c)
+{
+    struct ub__pds *pds = c->pds;
+    ub__list_init(&c->cc_link);
+    if (!pds->cc_algo)
+        return 0;
+    uint64_t key = ub__pds_host_key(&c->peer);
+    struct ub__pds_ccx *x = ub__hmap_get(&pds->ccx_by_key, key);
+    if (!x) {
+        x = calloc(1, sizeof(*x));
+        if (!x)
+            return UB_ENOMEM;
+        int rc = ub__cc_init(&x->cc, pds->cc_algo, &pds->cc_params);
+        if (!rc)
+            rc = ub__hmap_put(&pds->ccx_by_key, key, x);
+        if (rc) {
+            free(x);
+            return rc;
+        }
+        x->pds = pds;
+        x->key = key;
+        ub__list_init(&x->pdcs);
+        ub__timer_init(&x->pace, pace_fire);
+    }
+    x->refs++;
+    ub__list_push_back(&x->pdcs, &c->cc_link);
+    c->ccx = x;
+    return 0;
+}
+
+static void ccx_detach(struct ub__pds_ipdc *c)
+{
+    struct ub__pds_ccx *x = c->ccx;
+    if (!x)
+        return;
+    ub__list_remove(&c->cc_link);
+    c->ccx = NULL;
+    if (--x->refs)
+        return;
+    ub__timer_cancel(c->pds->timers, &x->pace);
+    ub__hmap_del(&c->pds->ccx_by_key, x->key);
+    free(x);
+}
+
+/* A slot leaves SLOT_INFLIGHT (acknowledged, declared lost, dropped): no longer in flight. */
+static void uncount(struct ub__pds_ipdc *c, const struct ub__pds_slot *s)
+{
+    if (c->ccx && s->state == SLOT_INFLIGHT && s->pkt)
+        c->ccx->inflight -= UB_MIN(c->ccx->inflight, (uint64_t)s->pkt->len);
+}
+
+/*
+ * Whether the congestion context lets a packet of `bytes` go now: the window (a packet may
+ * always go when nothing is in flight, so a window below one packet cannot deadlock) and the
+ * pacer. When only the pacer holds it back, the context's timer is armed for the moment it
+ * allows, so output resumes on time and the engine's next deadline says when.
+ */
+static bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
+{
+    struct ub__pds_ccx *x = c->ccx;
+    if (!x)
+        return true;
+    ub__cc_on_tick(&x->cc, now); /* lazy rate timers (DCQCN): exact whenever called */
+    if (ub__cc_can_send(&x->cc, x->inflight, bytes, now))
+        return true;
+    uint64_t at = ub__cc_next_send_time(&x->cc, bytes, now);
+    if (at > now) {
+        if (!ub__timer_armed(&x->pace) || x->pace.deadline > at)
+            ub__timer_arm(c->pds->timers, &x->pace, at);
+        c->pds->st.cc_paced++;
+        return false;
+    }
+    if (x->inflight == 0)
+        return true;
+    c->pds->st.cc_blocked++;
+    return false;
+}
+
 static uint16_t alloc_id(struct ub__pds *pds)
 {
     for (;;) {
@@ -110,8 +198,21 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
     c->path_acked_txseq = paths;
     c->rto_ns = pds->cfg.rto_init_ns;
     c->last_progress = now;
-    /* ROD stays on one path; the others spray from a random start. */
+    /* ROD stays on one path (random); the others spray as the balancer decides. */
     c->next_path = (uint16_t)ub__rng_below(&pds->rng, pds->cfg.num_paths);
+    struct ub__lb_params lp = {
+        .ev_count = (uint16_t)pds->cfg.num_paths,
+        .single_ev = c->next_path,
+        .trimming = pds->cfg.trimming,
+        .seed = ub__rng_next(&pds->rng),
+    };
+    if ((*err = ub__lb_init(&c->lb, mode == UB_PDS_ROD ? &ub__lb_single : pds->lb_algo, &lp)) ||
+        (*err = ccx_attach(c)) != 0) {
+        free(c->slots);
+        free(c->path_acked_txseq);
+        free(c);
+        return NULL;
+    }
     ub__list_init(&c->ready);
     ub__timer_init(&c->rto, rto_fire);
     ub__timer_init(&c->idle, idle_fire);
@@ -120,6 +221,7 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
     if ((*err = ub__hmap_put(&pds->ipdc_by_peer, key, c)) != 0 ||
         (*err = ub__hmap_put(&pds->ipdc_by_id, c->id, c)) != 0) {
         ub__hmap_del(&pds->ipdc_by_peer, key);
+        ccx_detach(c);
         free(c->slots);
         free(c->path_acked_txseq);
         free(c);
@@ -152,10 +254,16 @@ void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now)
     /* Unlinked first, so an upcall that sends again opens a new context. */
     for (uint32_t psn = c->una; psn != c->nxt; psn++) {
         struct ub__pds_slot *s = slot_of(c, psn);
+        uncount(c, s);
         if (s->pkt)
             fail_pkt(pds, s->pkt, err, now);
         s->pkt = NULL;
     }
+    struct ub__pds_ccx *x = c->ccx;
+    bool others = x && x->refs > 1;
+    ccx_detach(c);
+    if (others) /* the window the others share may have opened */
+        ub__pds_mark_ready(UB_CONTAINER_OF(x->pdcs.next, struct ub__pds_ipdc, cc_link), now);
     struct ub__pkt *p = c->q_head;
     while (p) {
         struct ub__pkt *nx = p->next;
@@ -174,17 +282,51 @@ static uint32_t send_limit(const struct ub__pds_ipdc *c)
     return gbn(c) ? UB_MIN(limit, c->gbn_win) : limit;
 }
 
-bool ub__pds_ipdc_can_send(const struct ub__pds_ipdc *c)
+static size_t req_header_size(uint8_t mode);
+
+/* Where repairs stop: go-back-N resends only inside its window. */
+static uint32_t repair_end(const struct ub__pds_ipdc *c)
 {
-    if (c->nlost) /* a repair waits, unless go-back-N's window keeps it back */
-        return !gbn(c) || ub__seq_lt(c->lost_scan, c->una + send_limit(c));
+    uint32_t end = gbn(c) ? c->una + send_limit(c) : c->nxt;
+    return ub__seq_lt(c->nxt, end) ? c->nxt : end;
+}
+
+/* The lowest LOST PSN before end, moving lost_scan up to it (or to end if there is none). */
+static bool next_lost(struct ub__pds_ipdc *c, uint32_t end, uint32_t *out)
+{
+    for (uint32_t psn = c->lost_scan; c->nlost; psn++) {
+        if (!ub__seq_lt(psn, end)) {
+            c->lost_scan = end;
+            return false;
+        }
+        c->lost_scan = psn;
+        if (slot_of(c, psn)->state == SLOT_LOST) {
+            *out = psn;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now)
+{
+    if (c->nlost) { /* a repair waits, unless go-back-N's window keeps it back */
+        if (gbn(c) && !ub__seq_lt(c->lost_scan, c->una + send_limit(c)))
+            return false;
+        uint32_t psn;
+        if (!next_lost(c, repair_end(c), &psn))
+            return false;
+        return cc_allows(c, slot_of(c, psn)->pkt->len, now);
+    }
     if (!c->qlen || c->state == IPDC_CLOSING)
         return false;
     uint32_t limit = send_limit(c);
     if (inflight(c) >= limit)
         return false;
     /* Before the target answers, a SYN's 12-bit offset bounds how far we may run ahead. */
-    return c->state != IPDC_SYN || c->nxt - c->start_psn < UB_PDS_SYN_SPAN;
+    if (c->state == IPDC_SYN && c->nxt - c->start_psn >= UB_PDS_SYN_SPAN)
+        return false;
+    return cc_allows(c, c->q_head->len + req_header_size(c->mode), now);
 }
 
 /* The PDS header of a data packet, as it goes out this time. */
@@ -226,14 +368,13 @@ static size_t req_header_size(uint8_t mode)
     return mode == UB_PDS_RUDI ? UB_PDS_RUDI_SIZE : UB_PDS_REQ_SIZE;
 }
 
-static uint16_t pick_path(struct ub__pds_ipdc *c, bool retx, uint16_t prev)
+/* The balancer's EV; a retransmission avoids the path its last copy took when it can. */
+static uint16_t pick_path(struct ub__pds_ipdc *c, bool retx, uint16_t prev, uint64_t now)
 {
-    uint32_t n = c->pds->cfg.num_paths;
-    if (c->mode == UB_PDS_ROD || n == 1)
-        return (uint16_t)(c->next_path % n);
-    if (retx) /* away from the path that just lost it */
-        return (uint16_t)((prev + 1) % n);
-    return (uint16_t)(c->next_path++ % n);
+    uint16_t ev = ub__lb_next_ev(&c->lb, now);
+    if (retx && ev == prev && c->lb.algo != &ub__lb_single && c->pds->cfg.num_paths > 1)
+        ev = ub__lb_next_ev(&c->lb, now); /* one more draw: O(1), the balancer's own choice */
+    return ev;
 }
 
 /* Hands slot's packet out (a reference for the device); the header is (re)written first. */
@@ -258,13 +399,17 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
     ub__wcur_init(&w, s->pkt->data, req_header_size(c->mode));
     if (ub__pds_encode(&h, &w) != 0)
         return NULL; /* cannot happen: the fields come from our own state */
-    s->path = pick_path(c, retx, s->path);
+    s->path = pick_path(c, retx, s->path, now);
     s->sent_ns = now;
     s->txseq = ++c->txseq;
     s->pkt->path = s->path;
     s->pkt->addr = c->peer;
     s->pkt->ecn = 2; /* ECT(0): congestion can be signalled, not dropped */
     ub__pkt_ref(s->pkt);
+    if (c->ccx) { /* every transmission is charged: window, credit and pacer */
+        c->ccx->inflight += s->pkt->len;
+        ub__cc_on_send(&c->ccx->cc, s->pkt->len, now);
+    }
     if (retx) {
         s->retx++;
         pds->st.retx_pkts++;
@@ -311,19 +456,13 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
                            uint64_t now)
 {
     uint32_t n = 0;
-    /* Repairs before new data (go-back-N: only inside its window). */
-    uint32_t end = gbn(c) ? c->una + send_limit(c) : c->nxt;
-    if (ub__seq_lt(c->nxt, end))
-        end = c->nxt;
-    for (uint32_t psn = c->lost_scan; n < max && c->nlost; psn++) {
-        if (!ub__seq_lt(psn, end)) {
-            c->lost_scan = end;
-            break;
-        }
+    /* Repairs before new data (go-back-N: only inside its window), under the same window. */
+    uint32_t end = repair_end(c);
+    uint32_t psn;
+    while (n < max && next_lost(c, end, &psn)) {
         struct ub__pds_slot *s = slot_of(c, psn);
-        c->lost_scan = psn;
-        if (s->state != SLOT_LOST)
-            continue;
+        if (!cc_allows(c, s->pkt->len, now))
+            break;
         struct ub__pkt *p = transmit(c, psn, true, now);
         if (!p)
             break;
@@ -331,7 +470,7 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
         c->nlost--;
         pkts[n++] = p;
     }
-    while (n < max && c->q_head && ub__pds_ipdc_can_send(c) && !c->nlost) {
+    while (n < max && c->q_head && !c->nlost && ub__pds_ipdc_can_send(c, now)) {
         struct ub__pkt *p = c->q_head;
         size_t hl = req_header_size(c->mode);
         if (!ub__pkt_push(p, (uint32_t)hl)) {
@@ -343,7 +482,7 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
             c->q_tail = NULL;
         c->qlen--;
         p->next = NULL;
-        uint32_t psn = c->nxt++;
+        psn = c->nxt++;
         struct ub__pds_slot *s = slot_of(c, psn);
         memset(s, 0, sizeof(*s));
         s->pkt = p;
@@ -364,11 +503,16 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
     return n;
 }
 
-static void mark_lost(struct ub__pds_ipdc *c, uint32_t psn, uint8_t why)
+static void mark_lost(struct ub__pds_ipdc *c, uint32_t psn, uint8_t why, uint64_t now)
 {
     struct ub__pds_slot *s = slot_of(c, psn);
     if (s->state != SLOT_INFLIGHT)
         return;
+    uncount(c, s);
+    /* A loss the sender inferred (out-of-order count, per-path order) is a NACK for the path
+     * (go-back-N reports only the first of its run: the rest were not lost on their paths). */
+    if (why == WHY_FAST && !gbn(c))
+        ub__lb_on_nack(&c->lb, s->path, now);
     s->state = SLOT_LOST;
     s->why = why;
     if (++c->nlost == 1 || ub__seq_lt(psn, c->lost_scan))
@@ -381,12 +525,14 @@ static void mark_lost(struct ub__pds_ipdc *c, uint32_t psn, uint8_t why)
  * and every acknowledged packet grows it by one again: at 10 % loss a fixed window of 256
  * would resend ~W * p = 25 packets for every one delivered.
  */
-static void go_back(struct ub__pds_ipdc *c, uint32_t from, uint8_t why)
+static void go_back(struct ub__pds_ipdc *c, uint32_t from, uint8_t why, uint64_t now)
 {
     uint32_t w = why == WHY_RTO ? UB_PDS_GBN_MIN_WIN : c->gbn_win / 2;
     c->gbn_win = UB_MAX(w, (uint32_t)UB_PDS_GBN_MIN_WIN);
+    if (why == WHY_FAST && slot_of(c, from)->state == SLOT_INFLIGHT)
+        ub__lb_on_nack(&c->lb, slot_of(c, from)->path, now);
     for (uint32_t psn = from; psn != c->nxt; psn++)
-        mark_lost(c, psn, why);
+        mark_lost(c, psn, why, now);
 }
 
 /* The RTO from the smoothed RTT, without backoff. */
@@ -410,8 +556,12 @@ static void rtt_sample(struct ub__pds_ipdc *c, uint64_t r)
     rto_from_rtt(c);
 }
 
-/* The target has psn: complete it once. Returns true if this was news. */
-static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, uint64_t now)
+/*
+ * The target has psn: complete it once. Returns true if this was news, adding its bytes to
+ * *acked and telling the balancer its path was good (ecn: the ACK's M flag, which speaks for the
+ * PSN that triggered the ACK only: a CE mark makes the target ACK at once).
+ */
+static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *acked, uint64_t now)
 {
     struct ub__pds *pds = c->pds;
     struct ub__pds_slot *s = slot_of(c, psn);
@@ -419,6 +569,9 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, uint64_t now)
         return false;
     if (s->state == SLOT_LOST)
         c->nlost--;
+    uncount(c, s);
+    *acked += s->pkt->len;
+    ub__lb_on_ack(&c->lb, s->path, ecn, now);
     s->state = SLOT_ACKED;
     if (c->gbn_win < pds->cfg.window)
         c->gbn_win++;
@@ -467,7 +620,8 @@ static bool after_latest(const struct ub__pds_ipdc *c, uint32_t later, bool retx
  * selective information, so it looks only at the PSN that triggered the ACK (hint): far enough
  * past una, and sent after una's latest copy, it means una was lost.
  */
-static void detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, bool hint_retx)
+static void detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, bool hint_retx,
+                          uint64_t now)
 {
     if (!fast(c))
         return;
@@ -476,7 +630,7 @@ static void detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, 
     if (gbn(c)) {
         if (has_hint && c->una != c->nxt && ub__seq_lt(c->una, hint) && ub__seq_lt(hint, c->nxt) &&
             ub__seq_diff(hint, c->una) >= (int32_t)thr && after_latest(c, hint, hint_retx, c->una))
-            go_back(c, c->una, WHY_FAST);
+            go_back(c, c->una, WHY_FAST, now);
         return;
     }
     if (!c->any_acked)
@@ -491,7 +645,7 @@ static void detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, 
             lost = true;
         if (!lost)
             continue;
-        mark_lost(c, psn, WHY_FAST);
+        mark_lost(c, psn, WHY_FAST, now);
     }
 }
 
@@ -542,35 +696,56 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
         c->mpr = (uint32_t)a->mpr * UB_PDS_MPR_UNIT;
     /* An RTT sample from the PSN that triggered the ACK, if it went out only once (Karn). */
     uint32_t ack_psn = ub__seq_add(cack, a->ack_psn_offset);
+    uint64_t rtt = 0;
     if (ub__seq_le(c->una, ack_psn) && ub__seq_lt(ack_psn, c->nxt)) {
         const struct ub__pds_slot *s = slot_of(c, ack_psn);
-        if (s->state == SLOT_INFLIGHT && s->retx == 0 && !(a->flags & UB_PDS_ACK_F_RETX))
-            rtt_sample(c, now - s->first_ns);
+        if (s->state == SLOT_INFLIGHT && s->retx == 0 && !(a->flags & UB_PDS_ACK_F_RETX)) {
+            rtt = now - s->first_ns;
+            rtt_sample(c, rtt);
+        }
     }
+    bool ecn = (a->flags & UB_PDS_ACK_F_M) != 0;
+    if (ecn)
+        pds->st.acks_ecn_rx++;
     bool news = false;
+    uint64_t acked = 0;
     /* Cumulative: every PSN up to cack. Ignore anything outside what we sent. */
     if (ub__seq_le(c->una, cack) && ub__seq_lt(cack, c->nxt)) {
         for (uint32_t psn = c->una; psn != cack + 1; psn++)
-            news |= ack_one(c, psn, now);
+            news |= ack_one(c, psn, ecn && psn == ack_psn, &acked, now);
     }
     /* Selective (go-back-N ignores it by definition): the triggering PSN and the bitmap. */
     if (!gbn(c)) {
         if (ub__seq_le(c->una, ack_psn) && ub__seq_lt(ack_psn, c->nxt))
-            news |= ack_one(c, ack_psn, now);
+            news |= ack_one(c, ack_psn, ecn, &acked, now);
         if (a->type == UB_PDS_TYPE_ACK_CC) {
             uint32_t base = ub__seq_add(cack, a->sack_psn_offset);
             for (uint64_t bm = a->sack_bitmap; bm; bm &= bm - 1) {
                 uint32_t psn = base + (uint32_t)__builtin_ctzll(bm);
                 if (ub__seq_le(c->una, psn) && ub__seq_lt(psn, c->nxt))
-                    news |= ack_one(c, psn, now);
+                    news |= ack_one(c, psn, ecn && psn == ack_psn, &acked, now);
             }
         }
     }
     advance_una(c);
     if (news)
         progress(c, now);
-    detect_losses(c, true, ack_psn, (a->flags & UB_PDS_ACK_F_RETX) != 0);
-    ub__pds_mark_ready(c);
+    /* One congestion event per ACK: the bytes it newly acknowledged, its RTT sample, its mark. */
+    if (c->ccx && (acked || ecn)) {
+        bool nscc = a->type == UB_PDS_TYPE_ACK_CC && a->cc_type == UB_PDS_CC_NSCC;
+        struct ub__cc_ack ev = {
+            .acked_bytes = acked,
+            .inflight = c->ccx->inflight,
+            .rtt_ns = rtt,
+            .ecn = ecn,
+            .has_nscc = nscc,
+            .rcv_cwnd_pend = nscc ? a->cc.nscc.rcv_cwnd_pend : 0,
+            .service_ns = nscc ? (uint32_t)a->cc.nscc.service_time * UB_PDS_SERVICE_TIME_NS : 0,
+        };
+        ub__cc_on_ack(&c->ccx->cc, &ev, now);
+    }
+    detect_losses(c, true, ack_psn, (a->flags & UB_PDS_ACK_F_RETX) != 0, now);
+    ub__pds_mark_ready(c, now);
 }
 
 /* The target evicted our context at end_psn: what it has, it has; the rest goes on a new one. */
@@ -584,9 +759,11 @@ static void reestablish(struct ub__pds_ipdc *c, uint32_t end_psn, uint64_t now)
         if (!s->pkt)
             continue;
         if (ub__seq_lt(psn, end_psn)) {
-            ack_one(c, psn, now);
+            uint64_t acked = 0;
+            ack_one(c, psn, false, &acked, now);
             continue;
         }
+        uncount(c, s);
         /* Back to the queued form (extension + SES, no PDS header), ahead of what waits. */
         struct ub__pkt *p = s->pkt;
         s->pkt = NULL;
@@ -622,7 +799,40 @@ static void reestablish(struct ub__pds_ipdc *c, uint32_t end_psn, uint64_t now)
     start_fresh(c);
     ub__timer_cancel(pds->timers, &c->rto);
     pds->st.pdc_opened++;
-    ub__pds_mark_ready(c);
+    ub__pds_mark_ready(c, now);
+}
+
+/*
+ * Congestion NACKs (trims, NO_PKT_BUF, RCVR_INFER_LOSS) are congestion events for the context
+ * and path feedback for the balancer, once per transmission (a packet still in flight: a
+ * second report of the same copy says nothing new). Protocol NACKs are not.
+ */
+static void congestion_nack(struct ub__pds_ipdc *c, const struct ub__pds_nack *n, uint64_t now)
+{
+    bool trim = n->code == UB_PDS_NACK_TRIMMED || n->code == UB_PDS_NACK_TRIMMED_LASTHOP ||
+                n->code == UB_PDS_NACK_TRIMMED_ACK;
+    if (!trim && n->code != UB_PDS_NACK_NO_PKT_BUF && n->code != UB_PDS_NACK_RCVR_INFER_LOSS)
+        return;
+    struct ub__pds_slot *s = slot_of(c, n->psn);
+    if (s->state != SLOT_INFLIGHT)
+        return;
+    bool last_hop = n->code == UB_PDS_NACK_TRIMMED_LASTHOP;
+    bool ecn = (n->flags & UB_PDS_NACK_F_M) != 0;
+    if (trim)
+        ub__lb_on_trim(&c->lb, s->path, last_hop, ecn, now);
+    else
+        ub__lb_on_nack(&c->lb, s->path, now);
+    if (!c->ccx)
+        return;
+    uint64_t bytes = s->pkt->len;
+    struct ub__cc_nack ev = {
+        .bytes = bytes,
+        .inflight = c->ccx->inflight - UB_MIN(c->ccx->inflight, bytes),
+        .trimmed = trim,
+        .last_hop = last_hop,
+        .ecn = ecn,
+    };
+    ub__cc_on_nack(&c->ccx->cc, &ev, now);
 }
 
 void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t now)
@@ -640,14 +850,16 @@ void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t
     }
     uint32_t psn = n->psn;
     bool in_flight = ub__seq_le(c->una, psn) && ub__seq_lt(psn, c->nxt);
+    if (in_flight)
+        congestion_nack(c, n, now);
     switch (n->code) {
     case UB_PDS_NACK_TRIMMED:
     case UB_PDS_NACK_TRIMMED_LASTHOP:
         if (in_flight && fast(c)) {
             if (gbn(c))
-                go_back(c, psn, WHY_NACK);
+                go_back(c, psn, WHY_NACK, now);
             else
-                mark_lost(c, psn, WHY_NACK);
+                mark_lost(c, psn, WHY_NACK, now);
         }
         break;
     case UB_PDS_NACK_ROD_OOO: {
@@ -661,7 +873,7 @@ void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t
             !ub__seq_lt(n->payload, c->nxt) ||
             !after_latest(c, psn, (n->flags & UB_PDS_NACK_F_RETX) != 0, n->payload))
             break;
-        go_back(c, n->payload, WHY_NACK);
+        go_back(c, n->payload, WHY_NACK, now);
         break;
     }
     case UB_PDS_NACK_CLOSING:
@@ -684,7 +896,7 @@ void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t
              * Verify before tearing down: resend that packet. A restarted target says the
              * same about the retransmission one RTT later; a damaged header does not.
              */
-            mark_lost(c, psn, WHY_NACK);
+            mark_lost(c, psn, WHY_NACK, now);
             break;
         }
         /* The target has no memory of us: it restarted. Nothing in flight can be vouched for. */
@@ -695,7 +907,7 @@ void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t
         /* Resource shortages and window overruns: the RTO retries, with backoff. */
         break;
     }
-    ub__pds_mark_ready(c);
+    ub__pds_mark_ready(c, now);
 }
 
 void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
@@ -712,14 +924,24 @@ void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
     if (!(ub__seq_le(c->una, psn) && ub__seq_lt(psn, c->nxt)))
         return;
     struct ub__pds_slot *s = slot_of(c, psn);
-    if (s->state == SLOT_INFLIGHT && s->retx == 0)
-        rtt_sample(c, now - s->first_ns);
-    bool news = ack_one(c, psn, now);
+    uint64_t rtt = 0;
+    if (s->state == SLOT_INFLIGHT && s->retx == 0) {
+        rtt = now - s->first_ns;
+        rtt_sample(c, rtt);
+    }
+    bool ecn = (r->flags & UB_PDS_RUDI_F_M) != 0;
+    uint64_t acked = 0;
+    bool news = ack_one(c, psn, ecn, &acked, now);
     advance_una(c);
     if (news)
         progress(c, now);
-    detect_losses(c, false, 0, false);
-    ub__pds_mark_ready(c);
+    if (c->ccx && (acked || ecn)) {
+        struct ub__cc_ack ev = {
+            .acked_bytes = acked, .inflight = c->ccx->inflight, .rtt_ns = rtt, .ecn = ecn};
+        ub__cc_on_ack(&c->ccx->cc, &ev, now);
+    }
+    detect_losses(c, false, 0, false, now);
+    ub__pds_mark_ready(c, now);
 }
 
 static void send_close(struct ub__pds_ipdc *c, bool retx)
@@ -812,14 +1034,14 @@ static void rto_fire(struct ub__timer *t, uint64_t now)
             if (slot_of(c, psn)->state == SLOT_INFLIGHT) {
                 /* Go-back-N cannot use a lone repair: the target dropped what followed it. */
                 if (gbn(c))
-                    go_back(c, psn, WHY_PROBE);
+                    go_back(c, psn, WHY_PROBE, now);
                 else
-                    mark_lost(c, psn, WHY_PROBE);
+                    mark_lost(c, psn, WHY_PROBE, now);
                 break;
             }
         }
         ub__timer_arm(pds->timers, &c->rto, c->last_progress + c->rto_ns);
-        ub__pds_mark_ready(c);
+        ub__pds_mark_ready(c, now);
         return;
     }
     pds->st.rto_fired++;
@@ -829,13 +1051,29 @@ static void rto_fire(struct ub__timer *t, uint64_t now)
         return;
     }
     c->rto_ns = UB_MIN(c->rto_ns * 2, cfg->rto_max_ns);
+    /*
+     * The balancer hears about the oldest packet's path (the one whose timer this is); the
+     * congestion context about every byte the RTO declares lost (htsim takes each timed-out
+     * packet's size off the window).
+     */
+    const struct ub__pds_slot *old = slot_of(c, c->una);
+    ub__lb_on_timeout(&c->lb, old->pkt ? old->path : UB_LB_EV_UNKNOWN, now);
+    if (c->ccx) {
+        uint64_t bytes = 0;
+        for (uint32_t psn = c->una; psn != c->nxt; psn++) {
+            const struct ub__pds_slot *s = slot_of(c, psn);
+            if (s->state == SLOT_INFLIGHT)
+                bytes += s->pkt->len;
+        }
+        ub__cc_on_timeout(&c->ccx->cc, bytes, now);
+    }
     if (gbn(c))
-        go_back(c, c->una, WHY_RTO);
+        go_back(c, c->una, WHY_RTO, now);
     else
         for (uint32_t psn = c->una; psn != c->nxt; psn++)
-            mark_lost(c, psn, WHY_RTO);
+            mark_lost(c, psn, WHY_RTO, now);
     c->last_progress = now; /* the backed-off RTO counts from this retransmission */
     c->probed = true;       /* no probe until something is acknowledged again */
     ub__timer_arm(pds->timers, &c->rto, now + c->rto_ns);
-    ub__pds_mark_ready(c);
+    ub__pds_mark_ready(c, now);
 }

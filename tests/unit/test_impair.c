@@ -502,6 +502,45 @@ static void test_cfg_check(void **state)
     assert_int_equal(ub__impair_cfg_check(&cfg), UB_EINVAL);
 }
 
+/* Per-path rules touch only their path, and leave every other decision unchanged. */
+static void test_path_rules(void **state)
+{
+    (void)state;
+    struct ub__impair_cfg base = {.seed = 9, .drop_ppm = 100000, .ce_ppm = 100000};
+    struct ub__impair_cfg cfg = base;
+    assert_int_equal(ub__impair_add(&cfg, UB_IMPAIR_PATH_DROP, 2, UB_IMPAIR_PPM, 0), 0);
+    assert_int_equal(ub__impair_add(&cfg, UB_IMPAIR_PATH_CE, 1, 500000, 0), 0);
+    struct ub__impair a, b;
+    assert_int_equal(ub__impair_init(&a, &base, 0), 0);
+    assert_int_equal(ub__impair_init(&b, &cfg, 0), 0);
+    uint32_t ce1 = 0, n1 = 0;
+    for (uint32_t i = 0; i < 40000; i++) {
+        uint32_t path = i % 4;
+        struct ub__impair_decision da, db;
+        ub__impair_decide_path(&a, 0, 100, path, &da);
+        ub__impair_decide_path(&b, 0, 100, path, &db);
+        if (path == 2) {
+            assert_true(db.drop != UB_IMPAIR_PASS);
+            continue;
+        }
+        assert_int_equal(da.drop, db.drop);
+        if (da.drop)
+            continue;
+        assert_int_equal(da.delay_ns, db.delay_ns);
+        if (path != 1) {
+            assert_int_equal(da.ce, db.ce);
+            continue;
+        }
+        assert_true(db.ce || !da.ce); /* the path rule only adds marks */
+        n1++;
+        ce1 += db.ce;
+    }
+    /* 1 - 0.9 x 0.5 = 55 % marked on path 1. */
+    assert_true(ce1 * 100 > n1 * 52 && ce1 * 100 < n1 * 58);
+    cfg.rules[0].b = UB_IMPAIR_PPM + 1;
+    assert_int_equal(ub__impair_cfg_check(&cfg), UB_ERANGE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -512,7 +551,7 @@ int main(void)
         cmocka_unit_test(test_corrupt),      cmocka_unit_test(test_duplicate),
         cmocka_unit_test(test_delay_jitter), cmocka_unit_test(test_reorder),
         cmocka_unit_test(test_ce),           cmocka_unit_test(test_set_restarts_numbering),
-        cmocka_unit_test(test_cfg_check),
+        cmocka_unit_test(test_cfg_check),    cmocka_unit_test(test_path_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

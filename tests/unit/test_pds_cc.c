@@ -1,0 +1,529 @@
+/*
+ * Congestion control and load balancing inside PDS, on the deterministic test bed. The loop
+ * fabric has latency but no link rate, so what is asserted is what can be exact: the window PDS
+ * enforces follows the congestion context's own trajectory ACK by ACK (a mirror context fed the
+ * same events ends in the same state), ECN-marked ACKs cut the window at most once per base
+ * RTT, the pacer spaces packets at exactly the rate, the balancers steer away from a path that
+ * CE-marks or drops, trimmed packets are NACKed, and equal seeds replay exactly.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <softub/errors.h>
+#include "cms/cc.h"
+#include "core/clock.h"
+#include "engine/testbed.h"
+#include "wire/datagram.h"
+
+#define LAT     2000u /* one-way latency, ns */
+#define PAYLOAD 200u
+#define MAXPKT  4096u
+
+struct run {
+    struct ub__testbed tb;
+    uint32_t n;             /* packets offered */
+    uint64_t arr[MAXPKT];   /* arrival time at the target (first copy) */
+    uint64_t ackt[MAXPKT];  /* acked upcall time */
+    uint64_t cwnd[MAXPKT];  /* the context's window when packet i was acked (before that ACK) */
+    uint16_t path[MAXPKT];  /* path the first copy arrived on */
+    uint32_t order[MAXPKT]; /* acked order: packet ids */
+    uint32_t nacked, ndeliv, ndup, nfailed, nce;
+    uint32_t per_path[8];
+    uint32_t ce_path[8];
+    uint8_t got[MAXPKT];
+};
+
+static void on_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
+{
+    struct run *r = arg;
+    uint32_t id;
+    assert_true(rx->payload_len == PAYLOAD);
+    memcpy(&id, rx->payload, 4);
+    assert_true(id < r->n);
+    if (r->got[id]++) {
+        r->ndup++;
+        return;
+    }
+    r->ndeliv++;
+    r->arr[id] = now;
+    r->path[id] = rx->path;
+    r->per_path[rx->path & 7]++;
+    if (rx->ecn == 3) {
+        r->nce++;
+        r->ce_path[rx->path & 7]++;
+    }
+}
+
+static void on_acked(void *arg, uint64_t cookie, uint64_t now)
+{
+    struct run *r = arg;
+    assert_true(cookie < r->n);
+    const struct ub__cc *cc = ub__pds_cc(r->tb.nodes[0].eng.pds, &r->tb.nodes[1].addr);
+    r->ackt[cookie] = now;
+    r->cwnd[cookie] = cc ? ub__cc_cwnd(cc) : 0;
+    r->order[r->nacked++] = (uint32_t)cookie;
+}
+
+static void on_failed(void *arg, uint64_t cookie, int err, uint64_t now)
+{
+    (void)cookie;
+    (void)err;
+    (void)now;
+    ((struct run *)arg)->nfailed++;
+}
+
+static const struct ub__pds_upcalls upcalls = {on_deliver, on_acked, on_failed};
+
+static void cfg_default(struct ub__loopnet_cfg *nc, struct ub__engine_cfg *ec, uint64_t seed)
+{
+    memset(nc, 0, sizeof(*nc));
+    memset(ec, 0, sizeof(*ec));
+    nc->ports = 2;
+    nc->mtu = 4096;
+    nc->num_paths = 4;
+    nc->seed = seed;
+    nc->latency_ns = LAT;
+    nc->queue_cap = 16384;
+    nc->checksum = true;
+    ec->seed = seed;
+    ec->mtu = 4096;
+    ec->num_paths = 4;
+    ec->pool_bufs = 8192;
+    ec->pds.ack_every = 1;
+}
+
+static void run_init(struct run *r, const struct ub__loopnet_cfg *nc,
+                     const struct ub__engine_cfg *ec)
+{
+    memset(r, 0, sizeof(*r));
+    assert_int_equal(ub__testbed_create(&r->tb, 2, nc, ec), 0);
+    for (uint32_t i = 0; i < 2; i++)
+        ub__pds_set_upcalls(r->tb.nodes[i].eng.pds, &upcalls, r);
+}
+
+/* Queues packets [r->n, r->n + count) from node 0 to node 1 (SES header + PAYLOAD bytes). */
+static void offer(struct run *r, uint32_t count, uint8_t mode)
+{
+    for (uint32_t k = 0; k < count; k++) {
+        uint32_t id = r->n;
+        assert_true(id < MAXPKT);
+        struct ub__pkt *p = ub__pkt_alloc(&r->tb.nodes[0].eng.pool);
+        assert_non_null(p);
+        struct ub__ses_std s = {.opcode = UB_SES_OP_SEND,
+                                .flags = UB_SES_F_SOM | UB_SES_F_EOM,
+                                .request_length = PAYLOAD};
+        struct ub__wcur w;
+        ub__wcur_init(&w, ub__pkt_put(p, UB_SES_STD_SIZE), UB_SES_STD_SIZE);
+        assert_int_equal(ub__ses_std_encode(&s, &w), 0);
+        uint8_t *b = ub__pkt_put(p, PAYLOAD);
+        memset(b, (int)(id & 0xff), PAYLOAD);
+        memcpy(b, &id, 4);
+        struct ub__pds_tx tx = {
+            .dst = &r->tb.nodes[1].addr, .mode = mode, .cookie = id, .ses_kind = UB_PDS_NH_REQ_STD};
+        assert_int_equal(ub__pds_send(r->tb.nodes[0].eng.pds, &tx, p, r->tb.now), 0);
+        r->n++;
+    }
+}
+
+static uint32_t wire_size(const struct run *r)
+{
+    const struct ub__pds_stats *s = ub__pds_stats(r->tb.nodes[0].eng.pds);
+    assert_true(s->tx_pkts > 0);
+    assert_int_equal(s->tx_bytes % s->tx_pkts, 0); /* every data packet the same size */
+    return (uint32_t)(s->tx_bytes / s->tx_pkts);
+}
+
+static const struct ub__pds_stats *st(const struct run *r, uint32_t node)
+{
+    return ub__pds_stats(r->tb.nodes[node].eng.pds);
+}
+
+/*
+ * Replays the run's ACKs into a fresh context with the same parameters (one packet per ACK:
+ * ack_every 1, no loss) and checks that PDS's window before every ACK equals the mirror's, and
+ * that PDS kept exactly floor(cwnd / size) packets in flight whenever it had a backlog.
+ */
+static void check_mirror(const struct run *r, const struct ub__engine_cfg *ec, bool ecn,
+                         struct ub__cc *m, uint64_t *md_times, uint32_t *n_md)
+{
+    const struct ub__pds *pds = r->tb.nodes[0].eng.pds;
+    uint32_t size = wire_size(r);
+    struct ub__cc_params p = {
+        .link_bps = ec->pds.link_bps ? ec->pds.link_bps : 100000000000ull,
+        .base_rtt_ns = ec->pds.base_rtt_ns ? ec->pds.base_rtt_ns : 12000,
+        .mtu = ec->mtu,
+        .init_cwnd = ec->pds.cc_init_cwnd,
+        .trimming = ec->pds.trimming,
+        .qa_gate = -1,
+    };
+    assert_int_equal(ub__cc_init(m, ub__cc_algo_find(ec->pds.cc_algo), &p), 0);
+    assert_int_equal(r->nacked, r->n);
+    *n_md = 0;
+    uint32_t sent_before = 0; /* packets sent strictly before the current ACK's time */
+    for (uint32_t k = 0; k < r->nacked; k++) {
+        uint32_t id = r->order[k];
+        assert_int_equal(id, k); /* in order: no loss, one path delay */
+        uint64_t t = r->ackt[id];
+        assert_int_equal(r->cwnd[id], ub__cc_cwnd(m));
+        while (sent_before < r->n && r->arr[sent_before] - LAT < t)
+            sent_before++;
+        uint64_t md = m->st.md;
+        struct ub__cc_ack a = {.acked_bytes = size,
+                               .inflight = (uint64_t)(sent_before - k - 1) * size,
+                               .rtt_ns = t - (r->arr[id] - LAT),
+                               .ecn = ecn,
+                               .has_nscc = true};
+        assert_int_equal(a.rtt_ns, 2 * LAT);
+        ub__cc_on_ack(m, &a, t);
+        if (m->st.md != md)
+            md_times[(*n_md)++] = t;
+        /* After the last ACK at t, the sends at t fill the window exactly. */
+        if (k + 1 < r->nacked && r->ackt[k + 1] == t)
+            continue;
+        uint32_t inflight = 0, acked_by_t = k + 1, sent_by_t = 0;
+        for (uint32_t j = 0; j < r->n; j++)
+            sent_by_t += r->arr[j] - LAT <= t;
+        inflight = sent_by_t - acked_by_t;
+        uint64_t w = ub__cc_cwnd(m);
+        assert_true((uint64_t)inflight * size <= w || inflight == 1);
+        if (sent_by_t < r->n) /* backlogged: the window (or the 256-packet cap) limited it */
+            assert_int_equal(inflight, UB_MIN(w / size, 256u));
+    }
+    const struct ub__cc *cc = ub__pds_cc(pds, &r->tb.nodes[1].addr);
+    assert_non_null(cc);
+    assert_int_equal(ub__cc_cwnd(cc), ub__cc_cwnd(m));
+    assert_memory_equal(&cc->st, &m->st, sizeof(cc->st));
+}
+
+/* NSCC from a small initial window, no congestion: growth ACK by ACK as the context computes. */
+static void test_window_follows_cc(void **state)
+{
+    (void)state;
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 11);
+    ec.pds.cc_algo = "nscc";
+    ec.pds.cc_init_cwnd = 2000;
+    static struct run r;
+    run_init(&r, &nc, &ec);
+    offer(&r, 2000, UB_PDS_RUD);
+    /* Not until idle: the context goes with the PDC when it closes (100 ms idle). */
+    assert_false(ub__testbed_run(&r.tb, 50000000, 10000000));
+    assert_int_equal(r.ndeliv, 2000);
+    assert_int_equal(r.nfailed, 0);
+    struct ub__cc m;
+    uint64_t md[MAXPKT];
+    uint32_t nmd;
+    check_mirror(&r, &ec, false, &m, md, &nmd);
+    assert_int_equal(nmd, 0);
+    uint32_t size = wire_size(&r);
+    printf("  nscc growth: %u B packets, cwnd %" PRIu64 " -> %" PRIu64 " (ack 100) -> %" PRIu64
+           " (end, max %" PRIu64 "), fulfils %" PRIu64 ", fast increases %" PRIu64
+           ", sends held by the window %" PRIu64 "\n",
+           size, r.cwnd[0], r.cwnd[100], ub__cc_cwnd(&m), m.u.nscc.maxwnd, m.st.fulfil,
+           m.st.fast_inc, st(&r, 0)->cc_blocked);
+    assert_true(ub__cc_cwnd(&m) > 10 * 2000);
+    assert_true(st(&r, 0)->cc_blocked > 0);
+    ub__testbed_destroy(&r.tb);
+}
+
+/* Every packet CE-marked and a queueing delay above target: MD at most once per base RTT. */
+static void test_ecn_md_once_per_rtt(void **state)
+{
+    (void)state;
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 12);
+    ec.pds.cc_algo = "nscc";
+    ec.pds.base_rtt_ns = 1000; /* the loop's 4 us RTT is then 3 us of "queueing" */
+    static struct run r;
+    run_init(&r, &nc, &ec);
+    struct ub__impair_cfg ic = {.seed = 5, .ce_ppm = UB_IMPAIR_PPM};
+    assert_int_equal(ub__loopnet_impair(r.tb.net, 0, 1, &ic), 0);
+    offer(&r, 3000, UB_PDS_RUD);
+    assert_false(ub__testbed_run(&r.tb, 50000000, 10000000));
+    assert_int_equal(r.ndeliv, 3000);
+    assert_int_equal(r.nce, 3000);
+    assert_int_equal(st(&r, 1)->acks_ecn_tx, 3000);
+    assert_int_equal(st(&r, 0)->acks_ecn_rx, 3000);
+    struct ub__cc m;
+    static uint64_t md[MAXPKT];
+    uint32_t nmd;
+    check_mirror(&r, &ec, true, &m, md, &nmd);
+    assert_true(nmd >= 5);
+    /* At most one MD per base RTT, and (ACKs come in one burst per RTT) exactly one per burst
+     * once the delay average passed the target. */
+    uint32_t bursts = 0;
+    for (uint32_t i = 1; i < nmd; i++)
+        assert_true(md[i] - md[i - 1] > m.u.nscc.base_rtt);
+    for (uint32_t k = 0; k < r.n; k++)
+        if (r.ackt[k] > md[0] && (k == 0 || r.ackt[k] != r.ackt[k - 1]))
+            bursts++;
+    assert_int_equal(nmd - 1, bursts);
+    printf("  ecn: %u MDs, first at %" PRIu64 " ns, then every %" PRIu64
+           " ns (one per ACK burst), cwnd %" PRIu64 " -> %" PRIu64 " (min %" PRIu64 ")\n",
+           nmd, md[0], md[1] - md[0], r.cwnd[0], ub__cc_cwnd(&m), m.u.nscc.minwnd);
+    ub__testbed_destroy(&r.tb);
+}
+
+/* One scripted CE mark: exactly one ACK carries M, and the initiator hears exactly one. */
+static void test_ecn_echo(void **state)
+{
+    (void)state;
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 13);
+    ec.pds.ack_every = 0; /* the default coalescing: the mark still makes an ACK at once */
+    static struct run r;
+    run_init(&r, &nc, &ec);
+    struct ub__impair_cfg ic = {.seed = 5};
+    assert_int_equal(ub__impair_add(&ic, UB_IMPAIR_CE_NTH, 17, 0, 0), 0);
+    assert_int_equal(ub__loopnet_impair(r.tb.net, 0, 1, &ic), 0);
+    offer(&r, 100, UB_PDS_RUD);
+    assert_true(ub__testbed_run(&r.tb, UB_NS_PER_S, 1000000));
+    assert_int_equal(r.ndeliv, 100);
+    assert_int_equal(r.nce, 1);
+    assert_int_equal(st(&r, 1)->rx_ce, 1);
+    assert_int_equal(st(&r, 1)->acks_ecn_tx, 1);
+    assert_int_equal(st(&r, 0)->acks_ecn_rx, 1);
+    ub__testbed_destroy(&r.tb);
+}
+
+/* DCQCN at line rate paces: 1 B/ns, so a packet of S bytes leaves exactly every S ns. */
+static void test_pacing_exact(void **state)
+{
+    (void)state;
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 14);
+    ec.pds.cc_algo = "dcqcn";
+    ec.pds.link_bps = 8000000000ull; /* 10^9 B/s */
+    static struct run r;
+    run_init(&r, &nc, &ec);
+    offer(&r, 1, UB_PDS_RUD);
+    assert_true(ub__testbed_run(&r.tb, UB_NS_PER_S, 1000000));
+    uint32_t size = wire_size(&r);
+    ub__testbed_destroy(&r.tb);
+
+    ec.pds.mtu = size; /* the pacer's burst: one packet */
+    run_init(&r, &nc, &ec);
+    uint64_t t0 = r.tb.now;
+    offer(&r, 1000, UB_PDS_RUD);
+    /* Mid-run, the engine's next deadline is the pacer's next release. */
+    assert_false(ub__testbed_run(&r.tb, t0 + 100 * size + size / 2, 1000000));
+    uint64_t next = ub__engine_next_deadline(&r.tb.nodes[0].eng);
+    assert_int_equal(next, t0 + 101 * (uint64_t)size);
+    assert_true(ub__testbed_run(&r.tb, UB_NS_PER_S, 10000000));
+    assert_int_equal(r.ndeliv, 1000);
+    for (uint32_t i = 0; i < 1000; i++)
+        assert_int_equal(r.arr[i], t0 + LAT + (uint64_t)i * size);
+    assert_true(st(&r, 0)->cc_paced >= 999);
+    printf("  pacing: %u packets of %u B at 1 B/ns: sent at exactly i x %u ns (last at %" PRIu64
+           " ns)\n",
+           1000, size, size, r.arr[999] - LAT - t0);
+    ub__testbed_destroy(&r.tb);
+}
+
+/* Per-path counts of first copies, before and after path 2 turns bad. */
+static void steer(const char *lb, uint32_t rule, uint32_t ppm, uint32_t *before, uint32_t *after)
+{
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 15);
+    ec.pds.lb_algo = lb;
+    /*
+     * The loop has no link rate: a window's ACKs all arrive at one instant, and REPS's 8-entry
+     * cache cannot hold a burst of hundreds. A small packet window keeps the bursts within it
+     * (on a real link the ACKs come spread by serialization); congestion control stays out.
+     */
+    ec.pds.cc_algo = "none";
+    ec.pds.window = 8;
+    static struct run r;
+    run_init(&r, &nc, &ec);
+    offer(&r, 1500, UB_PDS_RUD);
+    assert_true(ub__testbed_run(&r.tb, UB_NS_PER_S, 10000000));
+    memcpy(before, r.per_path, 4 * sizeof(uint32_t));
+    struct ub__impair_cfg ic = {.seed = 6};
+    assert_int_equal(ub__impair_add(&ic, (enum ub__impair_kind)rule, 2, ppm, 0), 0);
+    assert_int_equal(ub__loopnet_impair(r.tb.net, 0, 1, &ic), 0);
+    memset(r.per_path, 0, sizeof(r.per_path));
+    offer(&r, 1500, UB_PDS_RUD);
+    assert_true(ub__testbed_run(&r.tb, 10 * UB_NS_PER_S, 10000000));
+    assert_int_equal(r.ndeliv, 3000);
+    assert_int_equal(r.nfailed, 0);
+    memcpy(after, r.per_path, 4 * sizeof(uint32_t));
+    printf("  %-9s path 2 %s: delivered per path before %u/%u/%u/%u, after %u/%u/%u/%u (CE %u)\n",
+           lb, rule == UB_IMPAIR_PATH_CE ? "CE-marks " : "drops 30%", before[0], before[1],
+           before[2], before[3], after[0], after[1], after[2], after[3], r.nce);
+    ub__testbed_destroy(&r.tb);
+}
+
+static void test_lb_steers_away(void **state)
+{
+    (void)state;
+    static const char *const lbs[] = {"reps", "bitmap"};
+    static const uint32_t rules[][2] = {{UB_IMPAIR_PATH_CE, UB_IMPAIR_PPM},
+                                        {UB_IMPAIR_PATH_DROP, 300000}};
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < 2; k++) {
+            uint32_t b[4], a[4];
+            steer(lbs[i], rules[k][0], rules[k][1], b, a);
+            assert_true(b[2] > 100); /* path 2 carried its part before */
+            /* After: under two thirds of what the least used good path carries. */
+            uint32_t lo = UB_MIN(a[0], UB_MIN(a[1], a[3]));
+            assert_true(3 * a[2] < 2 * lo);
+        }
+    }
+    /* Oblivious spraying cannot: it keeps its share. */
+    uint32_t b[4], a[4];
+    steer("oblivious", UB_IMPAIR_PATH_CE, UB_IMPAIR_PPM, b, a);
+    assert_int_equal(a[2], 1500 / 4);
+}
+
+/* Same seed, same trajectory (times, paths, windows); another seed, another one. */
+static void one_run(struct run *r, uint64_t seed)
+{
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, seed);
+    ec.pds.ack_every = 0;
+    ec.pds.cc_init_cwnd = 3000;
+    run_init(r, &nc, &ec);
+    /* FIFO jitter: each path stays in order, as the per-path loss detection assumes. */
+    struct ub__impair_cfg ic = {
+        .seed = seed, .drop_ppm = 20000, .ce_ppm = 50000, .jitter_ns = 500, .fifo = true};
+    assert_int_equal(ub__loopnet_impair(r->tb.net, 0, 1, &ic), 0);
+    assert_int_equal(ub__loopnet_impair(r->tb.net, 1, 0, &ic), 0);
+    offer(r, 2000, UB_PDS_RUD);
+    assert_true(ub__testbed_run(&r->tb, 10 * UB_NS_PER_S, 10000000));
+    assert_int_equal(r->ndeliv, 2000);
+}
+
+static void test_determinism(void **state)
+{
+    (void)state;
+    static struct run a, b;
+    one_run(&a, 21);
+    one_run(&b, 21);
+    assert_memory_equal(a.arr, b.arr, sizeof(a.arr));
+    assert_memory_equal(a.ackt, b.ackt, sizeof(a.ackt));
+    assert_memory_equal(a.cwnd, b.cwnd, sizeof(a.cwnd));
+    assert_memory_equal(a.path, b.path, sizeof(a.path));
+    assert_int_equal(a.tb.now, b.tb.now);
+    ub__testbed_destroy(&b.tb);
+    one_run(&b, 22);
+    assert_true(memcmp(a.path, b.path, sizeof(a.path)) != 0);
+    ub__testbed_destroy(&a.tb);
+    ub__testbed_destroy(&b.tb);
+}
+
+/* A trimmed request is NACKed, not delivered; the initiator resends it at once. */
+static void test_trimmed_nacked(void **state)
+{
+    (void)state;
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 16);
+    ec.pds.trimming = true;
+    static struct run r;
+    run_init(&r, &nc, &ec);
+    struct ub__engine *e0 = &r.tb.nodes[0].eng, *e1 = &r.tb.nodes[1].eng;
+    offer(&r, 1, UB_PDS_RUD);
+    struct ub__pkt *out[4];
+    assert_int_equal(ub__engine_output(e0, out, 4, r.tb.now), 1);
+    /* What a switch leaves of it: the first 64 bytes, flagged. */
+    struct ub__pkt *t = ub__pkt_alloc(&e1->pool);
+    assert_non_null(t);
+    memcpy(ub__pkt_put(t, 64), out[0]->data, 64);
+    t->addr = r.tb.nodes[0].addr;
+    t->path = out[0]->path;
+    t->ecn = 3;
+    t->flags = UB_PDS_PKT_TRIMMED;
+    ub__pkt_free(out[0]);
+    ub__engine_input(e1, &t, 1, r.tb.now);
+    assert_int_equal(r.ndeliv, 0);
+    assert_int_equal(st(&r, 1)->rx_trimmed, 1);
+    assert_int_equal(st(&r, 1)->nacks_tx, 1);
+    assert_int_equal(st(&r, 1)->rx_ce, 1);
+    assert_int_equal(ub__engine_output(e1, out, 4, r.tb.now), 1);
+    struct ub__wire_dgram d;
+    assert_int_equal(ub__wire_parse_datagram(&d, out[0]->data, out[0]->len, 0), 0);
+    assert_int_equal(d.pds.type, UB_PDS_TYPE_NACK);
+    assert_int_equal(d.pds.u.nack.code, UB_PDS_NACK_TRIMMED);
+    assert_true(d.pds.u.nack.flags & UB_PDS_NACK_F_M);
+    out[0]->addr = r.tb.nodes[1].addr;
+    struct ub__pkt *n = ub__pkt_alloc(&e0->pool);
+    memcpy(ub__pkt_put(n, out[0]->len), out[0]->data, out[0]->len);
+    n->addr = r.tb.nodes[1].addr;
+    ub__pkt_free(out[0]);
+    ub__engine_input(e0, &n, 1, r.tb.now);
+    const struct ub__cc *cc = ub__pds_cc(e0->pds, &r.tb.nodes[1].addr);
+    assert_int_equal(cc->st.nacks, 1);
+    assert_true(ub__testbed_run(&r.tb, UB_NS_PER_S, 100000));
+    assert_int_equal(r.ndeliv, 1);
+    assert_int_equal(r.nacked, 1);
+    assert_int_equal(st(&r, 0)->retx_nack, 1);
+    assert_int_equal(st(&r, 0)->rto_fired, 0);
+    ub__testbed_destroy(&r.tb);
+}
+
+/* RUD and ROD to one peer share one context, freed with the last PDC; "none" has none. */
+static void test_shared_context(void **state)
+{
+    (void)state;
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 17);
+    ec.pds.idle_close_ns = 1000000;
+    static struct run r;
+    run_init(&r, &nc, &ec);
+    struct ub__pds *pds = r.tb.nodes[0].eng.pds;
+    offer(&r, 50, UB_PDS_RUD);
+    offer(&r, 50, UB_PDS_ROD);
+    assert_int_equal(ub__pds_ipdc_count(pds), 2);
+    assert_int_equal(ub__pds_cc_count(pds), 1);
+    assert_int_equal(ub__pds_cc_inflight(pds, &r.tb.nodes[1].addr), 0);
+    assert_false(ub__testbed_run(&r.tb, r.tb.now + 1000, 100000));
+    assert_true(ub__pds_cc_inflight(pds, &r.tb.nodes[1].addr) > 0);
+    assert_true(ub__testbed_run(&r.tb, UB_NS_PER_S, 1000000));
+    assert_int_equal(r.ndeliv, 100);
+    assert_int_equal(ub__pds_ipdc_count(pds), 0);
+    assert_int_equal(ub__pds_cc_count(pds), 0);
+    ub__testbed_destroy(&r.tb);
+
+    ec.pds.cc_algo = "none";
+    run_init(&r, &nc, &ec);
+    offer(&r, 10, UB_PDS_RUD);
+    assert_null(ub__pds_cc(r.tb.nodes[0].eng.pds, &r.tb.nodes[1].addr));
+    assert_true(ub__testbed_run(&r.tb, UB_NS_PER_S, 1000000));
+    assert_int_equal(r.ndeliv, 10);
+    ub__testbed_destroy(&r.tb);
+
+    static struct ub__engine e;
+    ec.pds.cc_algo = "rccc"; /* no credit carriage yet: refused rather than stalling */
+    assert_int_equal(ub__engine_init(&e, &ec), UB_EINVAL);
+    ec.pds.cc_algo = "bogus";
+    assert_int_equal(ub__engine_init(&e, &ec), UB_EINVAL);
+    ec.pds.cc_algo = NULL;
+    ec.pds.lb_algo = "bogus";
+    assert_int_equal(ub__engine_init(&e, &ec), UB_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_window_follows_cc), cmocka_unit_test(test_ecn_md_once_per_rtt),
+        cmocka_unit_test(test_ecn_echo),          cmocka_unit_test(test_pacing_exact),
+        cmocka_unit_test(test_lb_steers_away),    cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_trimmed_nacked),    cmocka_unit_test(test_shared_context),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
