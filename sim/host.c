@@ -35,6 +35,25 @@ void ub_sim_flow_done(struct ub_sim *sim, uint32_t flow)
         return;
     f->end = ub_sim_now(sim);
     sim->flows_done++;
+    /* Flows waiting for this one start now (or at their own start time, if later). */
+    for (uint32_t w = sim->dep_head ? sim->dep_head[flow] : UB_SIM_NONE; w != UB_SIM_NONE;
+         w = sim->flows[w].dep_next) {
+        struct ub_sim_flow *g = &sim->flows[w];
+        if (g->start < f->end)
+            g->start = f->end;
+        /* Into the pending starts, in (start, arrival) order. */
+        uint32_t j = sim->nstart++;
+        while (j > sim->next_start && sim->flows[sim->start_order[j - 1]].start > g->start) {
+            sim->start_order[j] = sim->start_order[j - 1];
+            j--;
+        }
+        sim->start_order[j] = w;
+    }
+    if (sim->start_ev.fn && sim->next_start < sim->nstart) {
+        uint64_t t = sim->flows[sim->start_order[sim->next_start]].start;
+        if (!sim->start_ev.armed || t < sim->start_ev.time)
+            ub_sim_at(sim, &sim->start_ev, t);
+    }
     if (sim->stop_when_done && sim->flows_done == sim->nflows)
         sim->stop = true;
 }
@@ -61,6 +80,7 @@ int ub_sim_add_flow(struct ub_sim *sim, uint32_t id, uint32_t src, uint32_t dst,
     f->size = size;
     f->start = start;
     f->end = UB_SIM_NEVER;
+    f->dep = f->dep_next = UB_SIM_NONE;
     return (int)idx;
 }
 
@@ -79,7 +99,7 @@ int ub_sim_add_fail(struct ub_sim *sim, const struct ub_sim_fail *f)
 static void start_due(struct ub_sim *sim, struct ub_sim_event *ev)
 {
     uint64_t now = ub_sim_now(sim);
-    while (sim->next_start < sim->nflows) {
+    while (sim->next_start < sim->nstart) {
         uint32_t f = sim->start_order[sim->next_start];
         if (sim->flows[f].start > now) {
             ub_sim_at(sim, ev, sim->flows[f].start);
@@ -161,11 +181,30 @@ int ub_sim_start(struct ub_sim *sim)
         free(k);
         return UB_ENOMEM;
     }
+    sim->dep_head = malloc((sim->nflows ? sim->nflows : 1) * sizeof(uint32_t));
+    if (!sim->dep_head) {
+        free(k);
+        return UB_ENOMEM;
+    }
+    uint32_t nk = 0;
     for (uint32_t i = 0; i < sim->nflows; i++)
-        k[i] = (struct start_key){sim->flows[i].start, i};
-    qsort(k, sim->nflows, sizeof(*k), cmp_key);
+        sim->dep_head[i] = UB_SIM_NONE;
+    /* Dependent flows are listed under the flow they wait for, newest first: walk backwards. */
+    for (uint32_t i = sim->nflows; i-- > 0;) {
+        struct ub_sim_flow *f = &sim->flows[i];
+        if (f->dep != UB_SIM_NONE && f->dep < sim->nflows && f->dep != i) {
+            f->dep_next = sim->dep_head[f->dep];
+            sim->dep_head[f->dep] = i;
+        }
+    }
     for (uint32_t i = 0; i < sim->nflows; i++)
+        if (sim->flows[i].dep == UB_SIM_NONE || sim->flows[i].dep >= sim->nflows ||
+            sim->flows[i].dep == i)
+            k[nk++] = (struct start_key){sim->flows[i].start, i};
+    qsort(k, nk, sizeof(*k), cmp_key);
+    for (uint32_t i = 0; i < nk; i++)
         sim->start_order[i] = k[i].idx;
+    sim->nstart = nk;
     free(k);
     /* Stable order for equal times: insertion sort keeps the list order of the user. */
     for (uint32_t i = 1; i < sim->nfails; i++) {
@@ -181,7 +220,7 @@ int ub_sim_start(struct ub_sim *sim)
     ub_sim_event_init(&sim->start_ev, start_due);
     if (sim->nfails)
         ub_sim_at(sim, &sim->fail_ev, sim->fails[0].time);
-    if (sim->nflows)
+    if (sim->nstart)
         ub_sim_at(sim, &sim->start_ev, sim->flows[sim->start_order[0]].start);
     return 0;
 }

@@ -24,6 +24,7 @@ void ub_sim_port_set_rate(struct ub_sim_port *port, uint64_t rate)
 
 static void transmit(struct ub_sim *sim, struct ub_sim_port *port, struct ub_sim_pkt *p)
 {
+    ub_sim_fc_spend(sim, port, p);
     uint64_t end = ub_sim_now(sim) + ub_sim_port_ser(port, p->size);
     port->busy_until = end;
     port->st.tx_bytes += p->size;
@@ -46,11 +47,23 @@ void ub_sim_port_start(struct ub_sim *sim, struct ub_sim_port *port)
     }
     struct ub_sim_pkt *p;
     if (port->nic) {
-        p = sim->tp ? sim->tp->pull(sim->tp_ctx, sim, port->node) : NULL;
-        if (!p)
-            return;
-        sim->ctr.injected++;
-        port->st.enq++;
+        bool fc = sim->qcfg.fc != UB_SIM_FC_NONE;
+        /* Lossless: a packet the NIC may not send yet waits in its (otherwise unused) queue. */
+        if (fc && port->q.head) {
+            if (!ub_sim_fc_can_send(sim, port, port->q.head))
+                return;
+            p = ub_sim_pktq_pop(&port->q);
+        } else {
+            p = sim->tp ? sim->tp->pull(sim->tp_ctx, sim, port->node) : NULL;
+            if (!p)
+                return;
+            sim->ctr.injected++;
+            port->st.enq++;
+            if (fc && !ub_sim_fc_can_send(sim, port, p)) {
+                ub_sim_pktq_push(&port->q, p);
+                return;
+            }
+        }
         port->st.deq++;
     } else {
         p = ub_sim_port_dequeue(sim, port);
@@ -75,22 +88,55 @@ static void rx_arrive(struct ub_sim *sim, struct ub_sim_event *ev)
     if (port->wire.head)
         ub_sim_at(sim, &port->rx_ev, port->wire.head->t);
     if (p->flags & UB_SIM_PF_CORRUPT) {
-        /* The far end's FCS check fails; link-level retry would resend it from here. */
+        /* The far end's FCS check fails. */
         port->st.corrupt++;
+        if (port->llr_delay) {
+            /* Link-level retry: the far end asks again, the frame goes out ahead of the queue. */
+            p->flags &= (uint8_t)~UB_SIM_PF_CORRUPT;
+            p->t = ub_sim_now(sim) + port->llr_delay;
+            ub_sim_pktq_push(&port->llrq, p);
+            if (port->llrq.n == 1)
+                ub_sim_at(sim, &port->llr_ev, p->t);
+            return;
+        }
         sim->ctr.corrupt_drops++;
         ub_sim_pkt_free(sim, p);
         return;
     }
-    if (port->peer < sim->nhosts)
+    if (port->peer < sim->nhosts) {
         ub_sim_host_input(sim, port->peer, p);
-    else
+    } else {
+        if (sim->qcfg.fc != UB_SIM_FC_NONE)
+            ub_sim_fc_arrive(sim, &sim->ports[port->rev], p);
         ub_sim_switch_input(sim, port->peer, p);
+    }
+}
+
+static void llr_fire(struct ub_sim *sim, struct ub_sim_event *ev)
+{
+    struct ub_sim_port *port = UB_SIM_CONTAINER_OF(ev, struct ub_sim_port, llr_ev);
+    struct ub_sim_pkt *p = ub_sim_pktq_pop(&port->llrq);
+    if (port->llrq.head)
+        ub_sim_at(sim, &port->llr_ev, port->llrq.head->t);
+    port->st.llr_retries++;
+    sim->ctr.llr_retries++;
+    /* To the front of the priority queue: the replay goes before anything new. */
+    p->next = port->hq.head;
+    port->hq.head = p;
+    if (!port->hq.tail)
+        port->hq.tail = p;
+    port->hq.n++;
+    port->hbytes += p->size;
+    port->st.enq++;
+    ub_sim_port_start(sim, port);
 }
 
 void ub_sim_port_init(struct ub_sim *sim, struct ub_sim_port *port, uint32_t idx)
 {
+    ub_sim_event_init(&port->llr_ev, llr_fire);
     ub_sim_event_init(&port->tx_ev, tx_done);
     ub_sim_event_init(&port->rx_ev, rx_arrive);
+    ub_sim_event_init(&port->fc_ev, ub_sim_fc_fire);
     port->up = true;
     ub__rng_fork(&port->rng, &sim->rng, 0x706f727400000000ULL | idx);
 }
@@ -100,6 +146,7 @@ static uint64_t flush(struct ub_sim *sim, struct ub_sim_pktq *q)
     uint64_t n = 0;
     struct ub_sim_pkt *p;
     while ((p = ub_sim_pktq_pop(q)) != NULL) {
+        ub_sim_fc_release(sim, p);
         ub_sim_pkt_free(sim, p);
         n++;
     }
@@ -116,7 +163,9 @@ void ub_sim_port_set_up(struct ub_sim *sim, struct ub_sim_port *port, bool up)
         return;
     }
     /* A cut link loses what it holds: the queue, the frame being sent, the bits in flight. */
-    uint64_t n = flush(sim, &port->q) + flush(sim, &port->hq) + flush(sim, &port->wire);
+    uint64_t n = flush(sim, &port->q) + flush(sim, &port->hq) + flush(sim, &port->wire) +
+                 flush(sim, &port->llrq);
+    ub_sim_cancel(&port->llr_ev);
     port->qbytes = port->hbytes = 0;
     port->busy_until = 0;
     ub_sim_cancel(&port->tx_ev);

@@ -9,6 +9,7 @@
 
 static void drop(struct ub_sim *sim, struct ub_sim_port *port, struct ub_sim_pkt *p)
 {
+    ub_sim_fc_release(sim, p);
     port->st.drops++;
     sim->ctr.drops++;
     ub_sim_pkt_free(sim, p);
@@ -19,6 +20,7 @@ void ub_sim_port_enqueue(struct ub_sim *sim, struct ub_sim_port *port, struct ub
     if (!port->up) {
         port->st.fail_drops++;
         sim->ctr.fail_drops++;
+        ub_sim_fc_release(sim, p);
         ub_sim_pkt_free(sim, p);
         return;
     }
@@ -65,17 +67,24 @@ kick:
 /* The next packet to serialize: headers first; data is marked as it leaves. */
 struct ub_sim_pkt *ub_sim_port_dequeue(struct ub_sim *sim, struct ub_sim_port *port)
 {
-    struct ub_sim_pkt *p = ub_sim_pktq_pop(&port->hq);
-    if (p) {
+    bool fc = sim->qcfg.fc != UB_SIM_FC_NONE;
+    struct ub_sim_pkt *p = port->hq.head;
+    if (p && (!fc || ub_sim_fc_can_send(sim, port, p))) {
+        ub_sim_pktq_pop(&port->hq);
         port->hbytes -= p->size;
         port->st.deq++;
+        if (fc)
+            ub_sim_fc_release(sim, p);
         return p;
     }
-    p = ub_sim_pktq_pop(&port->q);
-    if (!p)
+    p = port->q.head;
+    if (!p || (fc && !ub_sim_fc_can_send(sim, port, p)))
         return NULL;
+    ub_sim_pktq_pop(&port->q);
     port->qbytes -= p->size;
     port->st.deq++;
+    if (fc)
+        ub_sim_fc_release(sim, p);
     /* Mark on what the departing packet leaves behind: the queue a newcomer would see. */
     if (port->kmax && (p->ecn == UB_SIM_ECN_ECT0 || p->ecn == UB_SIM_ECN_ECT1) &&
         port->qbytes > port->kmin) {

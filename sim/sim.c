@@ -12,6 +12,7 @@ int ub_sim_init(struct ub_sim *sim, uint64_t seed)
 {
     memset(sim, 0, sizeof(*sim));
     sim->seed = seed;
+    sim->deadlock_at = UB_SIM_NEVER;
     ub__rng_seed(&sim->rng, seed);
     return ub_sim_evq_init(&sim->evq, 1024);
 }
@@ -40,6 +41,8 @@ void ub_sim_fini(struct ub_sim *sim)
         free_queue(sim, &port->q);
         free_queue(sim, &port->hq);
         free_queue(sim, &port->wire);
+        free_queue(sim, &port->fcq);
+        free_queue(sim, &port->llrq);
     }
     if (sim->tp && sim->tp->destroy)
         sim->tp->destroy(sim->tp_ctx, sim);
@@ -48,6 +51,7 @@ void ub_sim_fini(struct ub_sim *sim)
     free(sim->nodes);
     free(sim->flows);
     free(sim->start_order);
+    free(sim->dep_head);
     free(sim->fails);
     ub_sim_pool_fini(&sim->pool);
     ub_sim_evq_fini(&sim->evq);
@@ -150,9 +154,25 @@ int ub_sim_build(struct ub_sim *sim, uint32_t nhosts, uint32_t nswitches,
             port->delay = links[i].delay;
             ub_sim_port_set_rate(port, links[i].rate);
             port->nic = from < nhosts;
+            port->rev = UB_SIM_NONE;
         }
     }
     free(next);
+    /* Pair each port with its opposite direction: the port at its peer that leads back. */
+    for (uint32_t i = 0; i < base; i++) {
+        struct ub_sim_port *port = &sim->ports[i];
+        if (port->rev != UB_SIM_NONE)
+            continue;
+        const struct ub_sim_node *nd = &sim->nodes[port->peer];
+        for (uint32_t j = 0; j < nd->nports; j++) {
+            struct ub_sim_port *r = &sim->ports[nd->port_base + j];
+            if (r->peer == port->node && r->rev == UB_SIM_NONE) {
+                port->rev = nd->port_base + j;
+                r->rev = i;
+                break;
+            }
+        }
+    }
     ub_sim_set_queues(sim, q);
     return ub_sim_routes_build(sim);
 }
@@ -160,6 +180,14 @@ int ub_sim_build(struct ub_sim *sim, uint32_t nhosts, uint32_t nswitches,
 void ub_sim_set_queues(struct ub_sim *sim, const struct ub_sim_qcfg *q)
 {
     sim->qcfg = *q;
+    if (sim->qcfg.fc != UB_SIM_FC_NONE) {
+        /* Lossless: flow control bounds the queues; nothing is dropped or cut. */
+        sim->qcfg.trim = false;
+        sim->qcfg.limit = sim->qcfg.hlimit = UINT64_MAX / 4;
+        for (uint32_t i = 0; i < sim->nports; i++)
+            for (uint32_t c = 0; c < UB_SIM_NCLASS; c++)
+                sim->ports[i].credits[c] = (int64_t)sim->qcfg.credits;
+    }
     if (!sim->qcfg.hlimit)
         sim->qcfg.hlimit = sim->qcfg.limit;
     for (uint32_t i = sim->nhosts; i < sim->nports; i++) {
@@ -171,6 +199,7 @@ void ub_sim_set_queues(struct ub_sim *sim, const struct ub_sim_qcfg *q)
         port->trim = sim->qcfg.trim;
         port->prio_ctrl = sim->qcfg.prio_ctrl;
         port->loss_ppm = sim->qcfg.loss_ppm;
+        port->llr_delay = sim->qcfg.llr_delay;
     }
 }
 
@@ -185,7 +214,7 @@ uint64_t ub_sim_in_network(const struct ub_sim *sim)
     uint64_t n = 0;
     for (uint32_t i = 0; i < sim->nports; i++) {
         const struct ub_sim_port *p = &sim->ports[i];
-        n += p->q.n + p->hq.n + p->wire.n;
+        n += p->q.n + p->hq.n + p->wire.n + p->llrq.n;
     }
     return n;
 }

@@ -99,6 +99,7 @@ enum {
     UB_SIM_PF_NACK = 1u << 3,    /* reference transport: negative ack (trim seen) */
     UB_SIM_PF_ECE = 1u << 4,     /* reference transport: echo of a CE mark */
     UB_SIM_PF_CORRUPT = 1u << 5, /* bit errors on the last link: the receiver discards it */
+    UB_SIM_PF_DOWN = 1u << 6,    /* up/down routing: has taken a down link (no more up links) */
 };
 
 /* The bit a host adapter sets in struct ub__pkt.flags on a trimmed softub datagram. */
@@ -111,7 +112,7 @@ enum {
 #define UB_SIM_ECN_ECT0    2u
 #define UB_SIM_ECN_CE      3u
 
-/* 48 bytes: what a switch needs and nothing more. */
+/* 56 bytes: what a switch needs and nothing more. */
 struct ub_sim_pkt {
     struct ub_sim_pkt *next; /* the one queue it is on */
     uint64_t t;              /* on a wire: arrival time at the far end */
@@ -123,6 +124,7 @@ struct ub_sim_pkt {
     uint16_t ev;             /* entropy value: ECMP hashes it */
     uint8_t ecn;             /* IP ECN codepoint */
     uint8_t flags;           /* UB_SIM_PF_* */
+    uint32_t in_port;        /* lossless: 1 + the port it came in on while a switch holds it */
 };
 
 struct ub_sim_pktq {
@@ -170,15 +172,27 @@ void ub_sim_pool_fini(struct ub_sim_pool *pool);
 /* ---- fabric: ports (egress queue + serializer + link) ------------------------------------- */
 
 struct ub_sim_port_stats {
-    uint64_t enq, deq;   /* packets accepted into / served from the queues */
-    uint64_t tx_bytes;   /* bytes serialized onto the link */
-    uint64_t drops;      /* tail drops (queue full, or header queue full) */
-    uint64_t trims;      /* packets cut to a header */
-    uint64_t marks;      /* CE marks at dequeue */
-    uint64_t fail_drops; /* dropped because the link was down */
-    uint64_t corrupt;    /* damaged on the wire, discarded at the far end */
-    uint64_t max_qbytes; /* high-water mark of the data queue */
+    uint64_t enq, deq;    /* packets accepted into / served from the queues */
+    uint64_t tx_bytes;    /* bytes serialized onto the link */
+    uint64_t drops;       /* tail drops (queue full, or header queue full) */
+    uint64_t trims;       /* packets cut to a header */
+    uint64_t marks;       /* CE marks at dequeue */
+    uint64_t fail_drops;  /* dropped because the link was down */
+    uint64_t corrupt;     /* damaged on the wire, discarded at the far end */
+    uint64_t max_qbytes;  /* high-water mark of the data queue */
+    uint64_t pauses;      /* PFC: PAUSE frames this port received (it was told to stop) */
+    uint64_t llr_retries; /* link-level retry: corrupted frames this port sent again */
 };
+
+/* Lossless link-level flow control. */
+enum ub_sim_fc {
+    UB_SIM_FC_NONE = 0, /* lossy: drop-tail or trimming */
+    UB_SIM_FC_PFC,      /* priority flow control: PAUSE above xoff, RESUME below xon */
+    UB_SIM_FC_CBFC,     /* credit-based: a sender spends credits, the receiver returns them */
+};
+
+/* Traffic classes for flow control: data, and (with prio_ctrl) control and headers. */
+#define UB_SIM_NCLASS 2
 
 /*
  * One direction of a link: the egress queue at its sending node, the
@@ -207,9 +221,21 @@ struct ub_sim_port {
     uint32_t peer;        /* node at the far end */
     uint32_t loss_ppm;    /* per-packet corruption probability */
     bool up;
-    bool nic;       /* a host's port: pulls from the transport instead of queueing */
-    bool trim;      /* trim instead of dropping data */
-    bool prio_ctrl; /* control and trimmed headers go to hq */
+    bool nic;                   /* a host's port: pulls from the transport instead of queueing */
+    bool trim;                  /* trim instead of dropping data */
+    bool prio_ctrl;             /* control and trimmed headers go to hq */
+    bool paused[UB_SIM_NCLASS]; /* PFC: the far end told this port to stop the class */
+    bool pause_sent[UB_SIM_NCLASS]; /* PFC: this port's far end was told to stop */
+    uint32_t rev;                   /* the port of the opposite direction (at `peer`) */
+    uint64_t ibytes[UB_SIM_NCLASS]; /* lossless: bytes that came in on this link, held here */
+    int64_t credits[UB_SIM_NCLASS]; /* CBFC: bytes the far end can still take */
+    struct ub_sim_pktq fcq;         /* flow-control messages travelling to `peer` */
+    struct ub_sim_event fc_ev;      /* the head of fcq arrives */
+    struct ub_sim_pktq llrq;        /* LLR: corrupted frames waiting for their retry */
+    struct ub_sim_event llr_ev;     /* the head of llrq is due to go again */
+    uint64_t llr_delay;             /* LLR: ps from the bad frame's arrival to its resend; 0 off */
+    uint64_t wd_deq;                /* deadlock watchdog: st.deq at the last check */
+    bool wd_wait;                   /* deadlock watchdog: packets were waiting at the last check */
     struct ub__rng rng;
     struct ub_sim_port_stats st;
 };
@@ -240,14 +266,23 @@ struct ub_sim_group {
     uint32_t n;
 };
 
-/* Shortest-path ECMP toward every leaf (a switch with hosts). */
+enum ub_sim_routing {
+    UB_SIM_ROUTE_ECMP = 0, /* every shortest path */
+    UB_SIM_ROUTE_UPDOWN,   /* up*down* on a BFS spanning tree: no cyclic buffer dependency */
+};
+
+/* Next hops toward every leaf (a switch with hosts). */
 struct ub_sim_routes {
+    enum ub_sim_routing kind;
+    uint32_t root;    /* up/down: the spanning tree's root switch */
+    uint32_t nphase;  /* 1, or 2 for up/down (may still go up / down only) */
+    uint8_t *is_down; /* up/down: per port, 1 if it leads away from the root */
     uint32_t nleaves;
     uint32_t *leaf_of;   /* switch index -> leaf index, UB_SIM_NONE if no hosts */
     uint32_t *leaf_sw;   /* leaf index -> switch index */
     uint32_t *host_leaf; /* host -> switch index of its leaf */
     uint32_t *host_port; /* host -> port index on its leaf facing it */
-    uint32_t *grp;       /* [switch][leaf] -> group index */
+    uint32_t *grp;       /* [switch][leaf][phase] -> group index */
     struct ub_sim_group *groups;
     uint32_t ngroups;
     uint32_t *gports;
@@ -255,6 +290,8 @@ struct ub_sim_routes {
 };
 
 int ub_sim_routes_build(struct ub_sim *sim);
+/* Rebuilds the routes with another algorithm (root: up/down's root switch index). */
+int ub_sim_set_routing(struct ub_sim *sim, enum ub_sim_routing kind, uint32_t root);
 void ub_sim_routes_fini(struct ub_sim_routes *rt);
 /* Links on the path from host a to host b (2 when they share a leaf), 0 if unreachable. */
 uint32_t ub_sim_path_links(const struct ub_sim *sim, uint32_t a, uint32_t b);
@@ -271,6 +308,8 @@ struct ub_sim_flow {
     uint64_t start; /* ps */
     uint64_t end;   /* ps, UB_SIM_NEVER while running */
     uint64_t ideal; /* ps: the FCT on an empty network */
+    uint32_t dep;   /* flow index that must complete first (start = max(start, its end)), or NONE */
+    uint32_t dep_next; /* the next flow waiting on the same flow */
 };
 
 /*
@@ -301,6 +340,12 @@ struct ub_sim_qcfg {
     bool trim;
     bool prio_ctrl;
     uint32_t loss_ppm;
+    uint64_t llr_delay; /* link-level retry of corrupted frames after this many ps (0: drop) */
+    enum ub_sim_fc fc;  /* lossless modes disable trimming and drop-tail */
+    uint64_t xoff;      /* PFC: PAUSE when a class's ingress bytes exceed this */
+    uint64_t xon;       /* PFC: RESUME when they fall to this */
+    uint64_t headroom;  /* PFC: bytes that may still arrive after PAUSE (counted if exceeded) */
+    uint64_t credits;   /* CBFC: ingress buffer per link and class */
 };
 
 struct ub_sim_counters {
@@ -312,6 +357,9 @@ struct ub_sim_counters {
     uint64_t corrupt_drops;     /* damaged on a wire */
     uint64_t noroute_drops;     /* no live next hop */
     uint64_t trims, marks;
+    uint64_t pauses, resumes;   /* PFC frames sent */
+    uint64_t headroom_overflow; /* PFC: packets that arrived beyond xoff + headroom */
+    uint64_t llr_retries;       /* corrupted frames resent by their link */
 };
 
 enum ub_sim_fail_kind {
@@ -346,7 +394,8 @@ struct ub_sim {
     struct ub_sim_flow *flows;
     uint32_t nflows, cap_flows, flows_done;
     uint32_t *start_order;
-    uint32_t next_start;
+    uint32_t *dep_head;          /* per flow: the first flow waiting for it */
+    uint32_t next_start, nstart; /* start_order[next_start..nstart): due to start */
     struct ub_sim_event start_ev;
 
     struct ub_sim_fail *fails;
@@ -354,6 +403,13 @@ struct ub_sim {
     struct ub_sim_event fail_ev;
 
     struct ub_sim_counters ctr;
+    /* Deadlock watchdog: a port with packets waiting that sent nothing for `deadlock_after`. */
+    uint64_t deadlock_after; /* ps; 0: no watchdog */
+    struct ub_sim_event wd_ev;
+    uint64_t deadlock_at; /* when it was declared, UB_SIM_NEVER if not */
+    uint32_t deadlock_ports;
+    bool stop_on_deadlock;
+
     bool stop_when_done; /* end the run the moment the last flow completes */
     bool stop;           /* ub_sim_run returns as soon as it sees this */
 };
@@ -381,6 +437,9 @@ int ub_sim_add_flow(struct ub_sim *sim, uint32_t id, uint32_t src, uint32_t dst,
 int ub_sim_add_fail(struct ub_sim *sim, const struct ub_sim_fail *f);
 /* Schedules flow starts and failures; call once after the flows are added. */
 int ub_sim_start(struct ub_sim *sim);
+
+/* Arms the deadlock watchdog (after ub_sim_start): checks every `after` ps. */
+void ub_sim_watchdog(struct ub_sim *sim, uint64_t after, bool stop);
 
 /* Packets inside the fabric now: queued, serializing or on a wire. */
 uint64_t ub_sim_in_network(const struct ub_sim *sim);

@@ -4,12 +4,23 @@
  * ub__engine_input, and each engine's next deadline is one simulator event
  * (picoseconds here, nanoseconds in the engine).
  *
- * Workload seam: the engine's only service today is the unreliable datagram,
- * so a flow is a train of DGRAM_SEND datagrams (initiator = flow index,
- * header_data = byte offset) produced as fast as the NIC drains them, and it
- * completes when the receiver has seen every byte; a lost datagram leaves it
- * unfinished. When the reliable delivery modes land, fill() posts one
- * message per flow instead and the completion upcall ends the flow.
+ * A flow is one message carried by the engine's packet delivery sublayer
+ * (PDS) in RUD mode: a train of packets with an SES standard header (opcode
+ * WRITE, SOM on the first, EOM on the last, message offset and length),
+ * queued to PDS a window's worth at a time as acknowledgements come back.
+ * The flow completes when PDS reports its last packet acknowledged at the
+ * initiator. A trimmed packet reaches its target's engine as its first
+ * UB_SIM_TRIM_SIZE bytes flagged UB_PDS_PKT_TRIMMED; PDS answers NACK
+ * TRIMMED and the initiator resends.
+ *
+ * Payload: by default every packet carries its payload bytes through both
+ * engines (buffers of mtu bytes). With `virtual_payload` the engine builds,
+ * encodes, parses and acknowledges the same packets but the buffer holds the
+ * headers only and the simulator adds the payload's length to the packet's
+ * size on the wire: memory per host drops from pool x mtu to pool x 320
+ * bytes. PDS's congestion control counts buffer bytes, so virtual payloads
+ * run it with cc "none" (the fixed packet window): the fabric sees exactly
+ * what it would, PDS's window is in packets.
  */
 #ifndef UB_SIM_SOFTUB_HOST_H
 #define UB_SIM_SOFTUB_HOST_H
@@ -17,13 +28,32 @@
 #include "sim/sim.h"
 
 struct ub_sim_softub_cfg {
-    uint32_t mtu;       /* wire bytes of the largest datagram (default 4096) */
-    uint32_t pool_bufs; /* per-engine packet buffers (default 64: memory grows with hosts) */
-    uint32_t paths;     /* entropy values per engine (default 1) */
+    uint32_t mtu;          /* wire bytes of a full data packet (default 4096) */
+    uint32_t pool_bufs;    /* per-engine packet buffers (default 3 x window + 64) */
+    uint32_t paths;        /* entropy values per engine (default 1) */
+    uint32_t window;       /* PDS packets in flight per context (default 64) */
+    uint64_t rto_min_ns;   /* PDS minimum (and initial) RTO (default 100 us) */
+    uint64_t ack_delay_ns; /* PDS delayed-ACK timer (default 5 us) */
+    bool virtual_payload;  /* headers only in the buffers (see above) */
+    bool trimming;         /* the fabric trims (PDS's NSCC and REPS adapt to it) */
+    const char *cc;        /* PDS congestion control (NULL: PDS's default, NSCC) */
+    uint64_t base_rtt_ns;  /* the fabric's unloaded RTT, for NSCC (0: PDS's default) */
 };
 
+/* The wire bytes of a data packet's headers: PDS RUD request + softub extension + SES standard. */
+#define UB_SIM_SOFTUB_HDR 72u
+/* The smallest frame on the wire (ACKs and NACKs are padded to it). */
+#define UB_SIM_SOFTUB_MIN_FRAME 64u
+
 struct ub_sim_softub_stats {
-    uint64_t dgrams_sent, dgrams_rcvd, send_errors, send_blocked, trimmed_in, copies;
+    uint64_t pkts_queued;  /* data packets handed to PDS */
+    uint64_t pkts_acked;   /* acknowledged (reported by PDS) */
+    uint64_t pkts_failed;  /* failed back by PDS */
+    uint64_t send_errors;  /* ub__pds_send refused for another reason than back-pressure */
+    uint64_t send_blocked; /* the pool was empty: retried one packet time later */
+    uint64_t trimmed_in;   /* trimmed packets that reached their target */
+    uint64_t copies;       /* received packets copied out of the sender's buffer */
+    uint64_t pool_low;     /* fewest free buffers any engine had when its NIC sent */
 };
 
 struct ub_sim_softub;
@@ -33,5 +63,7 @@ int ub_sim_softub_create(struct ub_sim *sim, const struct ub_sim_softub_cfg *cfg
 const struct ub_sim_softub_stats *ub_sim_softub_stats(const struct ub_sim_softub *s);
 /* Host h's engine, e.g. for its counters. */
 struct ub__engine *ub_sim_softub_engine(struct ub_sim_softub *s, uint32_t host);
+/* Prints the engine-side counters summed over hosts (deterministic). */
+void ub_sim_softub_print(const struct ub_sim_softub *s, FILE *f);
 
 #endif

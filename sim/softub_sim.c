@@ -22,10 +22,11 @@
 
 struct opts {
     struct ub_sim_topo_cfg topo;
-    const char *workload, *cm, *fct, *ports, *transport, *cc;
+    const char *workload, *cm, *fct, *ports, *transport, *cc, *fc, *routing, *pds_cc;
     uint64_t size, seed, queue, kmin, kmax, window, rto, until;
-    uint32_t mtu, paths, incast, loss_ppm, pool;
-    bool trim, ecn, quiet, bdp_queue;
+    uint64_t xoff, xon, headroom, credits, deadlock_us, llr_ns;
+    uint32_t mtu, paths, incast, loss_ppm, pool, root, stride;
+    bool trim, ecn, quiet, bdp_queue, virtual_payload;
     struct ub_sim_fail fails[16];
     uint32_t nfails;
 };
@@ -34,16 +35,24 @@ static void usage(FILE *f)
 {
     fprintf(
         f, "usage: softub-sim [options]\n"
-           "  --topo fattree|leafspine|dumbbell   (fattree)\n"
+           "  --topo fattree|leafspine|dumbbell|ring|torus   (fattree)\n"
+           "  --x N --y N                          ring size (x), torus dimensions (x by y)\n"
            "  --k N --oversub N --hosts N          fat tree arity, ToR oversubscription, host cap\n"
-           "  --leaves N --spines N --hosts-per-leaf N\n"
+           "  --leaves N --spines N --hosts-per-leaf N (also per switch: ring, torus)\n"
+           "  --routing ecmp|updown (ecmp)  --root SWITCH (up/down's root, 0)\n"
+           "  --fc none|pfc|cbfc (none)  --xoff B --xon B --headroom B --credits B\n"
+           "  --deadlock-us US (watchdog interval; default 1000 with --fc, stops the run)\n"
            "  --rate GBPS (100) --delay-ns NS (1000) --bottleneck-gbps G (dumbbell)\n"
            "  --mtu BYTES (4096)  --queue BYTES (1 BDP with trimming, 5 BDP without)\n"
            "  --kmin BYTES --kmax BYTES (0.2/0.8 BDP)  --no-ecn  --no-trim  --loss-ppm N\n"
-           "  --workload perm|incast|single|cm (perm)  --size BYTES (2000000)\n"
-           "  --incast N  --cm FILE (htsim connection matrix)\n"
+           "  --llr-ns NS (link-level retry of corrupted frames after NS; default: drop them)\n"
+           "  --workload perm|incast|outcast|single|shift|alltoall|allreduce|cm (perm)\n"
+           "  --size BYTES (2000000; allreduce: the vector)  --incast N (incast, outcast)\n"
+           "  --stride N (shift: host i sends to host i + N)\n"
+           "  --cm FILE (htsim connection matrix)\n"
            "  --transport ref|softub (ref)  --paths N (1)  --window BYTES  --cc aimd|fixed\n"
            "  --rto-us US  --pool N (softub: buffers per engine)\n"
+           "  --virtual-payload (softub: headers-only buffers, PDS cc none)  --pds-cc NAME\n"
            "  --fail-link T_US A B | --restore-link T_US A B | --degrade-link T_US A B GBPS\n"
            "  --fail-switch T_US NODE   (nodes: hosts 0..H-1, then switches)\n"
            "  --seed N (1)  --until-us US  --fct FILE  --ports FILE  --quiet\n");
@@ -100,6 +109,8 @@ static void parse(struct opts *o, int argc, char **argv)
             o->trim = false;
         } else if (!strcmp(a, "--no-ecn")) {
             o->ecn = false;
+        } else if (!strcmp(a, "--virtual-payload")) {
+            o->virtual_payload = true;
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = true;
         } else if (!strcmp(a, "--fail-link")) {
@@ -117,10 +128,40 @@ static void parse(struct opts *o, int argc, char **argv)
                 o->topo.kind = UB_SIM_TOPO_LEAFSPINE;
             else if (!strcmp(v, "dumbbell"))
                 o->topo.kind = UB_SIM_TOPO_DUMBBELL;
+            else if (!strcmp(v, "ring"))
+                o->topo.kind = UB_SIM_TOPO_RING;
+            else if (!strcmp(v, "torus"))
+                o->topo.kind = UB_SIM_TOPO_TORUS;
             else {
                 usage(stderr);
                 exit(2);
             }
+        } else if (OPT("--x")) {
+            o->topo.x = num32(v);
+        } else if (OPT("--y")) {
+            o->topo.y = num32(v);
+        } else if (OPT("--routing")) {
+            o->routing = v;
+        } else if (OPT("--root")) {
+            o->root = num32(v);
+        } else if (OPT("--fc")) {
+            o->fc = v;
+        } else if (OPT("--xoff")) {
+            o->xoff = num(v);
+        } else if (OPT("--xon")) {
+            o->xon = num(v);
+        } else if (OPT("--headroom")) {
+            o->headroom = num(v);
+        } else if (OPT("--credits")) {
+            o->credits = num(v);
+        } else if (OPT("--deadlock-us")) {
+            o->deadlock_us = num(v);
+        } else if (OPT("--pds-cc")) {
+            o->pds_cc = v;
+        } else if (OPT("--llr-ns")) {
+            o->llr_ns = num(v);
+        } else if (OPT("--stride")) {
+            o->stride = num32(v);
         } else if (OPT("--k")) {
             o->topo.k = num32(v);
         } else if (OPT("--oversub")) {
@@ -207,6 +248,14 @@ static int workload(struct ub_sim *sim, const struct opts *o)
         return ub_sim_wl_permutation(sim, o->size, 0);
     if (!strcmp(o->workload, "incast"))
         return ub_sim_wl_incast(sim, o->incast ? o->incast : 8, 0, o->size, 0);
+    if (!strcmp(o->workload, "shift"))
+        return ub_sim_wl_shift(sim, o->stride ? o->stride : 1, o->size, 0);
+    if (!strcmp(o->workload, "outcast"))
+        return ub_sim_wl_outcast(sim, o->incast ? o->incast : 8, 0, o->size, 0);
+    if (!strcmp(o->workload, "alltoall"))
+        return ub_sim_wl_alltoall(sim, o->size, 0);
+    if (!strcmp(o->workload, "allreduce"))
+        return ub_sim_wl_allreduce(sim, o->size, 0);
     if (!strcmp(o->workload, "single"))
         return ub_sim_add_flow(sim, 0, 0, sim->nhosts - 1, o->size, 0) < 0 ? UB_EINVAL : 0;
     if (!strcmp(o->workload, "cm")) {
@@ -240,9 +289,12 @@ int main(int argc, char **argv)
         .ecn = true,
         .bdp_queue = true,
         .until = UB_SIM_NEVER,
+        .fc = "none",
+        .routing = "ecmp",
     };
     parse(&o, argc, argv);
     double t0 = wall();
+    struct ub_sim_softub *stp = NULL;
 
     struct ub_sim sim;
     int rc = ub_sim_init(&sim, o.seed);
@@ -268,7 +320,31 @@ int main(int argc, char **argv)
         q.kmax = o.kmax ? o.kmax : bdp * 4 / 5;
     }
     q.loss_ppm = o.loss_ppm;
+    q.llr_delay = o.llr_ns * UB_SIM_PS_PER_NS;
+    if (!strcmp(o.fc, "pfc"))
+        q.fc = UB_SIM_FC_PFC;
+    else if (!strcmp(o.fc, "cbfc"))
+        q.fc = UB_SIM_FC_CBFC;
+    else if (strcmp(o.fc, "none"))
+        die("--fc", UB_EINVAL);
+    if (q.fc != UB_SIM_FC_NONE) {
+        /* Headroom: what arrives while PAUSE travels back and the frame in progress ends. */
+        uint64_t link_rtt = 2 * sim.ports[0].delay + 2 * ub_sim_port_ser(&sim.ports[0], o.mtu);
+        q.headroom = o.headroom ? o.headroom : rate / 8 * link_rtt / UB_SIM_PS_PER_S + o.mtu;
+        q.xoff = o.xoff ? o.xoff : bdp / 2;
+        q.xon = o.xon ? o.xon : (q.xoff > 2ULL * o.mtu ? q.xoff - 2ULL * o.mtu : 0);
+        q.credits = o.credits ? o.credits : q.xoff + q.headroom;
+        q.prio_ctrl = true; /* ACKs travel in their own class */
+    }
     ub_sim_set_queues(&sim, &q);
+    if (!strcmp(o.routing, "updown"))
+        rc = ub_sim_set_routing(&sim, UB_SIM_ROUTE_UPDOWN, o.root);
+    else if (!strcmp(o.routing, "ecmp"))
+        rc = 0;
+    else
+        rc = UB_EINVAL;
+    if (rc)
+        die("routing", rc);
 
     if (!strcmp(o.transport, "ref")) {
         struct ub_sim_reftp_cfg tc = {
@@ -284,8 +360,22 @@ int main(int argc, char **argv)
         };
         rc = ub_sim_reftp_create(&sim, &tc, NULL);
     } else if (!strcmp(o.transport, "softub")) {
-        struct ub_sim_softub_cfg sc = {.mtu = o.mtu, .pool_bufs = o.pool, .paths = o.paths};
-        rc = ub_sim_softub_create(&sim, &sc, NULL);
+        uint64_t win = o.window ? o.window : bdp * 3 / 2; /* htsim NSCC's largest window */
+        struct ub_sim_softub_cfg sc = {
+            .mtu = o.mtu,
+            .pool_bufs = o.pool,
+            .paths = o.paths,
+            .window = (uint32_t)((win + o.mtu - 1) / o.mtu),
+            .rto_min_ns =
+                (o.rto ? o.rto
+                       : 15 * UB_SIM_PS_PER_US + 6 * ub_sim_port_ser(&sim.ports[0], q.limit)) /
+                UB_SIM_PS_PER_NS,
+            .virtual_payload = o.virtual_payload,
+            .trimming = q.trim,
+            .cc = o.pds_cc,
+            .base_rtt_ns = base_rtt / UB_SIM_PS_PER_NS,
+        };
+        rc = ub_sim_softub_create(&sim, &sc, &stp);
     } else {
         rc = UB_EINVAL;
     }
@@ -303,6 +393,9 @@ int main(int argc, char **argv)
     rc = ub_sim_start(&sim);
     if (rc)
         die("start", rc);
+    uint64_t wd = o.deadlock_us ? o.deadlock_us : (q.fc != UB_SIM_FC_NONE ? 1000 : 0);
+    if (wd)
+        ub_sim_watchdog(&sim, wd * UB_SIM_PS_PER_US, true);
 
     char b1[32], b2[32];
     printf("topology %s hosts %u switches %u ports %u rate_gbps %" PRIu64 " delay_ns %" PRIu64 "\n",
@@ -310,9 +403,10 @@ int main(int argc, char **argv)
            (uint64_t)(rate / 1000000000ULL), sim.ports[0].delay / UB_SIM_PS_PER_NS);
     printf("queue_bytes %" PRIu64 " kmin %" PRIu64 " kmax %" PRIu64 " trim %s bdp_bytes %" PRIu64
            " base_rtt_us %s\n",
-           q.limit, q.kmin, q.kmax, q.trim ? "on" : "off", bdp, ub_sim_fmt_us(base_rtt, b1));
-    printf("transport %s workload %s flows %u seed %" PRIu64 "\n", o.transport, o.workload,
-           sim.nflows, o.seed);
+           sim.qcfg.limit, sim.qcfg.kmin, sim.qcfg.kmax, sim.qcfg.trim ? "on" : "off", bdp,
+           ub_sim_fmt_us(base_rtt, b1));
+    printf("transport %s workload %s flows %u seed %" PRIu64 " routing %s fc %s\n", o.transport,
+           o.workload, sim.nflows, o.seed, o.routing, o.fc);
     double setup = wall() - t0;
 
     /* Run in slices of simulated time so the progress bar can be drawn between them. */
@@ -344,6 +438,22 @@ int main(int argc, char **argv)
     struct ub_sim_summary s;
     ub_sim_summarize(&sim, &s);
     ub_sim_print_summary(&sim, &s, stdout);
+    if (stp)
+        ub_sim_softub_print(stp, stdout);
+    if (q.llr_delay)
+        printf("llr retries %" PRIu64 "\n", sim.ctr.llr_retries);
+    if (q.fc != UB_SIM_FC_NONE)
+        printf("lossless %s xoff %" PRIu64 " xon %" PRIu64 " headroom %" PRIu64 " credits %" PRIu64
+               " pauses %" PRIu64 " resumes %" PRIu64 " headroom_overflow %" PRIu64 "\n",
+               o.fc, q.xoff, q.xon, q.headroom, q.credits, sim.ctr.pauses, sim.ctr.resumes,
+               sim.ctr.headroom_overflow);
+    if (wd) {
+        if (sim.deadlock_at != UB_SIM_NEVER)
+            printf("deadlock at_us %s stalled_ports %u\n", ub_sim_fmt_us(sim.deadlock_at, b1),
+                   sim.deadlock_ports);
+        else
+            printf("deadlock none\n");
+    }
     if (o.fct) {
         FILE *f = fopen(o.fct, "w");
         if (!f)
@@ -363,7 +473,7 @@ int main(int argc, char **argv)
             " heap_cap %u pkt_descs %" PRIu64 "\n",
             setup, run, sim.evq.fired, run > 0 ? (double)sim.evq.fired / run / 1e6 : 0.0,
             sim.evq.orphans, sim.evq.cap, sim.pool.total);
-    int ret = s.done == s.flows ? 0 : 3;
+    int ret = s.done == s.flows ? 0 : sim.deadlock_at != UB_SIM_NEVER ? 4 : 3;
     ub_sim_fini(&sim);
     return ret;
 }

@@ -9,6 +9,14 @@
  * ECMP picks a member by a hash of (src, dst, entropy value) salted per
  * switch; a dead member is skipped by probing the next one, so a failed
  * link diverts only the packets that hashed onto it.
+ *
+ * Up/down routing (Autonet): a BFS from a root switch orders the switches by
+ * (level, index); a link is "up" toward the smaller key. A legal route takes
+ * up links, then down links, never up after down, so channel dependencies
+ * cannot form a cycle and a lossless fabric cannot deadlock. Each switch
+ * keeps two next-hop sets per leaf: the shortest legal routes while the
+ * packet may still go up (phase 0), and the shortest down-only routes once it
+ * has taken a down link (phase 1, flagged UB_SIM_PF_DOWN in the packet).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +46,7 @@ void ub_sim_routes_fini(struct ub_sim_routes *rt)
     free(rt->groups);
     free(rt->gports);
     free(rt->salt);
+    free(rt->is_down);
     memset(rt, 0, sizeof(*rt));
 }
 
@@ -85,11 +94,20 @@ static int grow_push(struct grow *g, const void *item, size_t size)
     return 0;
 }
 
+static int updown_dists(struct ub_sim *sim, uint16_t *dist, uint32_t *queue, uint64_t **keyp);
+
 int ub_sim_routes_build(struct ub_sim *sim)
 {
     struct ub_sim_routes *rt = &sim->rt;
     uint32_t H = sim->nhosts, S = sim->nswitches;
+    enum ub_sim_routing kind = rt->kind;
+    uint32_t root = rt->root;
     ub_sim_routes_fini(rt);
+    rt->kind = kind;
+    rt->root = root;
+    rt->nphase = kind == UB_SIM_ROUTE_UPDOWN ? 2 : 1;
+    if (kind == UB_SIM_ROUTE_UPDOWN && root >= S)
+        return UB_EINVAL;
     rt->leaf_of = alloc_u32(S, UB_SIM_NONE);
     rt->host_leaf = alloc_u32(H, UB_SIM_NONE);
     rt->host_port = alloc_u32(H, UB_SIM_NONE);
@@ -115,12 +133,13 @@ int ub_sim_routes_build(struct ub_sim *sim)
     for (uint32_t h = 0; h < H; h++)
         if (rt->host_leaf[h] == UB_SIM_NONE)
             return UB_EINVAL;
-    uint32_t L = rt->nleaves;
+    uint32_t L = rt->nleaves, P = rt->nphase;
     rt->leaf_sw = alloc_u32(L, 0);
-    rt->grp = alloc_u32((size_t)S * L, UB_SIM_NONE);
-    uint16_t *dist = malloc((size_t)L * S * sizeof(*dist) + 1);
+    rt->grp = alloc_u32((size_t)S * L * P, UB_SIM_NONE);
+    uint16_t *dist = malloc((size_t)L * S * P * sizeof(*dist) + 1);
     uint32_t *queue = alloc_u32(S, 0);
     uint32_t *tmp = alloc_u32(65536, 0);
+    uint64_t *key = NULL;
     struct grow groups = {0}, gports = {0};
     int rc = UB_ENOMEM;
     if (!rt->leaf_sw || !rt->grp || !dist || !queue || !tmp)
@@ -128,20 +147,38 @@ int ub_sim_routes_build(struct ub_sim *sim)
     for (uint32_t s = 0; s < S; s++)
         if (rt->leaf_of[s] != UB_SIM_NONE)
             rt->leaf_sw[rt->leaf_of[s]] = s;
-    for (uint32_t l = 0; l < L; l++)
-        bfs(sim, rt->leaf_sw[l], dist + (size_t)l * S, queue);
+    if (P == 1) {
+        for (uint32_t l = 0; l < L; l++)
+            bfs(sim, rt->leaf_sw[l], dist + (size_t)l * S, queue);
+    } else if ((rc = updown_dists(sim, dist, queue, &key)) != 0) {
+        goto out;
+    }
+    rc = UB_ENOMEM;
 
     for (uint32_t s = 0; s < S; s++) {
         const struct ub_sim_node *nd = &sim->nodes[H + s];
         uint32_t first_group = groups.n;
-        for (uint32_t l = 0; l < L; l++) {
-            const uint16_t *d = dist + (size_t)l * S;
-            if (rt->leaf_sw[l] == s || d[s] == DIST_INF)
+        for (uint32_t lp = 0; lp < L * P; lp++) {
+            uint32_t l = lp / P, phase = lp % P;
+            const uint16_t *d = dist + (size_t)l * S * P; /* up/down: [any, down-only] */
+            const uint16_t *dd = P == 2 ? d + S : d;
+            const uint16_t *want = phase ? dd : d;
+            if (rt->leaf_sw[l] == s || want[s] == DIST_INF)
                 continue;
             uint32_t n = 0;
             for (uint32_t i = 0; i < nd->nports && n < 65536; i++) {
                 uint32_t peer = sim->ports[nd->port_base + i].peer;
-                if (peer >= H && d[peer - H] + 1 == d[s])
+                if (peer < H)
+                    continue;
+                peer -= H;
+                bool ok;
+                if (P == 1)
+                    ok = d[peer] + 1 == d[s];
+                else if (key[peer] < key[s]) /* up: only while up is still allowed */
+                    ok = !phase && d[peer] + 1 == d[s];
+                else
+                    ok = dd[peer] + 1 == want[s];
+                if (ok)
                     tmp[n++] = nd->port_base + i;
             }
             uint32_t g;
@@ -159,7 +196,7 @@ int ub_sim_routes_build(struct ub_sim *sim)
                     if (grow_push(&gports, &tmp[i], sizeof(*tmp)))
                         goto out;
             }
-            rt->grp[(size_t)s * L + l] = g;
+            rt->grp[(size_t)s * L * P + lp] = g;
         }
     }
     rt->groups = groups.p;
@@ -168,12 +205,101 @@ int ub_sim_routes_build(struct ub_sim *sim)
     groups.p = gports.p = NULL;
     rc = 0;
 out:
+    free(key);
     free(groups.p);
     free(gports.p);
     free(dist);
     free(queue);
     free(tmp);
     return rc;
+}
+
+/*
+ * Up/down distances per leaf into dist[l][0..S) (legal up*down* routes) and
+ * dist[l][S..2S) (down-only routes); *keyp gets the (level, index) order.
+ */
+static int updown_dists(struct ub_sim *sim, uint16_t *dist, uint32_t *queue, uint64_t **keyp)
+{
+    struct ub_sim_routes *rt = &sim->rt;
+    uint32_t H = sim->nhosts, S = sim->nswitches, L = rt->nleaves;
+    uint16_t *level = malloc(S * sizeof(*level));
+    uint64_t *key = malloc(S * sizeof(*key));
+    uint32_t *order = alloc_u32(S, 0);
+    rt->is_down = calloc(sim->nports, 1);
+    if (!level || !key || !order || !rt->is_down) {
+        free(level);
+        free(key);
+        free(order);
+        return UB_ENOMEM;
+    }
+    bfs(sim, rt->root, level, queue);
+    int rc = 0;
+    for (uint32_t s = 0; s < S; s++) {
+        if (level[s] == DIST_INF)
+            rc = UB_EINVAL; /* a switch the root cannot reach */
+        key[s] = (uint64_t)level[s] * S + s;
+    }
+    /* BFS order from the root is ascending key order. */
+    memcpy(order, queue, S * sizeof(*order));
+    for (uint32_t s = 0; s < S && !rc; s++) {
+        const struct ub_sim_node *nd = &sim->nodes[H + s];
+        for (uint32_t i = 0; i < nd->nports; i++) {
+            uint32_t peer = sim->ports[nd->port_base + i].peer;
+            if (peer >= H && key[peer - H] > key[s])
+                rt->is_down[nd->port_base + i] = 1;
+        }
+    }
+    for (uint32_t l = 0; l < L && !rc; l++) {
+        uint16_t *any = dist + (size_t)l * 2 * S, *down = any + S;
+        for (uint32_t s = 0; s < S; s++)
+            down[s] = DIST_INF;
+        /* Down-only distances: walk from the leaf up the down links in reverse. */
+        uint32_t qh = 0, qt = 0;
+        down[rt->leaf_sw[l]] = 0;
+        queue[qt++] = rt->leaf_sw[l];
+        while (qh < qt) {
+            uint32_t x = queue[qh++];
+            const struct ub_sim_node *nd = &sim->nodes[H + x];
+            for (uint32_t i = 0; i < nd->nports; i++) {
+                uint32_t y = sim->ports[nd->port_base + i].peer;
+                if (y < H)
+                    continue;
+                y -= H;
+                if (key[y] < key[x] && down[y] == DIST_INF) {
+                    down[y] = (uint16_t)(down[x] + 1);
+                    queue[qt++] = y;
+                }
+            }
+        }
+        /* Up then down: every up neighbour has a smaller key, so is settled first. */
+        for (uint32_t k = 0; k < S; k++) {
+            uint32_t s = order[k];
+            uint32_t best = down[s];
+            const struct ub_sim_node *nd = &sim->nodes[H + s];
+            for (uint32_t i = 0; i < nd->nports; i++) {
+                uint32_t y = sim->ports[nd->port_base + i].peer;
+                if (y >= H && key[y - H] < key[s] && any[y - H] != DIST_INF &&
+                    any[y - H] + 1u < best)
+                    best = any[y - H] + 1u;
+            }
+            any[s] = (uint16_t)best;
+        }
+    }
+    free(level);
+    free(order);
+    if (rc) {
+        free(key);
+        return rc;
+    }
+    *keyp = key;
+    return 0;
+}
+
+int ub_sim_set_routing(struct ub_sim *sim, enum ub_sim_routing kind, uint32_t root)
+{
+    sim->rt.kind = kind;
+    sim->rt.root = root;
+    return ub_sim_routes_build(sim);
 }
 
 static inline uint32_t pick(const struct ub_sim *sim, uint32_t s, const struct ub_sim_pkt *p,
@@ -202,11 +328,15 @@ void ub_sim_switch_input(struct ub_sim *sim, uint32_t node, struct ub_sim_pkt *p
     if (leaf == s) {
         port = rt->host_port[p->dst];
     } else {
-        uint32_t g = rt->grp[(size_t)s * rt->nleaves + rt->leaf_of[leaf]];
+        uint32_t phase = rt->nphase == 2 && (p->flags & UB_SIM_PF_DOWN);
+        uint32_t g = rt->grp[((size_t)s * rt->nleaves + rt->leaf_of[leaf]) * rt->nphase + phase];
         port = g == UB_SIM_NONE ? UB_SIM_NONE : pick(sim, s, p, &rt->groups[g]);
+        if (port != UB_SIM_NONE && rt->is_down && rt->is_down[port])
+            p->flags |= UB_SIM_PF_DOWN;
     }
     if (port == UB_SIM_NONE) {
         sim->ctr.noroute_drops++;
+        ub_sim_fc_release(sim, p);
         ub_sim_pkt_free(sim, p);
         return;
     }
@@ -219,6 +349,7 @@ uint32_t ub_sim_path(const struct ub_sim *sim, uint32_t a, uint32_t b, uint32_t 
     const struct ub_sim_routes *rt = &sim->rt;
     uint32_t n = 0, H = sim->nhosts;
     uint32_t port = a; /* the host's NIC port */
+    uint32_t phase = 0;
     while (n < max) {
         ports[n++] = port;
         uint32_t node = sim->ports[port].peer;
@@ -229,10 +360,12 @@ uint32_t ub_sim_path(const struct ub_sim *sim, uint32_t a, uint32_t b, uint32_t 
             port = rt->host_port[b];
             continue;
         }
-        uint32_t g = rt->grp[(size_t)s * rt->nleaves + rt->leaf_of[leaf]];
+        uint32_t g = rt->grp[((size_t)s * rt->nleaves + rt->leaf_of[leaf]) * rt->nphase + phase];
         if (g == UB_SIM_NONE)
             return 0;
         port = rt->gports[rt->groups[g].off];
+        if (rt->is_down && rt->is_down[port])
+            phase = 1;
     }
     return 0;
 }

@@ -85,6 +85,49 @@ static int dumbbell(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t *
     return rc;
 }
 
+/* Hosts first (hpl per switch, switch by switch), then switch i at node H + i. */
+static int hosts_on_switches(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t ns,
+                             uint32_t *nh)
+{
+    uint32_t hpl = c->hosts_per_leaf ? c->hosts_per_leaf : 1, H = ns * hpl;
+    int rc = 0;
+    for (uint32_t h = 0; h < H && !rc; h++)
+        rc = add(l, h, H + h / hpl, c->rate, c->delay);
+    *nh = H;
+    return rc;
+}
+
+/* Switch i links to i + 1 (mod x): x >= 3. */
+static int ring(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t *nh, uint32_t *ns)
+{
+    uint32_t X = c->x;
+    if (X < 3)
+        return UB_EINVAL;
+    int rc = hosts_on_switches(c, l, X, nh);
+    for (uint32_t i = 0; i < X && !rc; i++)
+        rc = add(l, *nh + i, *nh + (i + 1) % X, c->rate, c->delay);
+    *ns = X;
+    return rc;
+}
+
+/* Switch (i, j) = i + j * x links to (i + 1, j) and (i, j + 1), wrapping: x, y >= 3. */
+static int torus(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t *nh, uint32_t *ns)
+{
+    uint32_t X = c->x, Y = c->y;
+    if (X < 3 || Y < 3)
+        return UB_EINVAL;
+    int rc = hosts_on_switches(c, l, X * Y, nh);
+    uint32_t H = *nh;
+    for (uint32_t j = 0; j < Y && !rc; j++)
+        for (uint32_t i = 0; i < X && !rc; i++) {
+            rc = add(l, H + i + j * X, H + (i + 1) % X + j * X, c->rate, c->delay);
+            if (!rc)
+                rc = add(l, H + i + j * X, H + i + ((j + 1) % Y) * X, c->rate, c->delay);
+        }
+    *ns = X * Y;
+    return rc;
+}
+
 int ub_sim_topo_build(struct ub_sim *sim, const struct ub_sim_topo_cfg *cfg,
                       const struct ub_sim_qcfg *q)
 {
@@ -106,6 +149,12 @@ int ub_sim_topo_build(struct ub_sim *sim, const struct ub_sim_topo_cfg *cfg,
     case UB_SIM_TOPO_DUMBBELL:
         rc = dumbbell(&c, &l, &nh, &ns);
         break;
+    case UB_SIM_TOPO_RING:
+        rc = ring(&c, &l, &nh, &ns);
+        break;
+    case UB_SIM_TOPO_TORUS:
+        rc = torus(&c, &l, &nh, &ns);
+        break;
     default:
         rc = UB_EINVAL;
     }
@@ -124,6 +173,10 @@ const char *ub_sim_topo_name(enum ub_sim_topo_kind kind)
         return "leafspine";
     case UB_SIM_TOPO_DUMBBELL:
         return "dumbbell";
+    case UB_SIM_TOPO_RING:
+        return "ring";
+    case UB_SIM_TOPO_TORUS:
+        return "torus";
     }
     return "?";
 }

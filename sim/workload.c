@@ -51,6 +51,65 @@ int ub_sim_wl_incast(struct ub_sim *sim, uint32_t n, uint32_t dst, uint64_t size
     return 0;
 }
 
+int ub_sim_wl_outcast(struct ub_sim *sim, uint32_t n, uint32_t src, uint64_t size, uint64_t start)
+{
+    if (src >= sim->nhosts || n == 0 || n >= sim->nhosts)
+        return UB_EINVAL;
+    for (uint32_t i = 0; i < n; i++) {
+        int rc = ub_sim_add_flow(sim, 0, src, (src + 1 + i) % sim->nhosts, size, start);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int ub_sim_wl_shift(struct ub_sim *sim, uint32_t stride, uint64_t size, uint64_t start)
+{
+    uint32_t n = sim->nhosts;
+    if (n < 2 || stride % n == 0)
+        return UB_EINVAL;
+    for (uint32_t i = 0; i < n; i++) {
+        int rc = ub_sim_add_flow(sim, 0, i, (uint32_t)((i + (uint64_t)stride) % n), size, start);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int ub_sim_wl_alltoall(struct ub_sim *sim, uint64_t size, uint64_t start)
+{
+    uint32_t n = sim->nhosts;
+    if (n < 2)
+        return UB_EINVAL;
+    /* Each host starts with a different peer, so the first packets do not all hit one host. */
+    for (uint32_t k = 1; k < n; k++)
+        for (uint32_t i = 0; i < n; i++) {
+            int rc = ub_sim_add_flow(sim, 0, i, (i + k) % n, size, start);
+            if (rc < 0)
+                return rc;
+        }
+    return 0;
+}
+
+int ub_sim_wl_allreduce(struct ub_sim *sim, uint64_t size, uint64_t start)
+{
+    uint32_t n = sim->nhosts;
+    if (n < 2)
+        return UB_EINVAL;
+    uint64_t chunk = (size + n - 1) / n;
+    uint32_t base = sim->nflows;
+    for (uint32_t step = 0; step < 2 * (n - 1); step++)
+        for (uint32_t i = 0; i < n; i++) {
+            int rc = ub_sim_add_flow(sim, 0, i, (i + 1) % n, chunk, start);
+            if (rc < 0)
+                return rc;
+            /* Step s from host i waits for step s - 1 into host i (from host i - 1). */
+            if (step)
+                sim->flows[rc].dep = base + (step - 1) * n + (i + n - 1) % n;
+        }
+    return 0;
+}
+
 static bool parse_u64(const char *s, uint64_t *v)
 {
     char *end;
