@@ -14,9 +14,9 @@
  *
  * Every call returns 0 (or a count) on success and a negative UB_E* code
  * (<softub/errors.h>) on misuse; the outcome of a request is its completion
- * record's status. Objects are opaque. A context and everything created
- * from it are used from one thread at a time unless docs/api.md says
- * otherwise.
+ * record's status. Objects are opaque. Every call on a context and the
+ * objects created from it takes the context's lock, so any thread may call
+ * them (docs/progress.md); the usual design is still one thread per context.
  */
 #ifndef SOFTUB_URMA_H
 #define SOFTUB_URMA_H
@@ -56,17 +56,39 @@ enum ub_transport_mode {
 
 /* Zero fields take defaults. */
 struct ub_context_attr {
-    uint64_t seed; /* PRNG seed; 0: from the system (real runs) */
+    uint64_t seed; /* PRNG seed; 0: from the system (getrandom: every process a new incarnation) */
     enum ub_progress_mode progress;
     uint32_t mtu;        /* largest datagram; 0: the device's */
     uint32_t num_paths;  /* entropy values to spray over; 0: the device's */
     ub_loopnet *loopnet; /* required for "loop:N" URIs */
+    /*
+     * Failure bound: a peer that answers nothing is declared unreachable (its requests
+     * complete with UB_CR_PEER_UNREACHABLE) after about timeout_ms (0: the transport's
+     * defaults, under a second) spread over `retries` retransmission timeouts (0: 8).
+     */
+    uint32_t timeout_ms;
+    uint32_t retries;
+    uint32_t spin_us; /* UB_PROGRESS_AUTO: busy-poll this long after work before sleeping; 0: 50 */
+    /* Messages (SEND, SEND_IMM, TSEND) longer than this go by rendezvous; 0: 16384 bytes. */
+    uint32_t eager_max;
+    /*
+     * Response bound: a request whose packets all reached the target but whose response
+     * (READ data, atomic value, message acknowledgement) does not come within this long
+     * completes with UB_CR_PEER_UNREACHABLE; 0: 2000 ms.
+     */
+    uint32_t rsp_timeout_ms;
 };
 
 /*
- * Opens an endpoint. uri: "loop:N" (port N of attr->loopnet), and later
- * "udp://IP:PORT?paths=8", "shm://NAME". UB_EINVAL for a bad URI,
- * UB_ENOTSUP for a device this build lacks, UB_EBUSY if the address is taken.
+ * Opens an endpoint (docs/api.md, "Devices and addresses"). uri:
+ *   "loop:N"                 port N of attr->loopnet (tests)
+ *   "udp://IP:PORT?key=v&.." multipath UDP (docs/device-udp.md: paths, mtu, rcvbuf, ...);
+ *                            IPv6 as "udp://[::1]:PORT"; PORT 0: ephemeral; "shm=1" also opens
+ *                            a shm endpoint and reaches peers on this host through it
+ *   "shm://ID?key=v&.."      shared memory (docs/device-shm.md); ID 1..65535, 0 or empty: any
+ *                            free one, a name: mapped to an id by a fixed hash
+ * UB_EINVAL for a bad URI, UB_ENOTSUP for a device this build lacks, UB_EBUSY if the
+ * address is taken.
  */
 int ub_context_open(const char *uri, const struct ub_context_attr *attr, ub_context **out);
 /* Destroys everything created from ctx; outstanding requests complete as flushed first. */
@@ -74,6 +96,32 @@ int ub_context_close(ub_context *ctx);
 
 /* Runs the protocol once (receive, timers, send); returns how much work it did (>= 0). */
 int ub_progress(ub_context *ctx);
+
+/*
+ * A file descriptor that polls readable when the context has packets to process (manual
+ * progress in the application's own epoll loop: call ub_progress when it fires, and at
+ * the latest after ub_context_next_timeout_ms). -1 if the device has none (loop).
+ */
+int ub_context_fd(const ub_context *ctx);
+/* Milliseconds until the context's next timer (-1: none, 0: due now). */
+int ub_context_next_timeout_ms(ub_context *ctx);
+/* The context's address, formatted ("udp:127.0.0.1:4790", "shm:42"); snprintf's result. */
+int ub_context_addr(const ub_context *ctx, char *buf, size_t len);
+
+/* Counters of one context (for tools and tests). */
+#define UB_STATS_MAX_PATHS 64
+struct ub_context_stats {
+    uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes; /* datagrams through the engine */
+    uint64_t rx_malformed;                         /* datagrams that did not parse: dropped */
+    uint64_t rx_unsupported; /* parsed, but nothing here serves them: dropped */
+    uint64_t retransmits;    /* transport retransmissions */
+    uint64_t peers_failed;   /* transport contexts given up (peer unreachable) */
+    uint64_t dev_rx_drops;   /* receive drops the device saw (kernel socket buffer full) */
+    uint64_t tx_udp_pkts, tx_shm_pkts; /* datagrams handed to each device */
+    uint32_t num_paths;
+    uint64_t path_tx_pkts[UB_STATS_MAX_PATHS]; /* udp: per entropy value (source port) */
+};
+int ub_context_stats(ub_context *ctx, struct ub_context_stats *out);
 
 /* Asynchronous errors not tied to one request (a peer restarted, a device failed). */
 struct ub_async_event {
@@ -179,9 +227,17 @@ struct ub_jfs_attr {
     ub_jfc *jfc;         /* required */
     enum ub_transport_mode tm;
     uint64_t user_ctx;
-    uint32_t rnr_retry; /* retries after "receiver not ready" before UB_CR_RNR; 0: 7 */
+    uint32_t rnr_retry; /* UB_JFS_F_RNR_RETRY: retries after "receiver not ready"; 0: 7 */
+    uint32_t flags;     /* UB_JFS_F_* */
+    /* A message the target deferred (no receive buffer) completes with UB_CR_RNR if no buffer
+     * is posted within this long; 0: 1000 ms. */
+    uint32_t defer_timeout_ms;
 };
 #define UB_RNR_NO_RETRY 0xffffffffu /* rnr_retry: fail at the first RNR */
+/* Messages that find no receive buffer are retried blindly (back-off, rnr_retry times)
+ * instead of deferred (the default: the target asks for the message again when a buffer
+ * is posted). */
+#define UB_JFS_F_RNR_RETRY 0x1u
 int ub_jfs_create(ub_context *ctx, const struct ub_jfs_attr *attr, ub_jfs **out);
 /* Outstanding requests complete as flushed. */
 int ub_jfs_destroy(ub_jfs *jfs);
@@ -322,6 +378,31 @@ struct ub_rwr {
 };
 int ub_post_recv(ub_jfr *jfr, struct ub_rwr *wr, struct ub_rwr **bad_wr);
 int ub_post_jetty_recv(ub_jetty *jetty, struct ub_rwr *wr, struct ub_rwr **bad_wr);
+
+/* ---- bootstrap: shipping descriptors between processes ------------------------------- */
+
+/*
+ * A tiny out-of-band channel for descriptor blobs (tools, tests, demo). A message is at
+ * most UB_BOOTSTRAP_MAX_MSG bytes; every call is bounded by its timeout (ms, >= 0).
+ *   "tcp://IP:PORT": ub_bootstrap_listen (PORT 0: ephemeral; ub_bootstrap_uri says which)
+ *                    then ub_bootstrap_accept (one peer), or ub_bootstrap_connect (retries
+ *                    until the timeout while nobody listens)
+ * Files: ub_bootstrap_file_put writes a blob atomically (temporary file + rename);
+ * ub_bootstrap_file_get waits (inotify, bounded) for it to appear and reads it.
+ */
+typedef struct ub_bootstrap ub_bootstrap;
+#define UB_BOOTSTRAP_MAX_MSG 65536
+int ub_bootstrap_listen(const char *uri, ub_bootstrap **out);
+int ub_bootstrap_uri(const ub_bootstrap *b, char *buf, size_t len);
+/* Waits for one peer; the listener then becomes the connection. UB_ETIMEDOUT. */
+int ub_bootstrap_accept(ub_bootstrap *b, int timeout_ms);
+int ub_bootstrap_connect(const char *uri, int timeout_ms, ub_bootstrap **out);
+int ub_bootstrap_send(ub_bootstrap *b, const void *msg, size_t len, int timeout_ms);
+/* Receives one message into buf: its length, UB_ELENGTH if above cap, UB_ETIMEDOUT, UB_EIO. */
+int ub_bootstrap_recv(ub_bootstrap *b, void *buf, size_t cap, int timeout_ms);
+int ub_bootstrap_close(ub_bootstrap *b);
+int ub_bootstrap_file_put(const char *path, const void *msg, size_t len);
+int ub_bootstrap_file_get(const char *path, void *buf, size_t cap, int timeout_ms);
 
 #ifdef __cplusplus
 }

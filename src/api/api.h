@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "dev/loop.h"
 #include "ses/ses.h"
+#include "api/ctx.h"
 
 #define UB_API_DEFAULT_JFC_DEPTH 1024
 #define UB_API_DEFAULT_DEPTH     256
@@ -38,6 +39,28 @@ void ub__loopnet_reap(ub_loopnet *n, bool force);
 /* Bytes 5..27 of every descriptor: the context's address. */
 void ub__desc_put_addr(uint8_t *d, const struct ub__addr *a);
 int ub__desc_get_addr(const uint8_t *d, struct ub__addr *a);
+/*
+ * Bytes 48..55 of every descriptor: an alternative address on this host (the shm endpoint
+ * of a "udp://...?shm=1" context): family, port (16), 0, host id (32). Zero when none.
+ */
+void ub__desc_put_alt(uint8_t *d, const ub_context *ctx);
+/* The address an importer uses: the alternative one when it can reach it, else a. */
+void ub__desc_route(ub_context *importer, const uint8_t *d, struct ub__addr *a);
+
+/* The context lock (ctx.h: the threading rule). Unlock also wakes the progress thread if
+ * the call left the engine wanting to run sooner than the thread's sleep. */
+static inline void ub__ctx_lock(ub_context *c)
+{
+    pthread_mutex_lock(&ub__ctx_of(c)->lock);
+}
+
+static inline void ub__ctx_unlock(ub_context *c)
+{
+    struct ub__ctx *x = ub__ctx_of(c);
+    if (x->thread_started)
+        ub__progress_kick(x);
+    pthread_mutex_unlock(&x->lock);
+}
 /* A fresh object id (1 .. UB_API_ID_MAX) not in use for kind. */
 uint32_t ub__ctx_new_id(ub_context *ctx, uint32_t kind);
 

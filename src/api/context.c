@@ -1,14 +1,23 @@
 /* Contexts: opening an endpoint on a device, progress, asynchronous events, closing. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <softub/errors.h>
 #include "api/api.h"
 #include "core/compiler.h"
+#include "dev/shm.h"
+#include "dev/udp.h"
 
 uint64_t ub__ctx_now(const ub_context *ctx)
 {
-    return ub__clock_now(&ctx->net->clock);
+    const struct ub__ctx *x = ub__ctx_of(ctx);
+    if (x->kind == UB_CTX_LOOP)
+        return ub__clock_now(&ctx->net->clock); /* tests may swap the fabric's clock */
+    return ub__clock_now(&x->clock);
 }
 
 uint32_t ub__ctx_new_id(ub_context *ctx, uint32_t kind)
@@ -47,10 +56,74 @@ static void impair_pair(ub_loopnet *n, uint16_t a, uint16_t b)
     ub__loopnet_impair(n->net, a, b, &ic);
 }
 
-UB_EXPORT int ub_context_open(const char *uri, const struct ub_context_attr *attr, ub_context **out)
+/* A seed from the system: a restarted process is a new incarnation with new object ids. */
+static uint64_t system_seed(const void *salt)
 {
-    if (!uri || !attr || !out)
-        return UB_EINVAL;
+    uint64_t s = 0;
+    ssize_t n = getrandom(&s, sizeof(s), GRND_NONBLOCK);
+    if (n != (ssize_t)sizeof(s) || !s)
+        s ^= ub__clock_monotonic_ns(NULL) ^ ((uint64_t)(uintptr_t)salt << 17) ^
+             0x9e3779b97f4a7c15ull;
+    return s ? s : 1;
+}
+
+/* The transport's retry bound from the attributes: about timeout_ms over retries RTOs. */
+static void failure_bound(const struct ub_context_attr *a, struct ub__pds_cfg *pc)
+{
+    if (a->retries)
+        pc->max_retries = a->retries;
+    if (!a->timeout_ms)
+        return;
+    uint32_t r = (a->retries ? a->retries : 8) + 1;
+    uint64_t rto_max = (uint64_t)a->timeout_ms * UB_NS_PER_MS / r;
+    if (rto_max < 50 * UB_NS_PER_US)
+        rto_max = 50 * UB_NS_PER_US;
+    pc->rto_max_ns = rto_max;
+    pc->rto_min_ns = rto_max < 200 * UB_NS_PER_US ? rto_max : 200 * UB_NS_PER_US;
+    pc->rto_init_ns = rto_max < UB_NS_PER_MS ? rto_max : UB_NS_PER_MS;
+    pc->idle_close_ns = 100 * UB_NS_PER_MS > rto_max ? 100 * UB_NS_PER_MS : rto_max;
+}
+
+/* Everything after the device is open: engine, tables, SES. Frees x and dev on failure. */
+static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint64_t seed_salt)
+{
+    ub_context *ctx = &x->c;
+    struct ub__engine_cfg ec;
+    memset(&ec, 0, sizeof(ec));
+    ec.seed = attr->seed ? attr->seed : system_seed((const void *)(uintptr_t)seed_salt);
+    uint32_t dmtu = ub__dev_mtu(ctx->dev);
+    ec.mtu = attr->mtu && attr->mtu < dmtu ? attr->mtu : dmtu;
+    uint32_t dpaths = ub__dev_num_paths(ctx->dev);
+    ec.num_paths = attr->num_paths && attr->num_paths < dpaths ? attr->num_paths : dpaths;
+    failure_bound(attr, &ec.pds);
+    int rc = ub__engine_init(&ctx->eng, &ec);
+    if (rc)
+        return rc;
+    struct ub__list *lists[] = {&ctx->jfces,  &ctx->jfcs, &ctx->jfss,  &ctx->jfrs,
+                                &ctx->jettys, &ctx->segs, &ctx->tsegs, &ctx->tjettys};
+    for (size_t i = 0; i < UB_ARRAY_SIZE(lists); i++)
+        ub__list_init(lists[i]);
+    ub__list_init(&ctx->zombie);
+    ctx->next_id = (uint32_t)ub__rng_next(&ctx->eng.rng);
+    if ((rc = ub__hmap_init(&ctx->objs, 64, 0, ub__rng_next(&ctx->eng.rng))) != 0 ||
+        (rc = ub__ses_init(&ctx->ses, ctx)) != 0) {
+        ub__hmap_fini(&ctx->objs);
+        ub__engine_fini(&ctx->eng);
+        return rc;
+    }
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&x->lock, &ma);
+    pthread_mutexattr_destroy(&ma);
+    x->wake_fd = -1;
+    x->epfd = -1;
+    x->spin_ns = (uint64_t)(attr->spin_us ? attr->spin_us : UB_API_DEFAULT_SPIN_US) * UB_NS_PER_US;
+    return 0;
+}
+
+static int open_loop(const char *uri, const struct ub_context_attr *attr, ub_context **out)
+{
     uint32_t port;
     int rc = parse_loop_uri(uri, &port);
     if (rc)
@@ -59,48 +132,26 @@ UB_EXPORT int ub_context_open(const char *uri, const struct ub_context_attr *att
     if (!n || port >= n->attr.ports)
         return UB_EINVAL;
     if (attr->progress == UB_PROGRESS_AUTO)
-        return UB_ENOTSUP; /* the progress thread comes with the real networks */
-    if (attr->progress != UB_PROGRESS_MANUAL)
-        return UB_EINVAL;
+        return UB_ENOTSUP; /* a loop fabric is shared by its contexts: progressed in turn */
     ub__loopnet_reap(n, false);
-    ub_context *ctx = calloc(1, sizeof(*ctx));
-    if (!ctx)
+    struct ub__ctx *x = calloc(1, sizeof(*x));
+    if (!x)
         return UB_ENOMEM;
+    ub_context *ctx = &x->c;
+    x->kind = UB_CTX_LOOP;
     ctx->attr = *attr;
     ctx->net = n;
     ctx->port = (uint16_t)port;
-    ub__list_init(&ctx->zombie);
     rc = ub__loop_open(n->net, (uint16_t)port, &ctx->dev);
     if (rc) {
-        free(ctx);
+        free(x);
         return rc == UB_EEXIST ? UB_EBUSY : rc;
     }
-    struct ub__engine_cfg ec;
-    memset(&ec, 0, sizeof(ec));
-    uint64_t now = ub__clock_now(&n->clock);
-    ec.seed = attr->seed ? attr->seed : (now ^ ((uint64_t)port << 48) ^ (uint64_t)(uintptr_t)ctx);
-    uint32_t dmtu = ub__dev_mtu(ctx->dev);
-    ec.mtu = attr->mtu && attr->mtu < dmtu ? attr->mtu : dmtu;
-    uint32_t dpaths = ub__dev_num_paths(ctx->dev);
-    ec.num_paths = attr->num_paths && attr->num_paths < dpaths ? attr->num_paths : dpaths;
-    rc = ub__engine_init(&ctx->eng, &ec);
-    if (rc) {
-        ub__dev_close(ctx->dev);
-        free(ctx);
-        return rc;
-    }
     ub__addr_loop(&ctx->addr, (uint16_t)port);
-    struct ub__list *lists[] = {&ctx->jfces,  &ctx->jfcs, &ctx->jfss,  &ctx->jfrs,
-                                &ctx->jettys, &ctx->segs, &ctx->tsegs, &ctx->tjettys};
-    for (size_t i = 0; i < UB_ARRAY_SIZE(lists); i++)
-        ub__list_init(lists[i]);
-    ctx->next_id = (uint32_t)ub__rng_next(&ctx->eng.rng);
-    if ((rc = ub__hmap_init(&ctx->objs, 64, 0, ub__rng_next(&ctx->eng.rng))) != 0 ||
-        (rc = ub__ses_init(&ctx->ses, ctx)) != 0) {
-        ub__hmap_fini(&ctx->objs);
+    uint64_t salt = ub__clock_now(&n->clock) ^ ((uint64_t)port << 48) ^ (uint64_t)(uintptr_t)x;
+    if ((rc = ctx_init(x, attr, salt)) != 0) {
         ub__dev_close(ctx->dev);
-        ub__engine_fini(&ctx->eng);
-        free(ctx);
+        free(x);
         return rc;
     }
     n->ports[port] = ctx;
@@ -117,10 +168,58 @@ UB_EXPORT int ub_context_open(const char *uri, const struct ub_context_attr *att
     return 0;
 }
 
+UB_EXPORT int ub_context_open(const char *uri, const struct ub_context_attr *attr, ub_context **out)
+{
+    if (!uri || !attr || !out)
+        return UB_EINVAL;
+    if (attr->progress != UB_PROGRESS_MANUAL && attr->progress != UB_PROGRESS_AUTO)
+        return UB_EINVAL;
+    if (strncmp(uri, "loop:", 5) == 0)
+        return open_loop(uri, attr, out);
+    struct ub__devsel ds;
+    int rc = ub__devsel_open(uri, &ds);
+    if (rc)
+        return rc;
+    struct ub__ctx *x = calloc(1, sizeof(*x));
+    if (!x) {
+        ub__dev_close(ds.dev);
+        return UB_ENOMEM;
+    }
+    ub_context *ctx = &x->c;
+    x->kind = ds.kind;
+    x->udp = ds.udp;
+    x->shm = ds.shm;
+    x->clock = ub__clock_real;
+    ctx->attr = *attr;
+    ctx->dev = ds.dev;
+    ctx->addr = ds.dev->local;
+    if (ds.kind == UB_CTX_MULTI) {
+        x->shm_addr = ds.shm->local;
+        x->host_id = ub__host_id();
+    } else if (ds.kind == UB_CTX_SHM) {
+        x->host_id = ub__host_id();
+    }
+    if ((rc = ctx_init(x, attr, (uint64_t)(uintptr_t)x)) != 0) {
+        ub__dev_close(ds.dev);
+        free(x);
+        return rc;
+    }
+    if (attr->progress == UB_PROGRESS_AUTO && (rc = ub__progress_start(x)) != 0) {
+        ctx->attr.progress = UB_PROGRESS_MANUAL;
+        ub_context_close(ctx);
+        return rc;
+    }
+    *out = ctx;
+    return 0;
+}
+
 UB_EXPORT int ub_context_close(ub_context *ctx)
 {
     if (!ctx)
         return UB_EINVAL;
+    struct ub__ctx *x = ub__ctx_of(ctx);
+    ub__progress_stop(x); /* no one else drives it from here on */
+    ub__ctx_lock(ctx);
     ctx->closing = true;
     struct ub__list *l;
     while (!ub__list_empty(&ctx->jettys))
@@ -149,11 +248,19 @@ UB_EXPORT int ub_context_close(ub_context *ctx)
         free(UB_CONTAINER_OF(l, ub_tseg, link));
     while ((l = ub__list_pop_front(&ctx->tjettys)) != NULL)
         free(UB_CONTAINER_OF(l, ub_tjetty, link));
-    ub_loopnet *n = ctx->net;
     /* Nothing above may hear from PDS any more: the packets it fails now concern no one. */
     ub__pds_set_upcalls(ctx->eng.pds, NULL, NULL);
     ub__ses_fini(&ctx->ses);
     ub__hmap_fini(&ctx->objs);
+    pthread_mutex_unlock(&x->lock);
+    pthread_mutex_destroy(&x->lock);
+    if (x->kind != UB_CTX_LOOP) {
+        ub__dev_close(ctx->dev); /* a real device gives every buffer back when it closes */
+        ub__engine_fini(&ctx->eng);
+        free(x);
+        return 0;
+    }
+    ub_loopnet *n = ctx->net;
     n->ports[ctx->port] = NULL;
     ub__dev_close(ctx->dev);
     /* The fabric may still hold packets from our pool (queued towards others): keep it until
@@ -165,12 +272,12 @@ UB_EXPORT int ub_context_close(ub_context *ctx)
     return 0;
 }
 
-UB_EXPORT int ub_progress(ub_context *ctx)
+int ub__ctx_progress_locked(ub_context *ctx)
 {
-    if (!ctx)
-        return UB_EINVAL;
+    struct ub__ctx *x = ub__ctx_of(ctx);
     uint64_t now = ub__ctx_now(ctx);
-    ub__loopnet_set_time(ctx->net->net, now);
+    if (x->kind == UB_CTX_LOOP)
+        ub__loopnet_set_time(ctx->net->net, now);
     ub__ses_pump(&ctx->ses, now);
     int n = ub__drive_once(&ctx->eng, ctx->dev, now, &ctx->drive);
     ub__ses_pump(&ctx->ses, now);
@@ -178,22 +285,116 @@ UB_EXPORT int ub_progress(ub_context *ctx)
         n += ub__drive_once(&ctx->eng, ctx->dev, now, &ctx->drive);
     if ((++ctx->drive_rounds & 1023) == 0) {
         ub__ses_tgt_gc(&ctx->ses, now);
-        if (!ub__list_empty(&ctx->net->zombies))
+        if (x->kind == UB_CTX_LOOP && !ub__list_empty(&ctx->net->zombies))
             ub__loopnet_reap(ctx->net, false);
+        if (x->shm && (ctx->drive_rounds & 65535) == 0)
+            ub__shm_check_peers(x->shm);
     }
     return n < 0 ? 0 : n;
+}
+
+UB_EXPORT int ub_progress(ub_context *ctx)
+{
+    if (!ctx)
+        return UB_EINVAL;
+    ub__ctx_lock(ctx);
+    int n = ub__ctx_progress_locked(ctx);
+    ub__ctx_unlock(ctx);
+    return n;
+}
+
+UB_EXPORT int ub_context_fd(const ub_context *ctx)
+{
+    if (!ctx)
+        return UB_EINVAL;
+    return ub__dev_fd(ctx->dev);
+}
+
+UB_EXPORT int ub_context_next_timeout_ms(ub_context *ctx)
+{
+    if (!ctx)
+        return UB_EINVAL;
+    ub__ctx_lock(ctx);
+    uint64_t d = ub__engine_next_deadline(&ctx->eng);
+    uint64_t now = ub__ctx_now(ctx);
+    bool pending = ub__engine_pending(&ctx->eng);
+    ub__ctx_unlock(ctx);
+    if (pending || d <= now)
+        return 0;
+    if (d == UB_TIME_NEVER)
+        return -1;
+    uint64_t ms = (d - now + UB_NS_PER_MS - 1) / UB_NS_PER_MS;
+    return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+}
+
+UB_EXPORT int ub_context_addr(const ub_context *ctx, char *buf, size_t len)
+{
+    if (!ctx || (!buf && len))
+        return UB_EINVAL;
+    const struct ub__ctx *x = ub__ctx_of(ctx);
+    int n = ub__addr_format(&ctx->addr, buf, len);
+    if (x->kind == UB_CTX_MULTI && n >= 0) {
+        size_t off = (size_t)n < len ? (size_t)n : len;
+        n += snprintf(buf + off, len - off, "+shm:%u", x->shm_addr.port);
+    }
+    return n;
+}
+
+UB_EXPORT int ub_context_stats(ub_context *ctx, struct ub_context_stats *out)
+{
+    if (!ctx || !out)
+        return UB_EINVAL;
+    struct ub__ctx *x = ub__ctx_of(ctx);
+    memset(out, 0, sizeof(*out));
+    ub__ctx_lock(ctx);
+    const struct ub__engine_stats *es = &ctx->eng.stats;
+    out->tx_pkts = es->tx_pkts;
+    out->tx_bytes = es->tx_bytes;
+    out->rx_pkts = es->rx_pkts;
+    out->rx_bytes = es->rx_bytes;
+    out->rx_malformed = es->rx_malformed;
+    out->rx_unsupported = es->rx_unsupported;
+    if (ctx->eng.pds) {
+        const struct ub__pds_stats *ps = ub__pds_stats(ctx->eng.pds);
+        out->retransmits = ps->retx_pkts;
+        out->peers_failed = ps->pdc_failed;
+        out->rx_malformed += ps->rx_malformed;
+    }
+    out->num_paths = ub__dev_num_paths(ctx->dev);
+    if (x->udp) {
+        struct ub__udp_stats us;
+        if (ub__udp_stats(x->udp, &us) == 0) {
+            out->dev_rx_drops = us.rx_kernel_drops + us.rx_truncated;
+            out->tx_udp_pkts = us.tx_pkts;
+            for (uint32_t i = 0; i < us.num_paths && i < UB_STATS_MAX_PATHS; i++)
+                out->path_tx_pkts[i] = us.path[i].tx_pkts;
+        }
+    }
+    if (x->shm) {
+        struct ub__shm_stats ss;
+        if (ub__shm_stats(x->shm, &ss) == 0) {
+            out->tx_shm_pkts = ss.tx_pkts;
+            out->dev_rx_drops += ss.rx_bad_slot;
+        }
+    }
+    ub__ctx_unlock(ctx);
+    return 0;
 }
 
 UB_EXPORT int ub_get_async_event(ub_context *ctx, struct ub_async_event *ev)
 {
     if (!ctx || !ev)
         return UB_EINVAL;
-    if (!ctx->async_count)
-        return 0;
-    *ev = ctx->async[ctx->async_head];
-    ctx->async_head = (ctx->async_head + 1) % UB_SES_ASYNC_QUEUE;
-    ctx->async_count--;
-    return 1;
+    ub__ctx_lock(ctx);
+    int got = 0;
+    if (ctx->async_count) {
+        *ev = ctx->async[ctx->async_head];
+        ctx->async_head = (ctx->async_head + 1) % UB_SES_ASYNC_QUEUE;
+        ctx->async_count--;
+        got = 1;
+    }
+    ub__ctx_unlock(ctx);
+    return got;
 }
 
 UB_EXPORT const char *ub_cr_status_str(enum ub_cr_status s)

@@ -23,7 +23,7 @@ static void uncommit(ub_jfc *jfc, uint32_t depth, uint32_t held)
     jfc->users--;
 }
 
-UB_EXPORT int ub_jfs_create(ub_context *ctx, const struct ub_jfs_attr *attr, ub_jfs **out)
+static int jfs_create_impl(ub_context *ctx, const struct ub_jfs_attr *attr, ub_jfs **out)
 {
     if (!ctx || !attr || !out || !attr->jfc || attr->jfc->ctx != ctx)
         return UB_EINVAL;
@@ -88,7 +88,18 @@ fail:
     return rc;
 }
 
-UB_EXPORT int ub_jfs_destroy(ub_jfs *j)
+UB_EXPORT int ub_jfs_create(ub_context *ctx, const struct ub_jfs_attr *attr, ub_jfs **out)
+{
+    if (!ctx)
+        return UB_EINVAL;
+    ub_context *ctx_ = ctx;
+    ub__ctx_lock(ctx_);
+    int rc = jfs_create_impl(ctx, attr, out);
+    ub__ctx_unlock(ctx_);
+    return rc;
+}
+
+static int jfs_destroy_impl(ub_jfs *j)
 {
     if (!j)
         return UB_EINVAL;
@@ -108,7 +119,18 @@ UB_EXPORT int ub_jfs_destroy(ub_jfs *j)
     return 0;
 }
 
-UB_EXPORT int ub_jfr_create(ub_context *ctx, const struct ub_jfr_attr *attr, ub_jfr **out)
+UB_EXPORT int ub_jfs_destroy(ub_jfs *j)
+{
+    if (!j)
+        return UB_EINVAL;
+    ub_context *ctx_ = j->ctx;
+    ub__ctx_lock(ctx_);
+    int rc = jfs_destroy_impl(j);
+    ub__ctx_unlock(ctx_);
+    return rc;
+}
+
+static int jfr_create_impl(ub_context *ctx, const struct ub_jfr_attr *attr, ub_jfr **out)
 {
     if (!ctx || !attr || !out || !attr->jfc || attr->jfc->ctx != ctx)
         return UB_EINVAL;
@@ -146,6 +168,7 @@ UB_EXPORT int ub_jfr_create(ub_context *ctx, const struct ub_jfr_attr *attr, ub_
     ub__list_init(&r->posted);
     ub__list_init(&r->reserved);
     ub__list_init(&r->unexpected);
+    ub__list_init(&r->deferred);
     for (uint32_t i = 0; i < a.depth; i++) {
         r->bufs[i].idx = i;
         r->bufs[i].sge = &r->sge_mem[(size_t)i * a.max_sge];
@@ -168,7 +191,18 @@ fail:
     return rc;
 }
 
-UB_EXPORT int ub_jfr_destroy(ub_jfr *r)
+UB_EXPORT int ub_jfr_create(ub_context *ctx, const struct ub_jfr_attr *attr, ub_jfr **out)
+{
+    if (!ctx)
+        return UB_EINVAL;
+    ub_context *ctx_ = ctx;
+    ub__ctx_lock(ctx_);
+    int rc = jfr_create_impl(ctx, attr, out);
+    ub__ctx_unlock(ctx_);
+    return rc;
+}
+
+static int jfr_destroy_impl(ub_jfr *r)
 {
     if (!r)
         return UB_EINVAL;
@@ -186,7 +220,18 @@ UB_EXPORT int ub_jfr_destroy(ub_jfr *r)
     return 0;
 }
 
-UB_EXPORT int ub_post_recv(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
+UB_EXPORT int ub_jfr_destroy(ub_jfr *r)
+{
+    if (!r)
+        return UB_EINVAL;
+    ub_context *ctx_ = r->ctx;
+    ub__ctx_lock(ctx_);
+    int rc = jfr_destroy_impl(r);
+    ub__ctx_unlock(ctx_);
+    return rc;
+}
+
+static int post_recv_impl(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
 {
     if (!r)
         return UB_EINVAL;
@@ -227,7 +272,18 @@ UB_EXPORT int ub_post_recv(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
     return 0;
 }
 
-UB_EXPORT int ub_jetty_create(ub_context *ctx, const struct ub_jetty_attr *attr, ub_jetty **out)
+UB_EXPORT int ub_post_recv(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
+{
+    if (!r)
+        return UB_EINVAL;
+    ub_context *ctx_ = r->ctx;
+    ub__ctx_lock(ctx_);
+    int rc = post_recv_impl(r, wr, bad_wr);
+    ub__ctx_unlock(ctx_);
+    return rc;
+}
+
+static int jetty_create_impl(ub_context *ctx, const struct ub_jetty_attr *attr, ub_jetty **out)
 {
     if (!ctx || !attr || !out || (attr->shared_jfr && attr->shared_jfr->ctx != ctx))
         return UB_EINVAL;
@@ -255,7 +311,18 @@ UB_EXPORT int ub_jetty_create(ub_context *ctx, const struct ub_jetty_attr *attr,
     return 0;
 }
 
-UB_EXPORT int ub_jetty_destroy(ub_jetty *jt)
+UB_EXPORT int ub_jetty_create(ub_context *ctx, const struct ub_jetty_attr *attr, ub_jetty **out)
+{
+    if (!ctx)
+        return UB_EINVAL;
+    ub_context *ctx_ = ctx;
+    ub__ctx_lock(ctx_);
+    int rc = jetty_create_impl(ctx, attr, out);
+    ub__ctx_unlock(ctx_);
+    return rc;
+}
+
+static int jetty_destroy_impl(ub_jetty *jt)
 {
     if (!jt)
         return UB_EINVAL;
@@ -268,6 +335,17 @@ UB_EXPORT int ub_jetty_destroy(ub_jetty *jt)
     ub__list_remove(&jt->link);
     free(jt);
     return 0;
+}
+
+UB_EXPORT int ub_jetty_destroy(ub_jetty *jt)
+{
+    if (!jt)
+        return UB_EINVAL;
+    ub_context *ctx_ = jt->ctx;
+    ub__ctx_lock(ctx_);
+    int rc = jetty_destroy_impl(jt);
+    ub__ctx_unlock(ctx_);
+    return rc;
 }
 
 UB_EXPORT ub_jfs *ub_jetty_jfs(ub_jetty *jt)
@@ -344,6 +422,7 @@ UB_EXPORT int ub_jfr_export(const ub_jfr *r, void *desc, size_t len)
     d[4] = r->attr.tag_matching ? 1 : 0;
     ub__desc_put_addr(d, &r->ctx->addr);
     put32(d + 28, r->id);
+    ub__desc_put_alt(d, r->ctx);
     return UB_JETTY_DESC_SIZE;
 }
 
@@ -352,7 +431,7 @@ UB_EXPORT int ub_jetty_export(const ub_jetty *jt, void *desc, size_t len)
     return jt ? ub_jfr_export(jt->jfr, desc, len) : UB_EINVAL;
 }
 
-UB_EXPORT int ub_jetty_import(ub_context *ctx, const void *desc, size_t len, ub_tjetty **out)
+static int jetty_import_impl(ub_context *ctx, const void *desc, size_t len, ub_tjetty **out)
 {
     if (!ctx || !desc || !out || len < UB_JETTY_DESC_SIZE)
         return UB_EINVAL;
@@ -362,6 +441,7 @@ UB_EXPORT int ub_jetty_import(ub_context *ctx, const void *desc, size_t len, ub_
     struct ub__addr a;
     if (ub__desc_get_addr(d, &a))
         return UB_EINVAL;
+    ub__desc_route(ctx, d, &a);
     uint32_t id = get32(d + 28);
     if (!id || id > UB_API_ID_MAX)
         return UB_EINVAL;
@@ -377,11 +457,33 @@ UB_EXPORT int ub_jetty_import(ub_context *ctx, const void *desc, size_t len, ub_
     return 0;
 }
 
-UB_EXPORT int ub_jetty_unimport(ub_tjetty *tj)
+UB_EXPORT int ub_jetty_import(ub_context *ctx, const void *desc, size_t len, ub_tjetty **out)
+{
+    if (!ctx)
+        return UB_EINVAL;
+    ub_context *ctx_ = ctx;
+    ub__ctx_lock(ctx_);
+    int rc = jetty_import_impl(ctx, desc, len, out);
+    ub__ctx_unlock(ctx_);
+    return rc;
+}
+
+static int jetty_unimport_impl(ub_tjetty *tj)
 {
     if (!tj)
         return UB_EINVAL;
     ub__list_remove(&tj->link);
     free(tj);
     return 0;
+}
+
+UB_EXPORT int ub_jetty_unimport(ub_tjetty *tj)
+{
+    if (!tj)
+        return UB_EINVAL;
+    ub_context *ctx_ = tj->ctx;
+    ub__ctx_lock(ctx_);
+    int rc = jetty_unimport_impl(tj);
+    ub__ctx_unlock(ctx_);
+    return rc;
 }

@@ -11,6 +11,9 @@
 #include "api/api.h"
 #include "core/compiler.h"
 
+static int jfc_create(ub_context *ctx, uint32_t depth, const struct ub_jfc_attr *attr,
+                      ub_jfc **out);
+
 UB_EXPORT int ub_jfc_create(ub_context *ctx, const struct ub_jfc_attr *attr, ub_jfc **out)
 {
     if (!ctx || !out)
@@ -20,6 +23,14 @@ UB_EXPORT int ub_jfc_create(ub_context *ctx, const struct ub_jfc_attr *attr, ub_
         return UB_EINVAL;
     if (attr && attr->jfce && attr->jfce->ctx != ctx)
         return UB_EINVAL;
+    ub__ctx_lock(ctx);
+    int rc = jfc_create(ctx, depth, attr, out);
+    ub__ctx_unlock(ctx);
+    return rc;
+}
+
+static int jfc_create(ub_context *ctx, uint32_t depth, const struct ub_jfc_attr *attr, ub_jfc **out)
+{
     ub_jfc *c = calloc(1, sizeof(*c));
     if (!c)
         return UB_ENOMEM;
@@ -44,8 +55,12 @@ UB_EXPORT int ub_jfc_destroy(ub_jfc *c)
 {
     if (!c)
         return UB_EINVAL;
-    if (c->users || c->events)
+    ub_context *ctx = c->ctx;
+    ub__ctx_lock(ctx);
+    if (c->users || c->events) {
+        ub__ctx_unlock(ctx);
         return UB_EBUSY;
+    }
     if (c->on_fired)
         ub__list_remove(&c->fired_link);
     if (c->jfce)
@@ -53,6 +68,7 @@ UB_EXPORT int ub_jfc_destroy(ub_jfc *c)
     ub__list_remove(&c->link);
     free(c->ring);
     free(c);
+    ub__ctx_unlock(ctx);
     return 0;
 }
 
@@ -60,17 +76,24 @@ UB_EXPORT int ub_poll_jfc(ub_jfc *c, int max, struct ub_cr *cr)
 {
     if (!c || max < 0 || (max && !cr))
         return UB_EINVAL;
-    if (!c->count)
-        ub_progress(c->ctx);
-    return ub__jfc_take(c, max, cr);
+    ub_context *ctx = c->ctx;
+    ub__ctx_lock(ctx);
+    /* Manual progress: the poller drives. Automatic: the progress thread does. */
+    if (!c->count && ctx->attr.progress == UB_PROGRESS_MANUAL)
+        ub__ctx_progress_locked(ctx);
+    int n = ub__jfc_take(c, max, cr);
+    ub__ctx_unlock(ctx);
+    return n;
 }
 
 UB_EXPORT int ub_rearm_jfc(ub_jfc *c, bool solicited_only)
 {
     if (!c || !c->jfce)
         return UB_EINVAL;
+    ub__ctx_lock(c->ctx);
     c->armed = true;
     c->sol_only = solicited_only;
+    ub__ctx_unlock(c->ctx);
     return 0;
 }
 
@@ -88,7 +111,9 @@ UB_EXPORT int ub_jfce_create(ub_context *ctx, ub_jfce **out)
     }
     e->ctx = ctx;
     ub__list_init(&e->fired);
+    ub__ctx_lock(ctx);
     ub__list_push_back(&ctx->jfces, &e->link);
+    ub__ctx_unlock(ctx);
     *out = e;
     return 0;
 }
@@ -97,11 +122,16 @@ UB_EXPORT int ub_jfce_destroy(ub_jfce *e)
 {
     if (!e)
         return UB_EINVAL;
-    if (e->users)
+    ub_context *ctx = e->ctx;
+    ub__ctx_lock(ctx);
+    if (e->users) {
+        ub__ctx_unlock(ctx);
         return UB_EBUSY;
+    }
     close(e->fd);
     ub__list_remove(&e->link);
     free(e);
+    ub__ctx_unlock(ctx);
     return 0;
 }
 
@@ -135,18 +165,42 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
 {
     if (!e || max <= 0 || !jfcs)
         return UB_EINVAL;
+    ub_context *ctx = e->ctx;
+    bool manual = ctx->attr.progress == UB_PROGRESS_MANUAL;
+    int dev_fd = ub_context_fd(ctx);
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
                                        : ub__clock_monotonic_ns(NULL) +
                                              (uint64_t)timeout_ms * (uint64_t)UB_NS_PER_MS;
     for (;;) {
+        ub__ctx_lock(ctx);
         /* Manual progress: the waiter drives its context. */
-        ub_progress(e->ctx);
-        if (!ub__list_empty(&e->fired))
-            return take_fired(e, max, jfcs);
-        if (timeout_ms == 0 || ub__clock_monotonic_ns(NULL) >= deadline)
+        if (manual)
+            ub__ctx_progress_locked(ctx);
+        if (!ub__list_empty(&e->fired)) {
+            int n = take_fired(e, max, jfcs);
+            ub__ctx_unlock(ctx);
+            return n;
+        }
+        uint64_t now = ub__clock_monotonic_ns(NULL);
+        uint64_t until = deadline;
+        if (manual) {
+            uint64_t d = ub__engine_pending(&ctx->eng) ? now : ub__engine_next_deadline(&ctx->eng);
+            if (d < until)
+                until = d;
+        }
+        ub__ctx_unlock(ctx);
+        if (timeout_ms == 0 || now >= deadline)
             return 0;
-        struct pollfd pfd = {.fd = e->fd, .events = POLLIN};
-        int r = poll(&pfd, 1, 0);
+        /* Sleep on the event fd (and, in manual progress, the device) until something
+         * happens or the next timer; a device without an fd (loop) is busy-polled. */
+        int ms = 0;
+        if (!manual || dev_fd >= 0) {
+            uint64_t left = until > now ? until - now : 0;
+            uint64_t m = until == UINT64_MAX ? 1000 : (left + UB_NS_PER_MS - 1) / UB_NS_PER_MS;
+            ms = m > 1000 ? 1000 : (int)m;
+        }
+        struct pollfd pfd[2] = {{.fd = e->fd, .events = POLLIN}, {.fd = dev_fd, .events = POLLIN}};
+        int r = poll(pfd, manual && dev_fd >= 0 ? 2 : 1, ms);
         if (r < 0 && errno != EINTR)
             return UB_EIO;
     }
@@ -154,8 +208,14 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
 
 UB_EXPORT int ub_ack_jfc(ub_jfc *c, uint32_t n)
 {
-    if (!c || n > c->events)
+    if (!c)
         return UB_EINVAL;
-    c->events -= n;
-    return 0;
+    ub__ctx_lock(c->ctx);
+    int rc = 0;
+    if (n > c->events)
+        rc = UB_EINVAL;
+    else
+        c->events -= n;
+    ub__ctx_unlock(c->ctx);
+    return rc;
 }

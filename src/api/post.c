@@ -3,7 +3,7 @@
 #include "api/api.h"
 #include "core/compiler.h"
 
-UB_EXPORT int ub_post_send(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
+static int post_send_impl(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
 {
     if (!jfs)
         return UB_EINVAL;
@@ -19,5 +19,19 @@ UB_EXPORT int ub_post_send(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
         }
     }
     ub__ses_pump(&ctx->ses, now);
+    /* Automatic progress: the packets go out now rather than at the thread's next round. */
+    if (ctx->attr.progress == UB_PROGRESS_AUTO && ub__engine_pending(&ctx->eng))
+        ub__ctx_progress_locked(ctx);
+    return rc;
+}
+
+UB_EXPORT int ub_post_send(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
+{
+    if (!jfs)
+        return UB_EINVAL;
+    ub_context *ctx_ = jfs->ctx;
+    ub__ctx_lock(ctx_);
+    int rc = post_send_impl(jfs, wr, bad_wr);
+    ub__ctx_unlock(ctx_);
     return rc;
 }

@@ -22,8 +22,8 @@ static uint64_t get64(const uint8_t *b)
     return v;
 }
 
-UB_EXPORT int ub_seg_register(ub_context *ctx, void *addr, size_t len, uint32_t access,
-                              uint64_t token, ub_seg **out)
+static int seg_register_impl(ub_context *ctx, void *addr, size_t len, uint32_t access,
+                             uint64_t token, ub_seg **out)
 {
     if (!ctx || !addr || !len || !out || (access & ~(uint32_t)ACCESS_ALL))
         return UB_EINVAL;
@@ -49,7 +49,19 @@ UB_EXPORT int ub_seg_register(ub_context *ctx, void *addr, size_t len, uint32_t 
     return 0;
 }
 
-UB_EXPORT int ub_seg_unregister(ub_seg *s)
+UB_EXPORT int ub_seg_register(ub_context *ctx, void *addr, size_t len, uint32_t access,
+                              uint64_t token, ub_seg **out)
+{
+    if (!ctx)
+        return UB_EINVAL;
+    ub_context *ctx_ = ctx;
+    ub__ctx_lock(ctx_);
+    int rc = seg_register_impl(ctx, addr, len, access, token, out);
+    ub__ctx_unlock(ctx_);
+    return rc;
+}
+
+static int seg_unregister_impl(ub_seg *s)
 {
     if (!s)
         return UB_EINVAL;
@@ -58,6 +70,17 @@ UB_EXPORT int ub_seg_unregister(ub_seg *s)
     ub__list_remove(&s->link);
     free(s);
     return 0;
+}
+
+UB_EXPORT int ub_seg_unregister(ub_seg *s)
+{
+    if (!s)
+        return UB_EINVAL;
+    ub_context *ctx_ = s->ctx;
+    ub__ctx_lock(ctx_);
+    int rc = seg_unregister_impl(s);
+    ub__ctx_unlock(ctx_);
+    return rc;
 }
 
 UB_EXPORT int ub_seg_export(const ub_seg *s, void *desc, size_t len)
@@ -75,11 +98,12 @@ UB_EXPORT int ub_seg_export(const ub_seg *s, void *desc, size_t len)
     d[31] = (uint8_t)s->key;
     put64(d + 32, (uint64_t)(uintptr_t)s->addr);
     put64(d + 40, s->len);
+    ub__desc_put_alt(d, s->ctx);
     return UB_SEG_DESC_SIZE;
 }
 
-UB_EXPORT int ub_seg_import(ub_context *ctx, const void *desc, size_t len, uint64_t token,
-                            ub_tseg **out)
+static int seg_import_impl(ub_context *ctx, const void *desc, size_t len, uint64_t token,
+                           ub_tseg **out)
 {
     if (!ctx || !desc || !out || len < UB_SEG_DESC_SIZE)
         return UB_EINVAL;
@@ -93,6 +117,7 @@ UB_EXPORT int ub_seg_import(ub_context *ctx, const void *desc, size_t len, uint6
         free(t);
         return UB_EINVAL;
     }
+    ub__desc_route(ctx, d, &t->addr);
     t->ctx = ctx;
     t->access = d[4];
     t->key = ((uint32_t)d[28] << 24) | ((uint32_t)d[29] << 16) | ((uint32_t)d[30] << 8) | d[31];
@@ -104,13 +129,36 @@ UB_EXPORT int ub_seg_import(ub_context *ctx, const void *desc, size_t len, uint6
     return 0;
 }
 
-UB_EXPORT int ub_seg_unimport(ub_tseg *t)
+UB_EXPORT int ub_seg_import(ub_context *ctx, const void *desc, size_t len, uint64_t token,
+                            ub_tseg **out)
+{
+    if (!ctx)
+        return UB_EINVAL;
+    ub_context *ctx_ = ctx;
+    ub__ctx_lock(ctx_);
+    int rc = seg_import_impl(ctx, desc, len, token, out);
+    ub__ctx_unlock(ctx_);
+    return rc;
+}
+
+static int seg_unimport_impl(ub_tseg *t)
 {
     if (!t)
         return UB_EINVAL;
     ub__list_remove(&t->link);
     free(t);
     return 0;
+}
+
+UB_EXPORT int ub_seg_unimport(ub_tseg *t)
+{
+    if (!t)
+        return UB_EINVAL;
+    ub_context *ctx_ = t->ctx;
+    ub__ctx_lock(ctx_);
+    int rc = seg_unimport_impl(t);
+    ub__ctx_unlock(ctx_);
+    return rc;
 }
 
 UB_EXPORT uint64_t ub_tseg_base(const ub_tseg *t)

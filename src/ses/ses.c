@@ -58,7 +58,12 @@ static void on_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_bad_pkts++;
         return;
     }
-    if (d->ses_kind == UB_PDS_NH_RSP_DATA)
+    if (d->ses_kind == UB_PDS_NH_RSP_DATA && d->ext.version >= 1 &&
+        d->ext.tail_len >= UB_SES_TAIL_LEN && (d->ext.tail[8] & UB_SES_TAIL_R)) {
+        struct ub__ses_tail t;
+        ub__ses_tail_get(d->ext.tail, &t);
+        ub__ses_rndv_on_data(s, rx, &t, now); /* data of a READ this side issued (rendezvous) */
+    } else if (d->ses_kind == UB_PDS_NH_RSP_DATA)
         ub__ses_on_rsp(s, rx, now);
     else if (d->ses_kind == UB_PDS_NH_REQ_STD)
         ub__ses_on_req(s, rx, now);
@@ -68,9 +73,10 @@ static void on_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
 
 static void on_acked(void *arg, uint64_t cookie, uint64_t now)
 {
-    (void)arg;
-    (void)cookie;
-    (void)now; /* completion comes with the target's response, not the PDS ACK */
+    /* Completion comes with the target's response, not the PDS ACK; the ACK (re)starts the
+     * bound on that response. */
+    if (cookie)
+        ub__ses_on_acked(arg, cookie, now);
 }
 
 static void on_failed(void *arg, uint64_t cookie, int err, uint64_t now)
@@ -98,11 +104,16 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx)
     ub__list_init(&s->rdq);
     ub__list_init(&s->rspq);
     ub__list_init(&s->tstream_lru);
+    ub__list_init(&s->rvq);
+    s->eager_max = ctx->attr.eager_max ? ctx->attr.eager_max : UB_SES_EAGER_MAX;
+    s->rsp_timeout_ns =
+        ctx->attr.rsp_timeout_ms ? ctx->attr.rsp_timeout_ms * 1000000ull : UB_SES_RSP_TIMEOUT_NS;
     uint64_t seed = ub__rng_next(&s->eng->rng);
     int rc;
     if ((rc = ub__hmap_init(&s->tstreams, 16, 0, seed)) ||
         (rc = ub__hmap_init(&s->ostreams_by_id, 16, 0, seed + 1)) ||
-        (rc = ub__hmap_init(&s->pending, 64, 0, seed + 2))) {
+        (rc = ub__hmap_init(&s->pending, 64, 0, seed + 2)) ||
+        (rc = ub__hmap_init(&s->rndv, 4, 0, seed + 3))) {
         ub__ses_fini(s);
         return rc;
     }
@@ -114,9 +125,11 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx)
 void ub__ses_fini(struct ub__tl *s)
 {
     ub__ses_tgt_fini(s);
+    ub__ses_rndv_fini(s);
     ub__hmap_fini(&s->tstreams);
     ub__hmap_fini(&s->ostreams_by_id);
     ub__hmap_fini(&s->pending);
+    ub__hmap_fini(&s->rndv);
 }
 
 void ub__ses_pump(struct ub__tl *s, uint64_t now)
@@ -129,5 +142,6 @@ void ub__ses_pump(struct ub__tl *s, uint64_t now)
         if (!ub__ses_wr_pump(s, w, now))
             break;
     }
-    ub__ses_rd_pump(s, now);
+    if (ub__ses_rd_pump(s, now))
+        ub__ses_rndv_pump(s, now);
 }

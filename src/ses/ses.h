@@ -13,13 +13,15 @@
  * extension header (version 1) carries the stream, order_seq, the execution
  * order (NO/RO/SO, fence, in-order completion) and a 12-byte tail:
  *
- *   so_delta(16) | ro_count(16) | send_seq(32) | aux(32)
+ *   so_delta(16) | ro_count(16) | send_seq(32) | S(1) D(1) R(1) rsv(5) | aux(24)
  *
  *   so_delta  order_seq - (order_seq of the last SO before it); stream start
  *             counts as an SO at order_seq -1 that has executed
  *   ro_count  SO only: RO transactions between that SO and this one
  *   send_seq  SEND/TSEND/WRITE_IMM: index among this stream's messages to
  *             the same target JFR (receive buffers are bound in this order)
+ *   S D R     solicited; deferrable (DEFERRED instead of RNR); rendezvous READ or its
+ *             data (send_seq then names the target's read)
  *   aux       WRITE_IMM: the target JFR id whose buffer the record consumes
  *
  * docs/api.md ("Transaction layer") is the reference.
@@ -38,18 +40,51 @@
 #include "engine/driver.h"
 #include "engine/engine.h"
 
-#define UB_SES_WINDOW          4096 /* order_seq window per stream; also the largest JFS depth */
-#define UB_SES_TAIL_LEN        12
-#define UB_SES_RSP_CACHE       64 /* responses kept per target stream for re-sending */
-#define UB_SES_RNR_RETRY       7
-#define UB_SES_RNR_BACKOFF_NS  20000ull
-#define UB_SES_RNR_MAX_WAIT_NS 2000000ull
-#define UB_SES_EAGER_MAX       65536 /* tagged sends longer than this go by rendezvous */
-#define UB_SES_PKT_BUDGET      512   /* packets queued in PDS per peer before the pump waits */
-#define UB_SES_POOL_RESERVE    256   /* pool buffers the pump leaves for ACKs and responses */
-#define UB_SES_MAX_MSG         0xffffffffull
-#define UB_SES_RC_RNR          0x30 /* vendor return code: receiver not ready */
-#define UB_SES_ASYNC_QUEUE     256
+#define UB_SES_WINDOW           4096 /* order_seq window per stream; also the largest JFS depth */
+#define UB_SES_TAIL_LEN         12
+#define UB_SES_RSP_CACHE        64 /* responses kept per target stream for re-sending */
+#define UB_SES_RNR_RETRY        7
+#define UB_SES_RNR_BACKOFF_NS   20000ull
+#define UB_SES_RNR_MAX_WAIT_NS  2000000ull
+#define UB_SES_EAGER_MAX        16384 /* default: messages longer than this go by rendezvous */
+#define UB_SES_RSP_TIMEOUT_NS   2000000000ull /* default response bound per transaction */
+#define UB_SES_DEFER_TIMEOUT_NS 1000000000ull /* default bound on a deferred message */
+#define UB_SES_DEFER_MAX        4096          /* deferred messages remembered per JFR (then RNR) */
+#define UB_SES_PKT_BUDGET       512 /* packets queued in PDS per peer before the pump waits */
+#define UB_SES_POOL_RESERVE     256 /* pool buffers the pump leaves for ACKs and responses */
+#define UB_SES_MAX_MSG          0xffffffffull
+#define UB_SES_RC_RNR           0x30 /* vendor return code: receiver not ready */
+#define UB_SES_RC_DEFERRED      0x31 /* vendor: no buffer; wait for DEFER_RTR (deferrable send) */
+#define UB_SES_RC_PENDING       0x32 /* vendor: rendezvous accepted; the target READs later */
+
+/* Flags in byte 8 of the extension tail. */
+#define UB_SES_TAIL_S      0x80u /* solicited */
+#define UB_SES_TAIL_D      0x40u /* deferrable: the target may answer DEFERRED instead of RNR */
+#define UB_SES_TAIL_R      0x20u /* rendezvous READ, or its data: send_seq is the target's read id */
+#define UB_SES_ASYNC_QUEUE 256
+
+/*
+ * Whether two addresses name the same peer endpoint as far as packets *from* it go: a
+ * multipath UDP peer sends from one socket per path (the source port is the entropy
+ * value), so for IP the port is not part of its identity (as ub__pds_host_key; the
+ * incarnation tells endpoints on one host apart). Replies still go to the exact source.
+ */
+static inline bool ub__ses_peer_eq(const struct ub__addr *a, const struct ub__addr *b)
+{
+    if (a->family != b->family)
+        return false;
+    if (a->family != UB_AF_INET && a->family != UB_AF_INET6)
+        return ub__addr_eq(a, b);
+    return a->scope_id == b->scope_id && memcmp(a->ip, b->ip, sizeof(a->ip)) == 0;
+}
+
+static inline uint64_t ub__ses_peer_hash(const struct ub__addr *a, uint64_t seed)
+{
+    struct ub__addr h = *a;
+    if (h.family == UB_AF_INET || h.family == UB_AF_INET6)
+        h.port = 0;
+    return ub__addr_hash(&h, seed);
+}
 
 /* Object kinds in the context's table (key = kind << 32 | id). */
 enum { UB__OBJ_JFS = 1, UB__OBJ_JFR = 2, UB__OBJ_SEG = 3 };
@@ -89,11 +124,33 @@ struct ub_jfc {
 enum { WR_FREE = 0, WR_ACTIVE, WR_DONE_WAIT, WR_REPORTED };
 
 struct ub__ostream;
+struct ub__ses_tail;
+struct ub__ses_std;
+
+/*
+ * Which byte ranges of a transaction arrived (ses_ivl.c): disjoint, sorted half-open
+ * intervals, merged as they touch. A duplicate packet (e.g. re-delivered through a
+ * re-established PDC) adds no fresh bytes, so completion counts every byte once. A few
+ * intervals live inline; more (many holes at once) go to the heap.
+ */
+#define UB_IVL_INLINE 4
+struct ub__ivl {
+    uint32_t n, cap; /* cap 0: the inline array */
+    uint64_t total;  /* bytes covered */
+    uint64_t *heap;
+    uint64_t inl[2 * UB_IVL_INLINE];
+};
+/* Adds [a, b); *fresh: bytes not covered before. UB_ENOMEM leaves t unchanged. */
+int ub__ivl_add(struct ub__ivl *t, uint64_t a, uint64_t b, uint64_t *fresh);
+void ub__ivl_reset(struct ub__ivl *t);
+/* Whether [a, b) is entirely covered. */
+bool ub__ivl_covers(const struct ub__ivl *t, uint64_t a, uint64_t b);
 
 struct ub__wr {
-    struct ub__list order; /* jfs->unreported: every not yet reported request, posting order */
-    struct ub__list txq;   /* ses->txq while it has packets to hand to PDS */
-    struct ub__timer rnr_timer;
+    struct ub__list order;      /* jfs->unreported: every not yet reported request, posting order */
+    struct ub__list txq;        /* ses->txq while it has packets to hand to PDS */
+    struct ub__timer rnr_timer; /* RNR back-off */
+    struct ub__timer rsp_timer; /* response bound; while deferred: the deferral bound */
     struct ub_jfs *jfs;
     struct ub__ostream *os;
     uint32_t gen;
@@ -122,7 +179,13 @@ struct ub__wr {
     uint64_t operand, compare;
     uint64_t *result;
     uint32_t rnr_tries;
-    uint32_t eager; /* rendezvous: bytes sent eagerly (0: not rendezvous) */
+    uint32_t eager;            /* rendezvous: bytes sent eagerly (0: not rendezvous) */
+    uint64_t rndv_token;       /* rendezvous: what the target's READ must present */
+    uint64_t defer_deadline;   /* first deferral + the JFS's bound (0: never deferred) */
+    bool deferrable, deferred; /* deferred: paused until DEFER_RTR or the bound */
+    bool rtr_early;            /* DEFER_RTR overtook the DEFERRED response */
+    bool parked;               /* rendezvous PENDING: the target holds it, no response bound */
+    struct ub__ivl rd;         /* READ: response bytes placed */
     enum ub_cr_status status;
     uint32_t out_len;
 };
@@ -187,6 +250,8 @@ struct ub_jfr {
     struct ub__list posted;
     struct ub__list reserved;
     struct ub__list unexpected; /* tagged: messages that matched nothing yet */
+    struct ub__list deferred;   /* messages answered DEFERRED, waiting for a buffer (FIFO) */
+    uint32_t ndeferred;
     struct ub_sge *sge_mem;
 };
 
@@ -232,6 +297,8 @@ struct ub__ses_stats {
     uint64_t rx_req_pkts, rx_rsp_pkts, rx_dup_pkts, rx_bad_pkts, rx_stale_rsp;
     uint64_t executed, dup_executed, rsp_resent, rnr_sent, rnr_retries;
     uint64_t staged_bytes, rndv_reads;
+    uint64_t rndv_sent, rndv_served_pkts, rndv_done, dup_bytes;
+    uint64_t deferred_sent, rtr_sent, rtr_rx, defer_restarts, rsp_timeouts, peer_failed;
 };
 
 /* The transaction layer of one context. */
@@ -248,6 +315,11 @@ struct ub__tl {
     struct ub__hmap ostreams_by_id; /* initiator side, by stream id */
     struct ub__hmap pending;        /* (stream id << 32 | seq) -> struct ub__wr */
     uint16_t next_stream;
+    uint32_t eager_max;      /* messages longer than this go by rendezvous */
+    uint64_t rsp_timeout_ns; /* a transaction's response bound */
+    struct ub__list rvq;     /* initiator: rendezvous READs being served */
+    struct ub__hmap rndv;    /* target: read id -> message whose bulk is being READ */
+    uint32_t next_rndv;
     struct ub__ses_stats st;
 };
 
@@ -290,7 +362,34 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now);
 void ub__ses_jfs_flush(ub_jfs *jfs, uint64_t now);
 void ub__ses_wr_release(ub_jfs *jfs, uint16_t idx);
 void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
+void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now);
 void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now);
+/* The active request (stream, seq) of this context, or NULL. */
+struct ub__wr *ub__ses_pending(struct ub__tl *s, uint16_t stream, uint32_t seq);
+/* A target's DEFER_RTR for the request whose restart token is token. */
+void ub__ses_on_rtr(struct ub__tl *s, const struct ub__addr *src, uint64_t token, uint64_t now);
+/* (Re)arms w's response bound from now. */
+void ub__ses_wr_arm_rsp(struct ub__tl *s, struct ub__wr *w, uint64_t now);
+/* Copies n bytes at message offset off out of the request's data. */
+void ub__ses_gather(const struct ub__wr *w, uint64_t off, uint8_t *dst, uint32_t n);
+
+/* ---- ses_rndv.c: rendezvous (both sides) ---- */
+/* Initiator: the target's READ of a rendezvous message's bulk arrived. */
+void ub__ses_rndv_serve(struct ub__tl *s, const struct ub__pds_rx *rx, const struct ub__ses_tail *t,
+                        uint64_t now);
+/* Initiator: hands out READ data of rendezvous messages; false when out of buffers. */
+bool ub__ses_rndv_pump(struct ub__tl *s, uint64_t now);
+/* Initiator: drops serving jobs of a request that is over. */
+void ub__ses_rndv_forget(struct ub__tl *s, const struct ub__wr *w);
+void ub__ses_rndv_fini(struct ub__tl *s);
+/* Sends a request-less packet (DEFER_RTR, rendezvous READ) to dst; 0 or UB_E*. */
+int ub__ses_send_ctl(struct ub__tl *s, const struct ub__addr *dst, const struct ub__ses_std *q,
+                     uint16_t stream, uint32_t seq, const struct ub__ses_tail *t, uint64_t cookie,
+                     uint64_t now);
+/* Sends a response with data and an R tail (rendezvous READ data or refusal). */
+int ub__ses_send_rdata(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                       uint32_t read_id, uint8_t rc, uint32_t mod_len, const struct ub__wr *w,
+                       uint64_t off, uint32_t n, uint64_t now);
 /* Hands out this request's next packets; false when PDS or the pool is full. */
 bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now);
 void ub__ses_wr_init_timer(struct ub__wr *w);
@@ -305,6 +404,11 @@ void ub__ses_jfr_flush(ub_jfr *jfr, uint64_t now);
 void ub__ses_tgt_fini(struct ub__tl *s);
 /* Drops target streams idle for long (called from progress). */
 void ub__ses_tgt_gc(struct ub__tl *s, uint64_t now);
+/* Target: READ data (or a refusal) for a rendezvous message arrived. */
+void ub__ses_rndv_on_data(struct ub__tl *s, const struct ub__pds_rx *rx,
+                          const struct ub__ses_tail *t, uint64_t now);
+/* Target: the rendezvous READ with this id failed in PDS (the initiator is gone). */
+void ub__ses_rndv_failed(struct ub__tl *s, uint32_t read_id, uint64_t now);
 
 /* ---- ses_seg.c ---- */
 /* Whether [p, p+len) lies in seg. */
@@ -313,7 +417,7 @@ bool ub__seg_covers(const ub_seg *seg, const void *p, uint64_t len);
 /* The packed SES extension tail. */
 struct ub__ses_tail {
     uint16_t so_delta, ro_count;
-    uint32_t send_seq, aux;
+    uint32_t send_seq, aux; /* aux: UB_SES_TAIL_* flags << 24 | 24-bit JFR id */
 };
 void ub__ses_tail_put(uint8_t *b, const struct ub__ses_tail *t);
 void ub__ses_tail_get(const uint8_t *b, struct ub__ses_tail *t);

@@ -22,6 +22,27 @@ static uint64_t wr_cookie(const struct ub__wr *w)
     return ((uint64_t)w->jfs->id << 40) | ((uint64_t)w->idx << 24) | (w->gen & 0xffffffu);
 }
 
+/* The request a PDS cookie names, if it is still the same active request. */
+static struct ub__wr *wr_of_cookie(struct ub__tl *s, uint64_t cookie)
+{
+    uint32_t jfs_id = (uint32_t)(cookie >> 40);
+    uint16_t idx = (uint16_t)(cookie >> 24);
+    uint32_t gen = (uint32_t)cookie & 0xffffffu;
+    ub_jfs *jfs = ub__hmap_get(&s->ctx->objs, ub__obj_key(UB__OBJ_JFS, jfs_id));
+    if (!jfs || idx >= jfs->attr.depth)
+        return NULL;
+    struct ub__wr *w = &jfs->wrs[idx];
+    if (w->state != WR_ACTIVE || (w->gen & 0xffffffu) != gen)
+        return NULL;
+    return w;
+}
+
+struct ub__wr *ub__ses_pending(struct ub__tl *s, uint16_t stream, uint32_t seq)
+{
+    struct ub__wr *w = ub__hmap_get(&s->pending, pend_key(stream, seq));
+    return w && w->state == WR_ACTIVE ? w : NULL;
+}
+
 /* ---- order streams ---------------------------------------------------------------------- */
 
 static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const struct ub__addr *dst)
@@ -178,6 +199,10 @@ static void finish(struct ub__tl *s, struct ub__wr *w, enum ub_cr_status st)
         w->on_txq = false;
     }
     ub__timer_cancel(&s->eng->timers, &w->rnr_timer);
+    ub__timer_cancel(&s->eng->timers, &w->rsp_timer);
+    ub__ivl_reset(&w->rd);
+    if (w->eager)
+        ub__ses_rndv_forget(s, w);
     if (w->os) {
         ub__hmap_del(&s->pending, pend_key(w->os->id, w->seq));
         ostream_put(w->os);
@@ -314,9 +339,10 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
     uint32_t gen = w->gen;
     struct ub_sge *sge = w->sge;
     uint8_t *inlbuf = w->inl;
-    struct ub__timer t = w->rnr_timer;
+    struct ub__timer t = w->rnr_timer, t2 = w->rsp_timer;
     memset(w, 0, sizeof(*w));
     w->rnr_timer = t;
+    w->rsp_timer = t2;
     w->sge = sge;
     w->inl = inlbuf;
     w->gen = gen;
@@ -378,13 +404,23 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
         break;
     case UB_OP_SEND:
     case UB_OP_SEND_IMM:
-        w->ses_op = UB_SES_OP_SEND;
+        /* Untagged messages are deferrable unless the JFS asked for blind RNR retries. */
+        w->deferrable = !(jfs->attr.flags & UB_JFS_F_RNR_RETRY);
+        w->ses_op = w->deferrable ? UB_SES_OP_DEFER_SEND : UB_SES_OP_SEND;
+        if (len > s->eager_max) { /* rendezvous: an eager part, the target READs the rest */
+            w->ses_op = UB_SES_OP_RNDV_SEND;
+            w->eager = s->eager_max;
+        }
         break;
     case UB_OP_TSEND:
-        /* Eager at any size for now: an unexpected message is buffered whole at the target
-         * (rendezvous, RNDV_TSEND, is not implemented yet; see docs/api.md). */
+        /* Small: eager (an unmatched one is buffered at the target). Large: rendezvous (an
+         * unmatched one parks its eager part; the rest is READ once a buffer matches). */
         w->ses_op = UB_SES_OP_TAGGED_SEND;
         w->tag = wr->u.send.tag;
+        if (len > s->eager_max) {
+            w->ses_op = UB_SES_OP_RNDV_TSEND;
+            w->eager = s->eager_max;
+        }
         break;
     default:
         w->ses_op = UB_SES_OP_FETCHING_ATOMIC;
@@ -396,6 +432,12 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
     }
     if (op == UB_OP_WRITE_IMM || op == UB_OP_SEND_IMM)
         w->imm = wr->imm_data;
+    if (w->eager) {
+        do
+            w->rndv_token = ub__rng_next(&s->eng->rng);
+        while (!w->rndv_token);
+        s->st.rndv_sent++;
+    }
 
     struct ub__ostream *os = ostream_get(s, jfs, &w->dst);
     if (!os) {
@@ -443,8 +485,7 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
 
 /* ---- packets ------------------------------------------------------------------------------ */
 
-/* Copies n bytes at message offset off out of the request's data. */
-static void gather(const struct ub__wr *w, uint64_t off, uint8_t *dst, uint32_t n)
+void ub__ses_gather(const struct ub__wr *w, uint64_t off, uint8_t *dst, uint32_t n)
 {
     if (w->is_inline) {
         memcpy(dst, w->inl + off, n);
@@ -513,6 +554,8 @@ static int build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint
     q->pid_on_fep = (uint16_t)((w->rkey >> 12) & 0xfff);
     q->resource_index = (uint16_t)(w->rkey & 0xfff);
     q->buffer_offset = w->raddr;
+    if (w->deferrable) /* the restart token a DEFER_RTR names us by */
+        q->buffer_offset = pend_key(w->os->id, w->seq);
     q->initiator = w->jfs->id;
     q->mem_key = w->tag ? w->tag : w->token;
     if (w->opcode == UB_OP_TSEND)
@@ -537,9 +580,13 @@ static int build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint
             put_be64(h.atomic.swap, w->operand);
         }
     } else if (h.ext == UB_SES_EXT_RNDV) {
+        /* What the target READs: this transaction (stream, order_seq in the extension
+         * header) of this JFS, from read_offset on, presenting the one-off token. */
         h.rndv.eager_length = w->eager;
+        h.rndv.pid_on_fep = (uint16_t)((w->jfs->id >> 12) & 0xfff);
+        h.rndv.resource_index = (uint16_t)(w->jfs->id & 0xfff);
         h.rndv.read_offset = w->eager;
-        h.rndv.read_mem_key = ((uint64_t)w->os->id << 32) | w->seq;
+        h.rndv.read_mem_key = w->rndv_token;
     }
     size_t hl = ub__ses_size(&h);
     uint8_t *at = ub__pkt_put(p, (uint32_t)hl);
@@ -556,7 +603,7 @@ static int build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint
         uint8_t *d = ub__pkt_put(p, n);
         if (!d)
             return UB_ENOBUFS;
-        gather(w, off, d, n);
+        ub__ses_gather(w, off, d, n);
     }
     return 0;
 }
@@ -592,7 +639,8 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
             return true;
         }
         uint8_t tail[UB_SES_TAIL_LEN];
-        uint32_t aux = w->aux | ((w->flags & UB_WR_SOLICITED) ? 0x80000000u : 0);
+        uint32_t aux = w->aux | ((w->flags & UB_WR_SOLICITED) ? UB_SES_TAIL_S << 24 : 0) |
+                       (w->deferrable ? UB_SES_TAIL_D << 24 : 0);
         struct ub__ses_tail t = {w->so_delta, w->ro_count, w->send_seq, aux};
         ub__ses_tail_put(tail, &t);
         bool last = single || w->sent + n >= wire_len;
@@ -622,6 +670,8 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         s->st.tx_req_pkts++;
         w->first_sent = true;
         w->sent += n;
+        if (w->first_sent && (single || w->sent >= wire_len))
+            ub__ses_wr_arm_rsp(s, w, now); /* all out: the response is due within the bound */
     }
     if (w->on_txq) {
         ub__list_remove(&w->txq);
@@ -663,13 +713,13 @@ static enum ub_cr_status rc_status(uint8_t rc)
     }
 }
 
-static void rnr_fire(struct ub__timer *t, uint64_t now)
+/* Sends the request again from its first byte (after RNR, or when a deferral ends). */
+static void restart(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 {
-    struct ub__wr *w = UB_CONTAINER_OF(t, struct ub__wr, rnr_timer);
-    struct ub__tl *s = &w->jfs->ctx->ses;
-    if (w->state != WR_ACTIVE)
-        return;
-    s->st.rnr_retries++;
+    ub__timer_cancel(&s->eng->timers, &w->rsp_timer);
+    w->deferred = false;
+    w->rtr_early = false;
+    w->parked = false;
     w->sent = 0;
     w->first_sent = false;
     if (!w->on_txq) {
@@ -679,9 +729,69 @@ static void rnr_fire(struct ub__timer *t, uint64_t now)
     ub__ses_wr_pump(s, w, now);
 }
 
+static void rnr_fire(struct ub__timer *t, uint64_t now)
+{
+    struct ub__wr *w = UB_CONTAINER_OF(t, struct ub__wr, rnr_timer);
+    struct ub__tl *s = &w->jfs->ctx->ses;
+    if (w->state != WR_ACTIVE)
+        return;
+    s->st.rnr_retries++;
+    restart(s, w, now);
+}
+
+/* The response bound passed (the target died after acknowledging the request, or is
+ * wedged), or, while deferred, the deferral bound. */
+static void rsp_fire(struct ub__timer *t, uint64_t now)
+{
+    (void)now;
+    struct ub__wr *w = UB_CONTAINER_OF(t, struct ub__wr, rsp_timer);
+    struct ub__tl *s = &w->jfs->ctx->ses;
+    if (w->state != WR_ACTIVE)
+        return;
+    if (w->deferred) {
+        finish(s, w, UB_CR_RNR);
+        return;
+    }
+    s->st.rsp_timeouts++;
+    /* Whether it executed is unknown: order state at the target can no longer be trusted. */
+    if (w->os)
+        w->os->broken = true;
+    finish(s, w, UB_CR_PEER_UNREACHABLE);
+}
+
 void ub__ses_wr_init_timer(struct ub__wr *w)
 {
     ub__timer_init(&w->rnr_timer, rnr_fire);
+    ub__timer_init(&w->rsp_timer, rsp_fire);
+}
+
+void ub__ses_wr_arm_rsp(struct ub__tl *s, struct ub__wr *w, uint64_t now)
+{
+    if (w->state != WR_ACTIVE || w->deferred || w->parked)
+        return;
+    ub__timer_arm(&s->eng->timers, &w->rsp_timer, now + s->rsp_timeout_ns);
+}
+
+void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)
+{
+    struct ub__wr *w = wr_of_cookie(s, cookie);
+    /* Only once everything went out: the bound counts from the last sign of life. */
+    if (w && ub__timer_armed(&w->rsp_timer))
+        ub__ses_wr_arm_rsp(s, w, now);
+}
+
+void ub__ses_on_rtr(struct ub__tl *s, const struct ub__addr *src, uint64_t token, uint64_t now)
+{
+    s->st.rtr_rx++;
+    struct ub__wr *w = ub__hmap_get(&s->pending, token);
+    if (!w || w->state != WR_ACTIVE || !w->deferrable || !ub__ses_peer_eq(&w->dst, src))
+        return; /* over already (the deferral bound passed): nothing to restart */
+    if (!w->deferred) {
+        w->rtr_early = true; /* it overtook the DEFERRED response: restart when that comes */
+        return;
+    }
+    s->st.defer_restarts++;
+    restart(s, w, now);
 }
 
 void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
@@ -690,11 +800,34 @@ void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
     const struct ub__ses_rsp_data *r = &d->ses.u.rsp_data;
     s->st.rx_rsp_pkts++;
     struct ub__wr *w = ub__hmap_get(&s->pending, pend_key(d->ext.stream, d->ext.order_seq));
-    if (!w || w->state != WR_ACTIVE || !ub__addr_eq(&w->dst, rx->src)) {
+    if (!w || w->state != WR_ACTIVE || !ub__ses_peer_eq(&w->dst, rx->src)) {
         s->st.rx_stale_rsp++; /* for a request already over: never touch its buffers again */
         return;
     }
+    if (r->rc == UB_SES_RC_DEFERRED && w->deferrable) {
+        /* Paused, resources kept: the target sends DEFER_RTR when a buffer is posted. */
+        if (!w->defer_deadline) {
+            uint32_t ms = w->jfs->attr.defer_timeout_ms;
+            w->defer_deadline = now + (ms ? ms * 1000000ull : UB_SES_DEFER_TIMEOUT_NS);
+        }
+        if (w->rtr_early) {
+            restart(s, w, now);
+            return;
+        }
+        w->deferred = true;
+        w->parked = false;
+        ub__timer_arm(&s->eng->timers, &w->rsp_timer, w->defer_deadline);
+        return;
+    }
+    if (r->rc == UB_SES_RC_PENDING && w->eager) {
+        /* Rendezvous parked at the target until a buffer matches: no bound while it waits
+         * (the target's READ, when it comes, restarts the bound). */
+        w->parked = true;
+        ub__timer_cancel(&s->eng->timers, &w->rsp_timer);
+        return;
+    }
     if (r->rc == UB_SES_RC_RNR) {
+        ub__timer_cancel(&s->eng->timers, &w->rsp_timer);
         uint32_t limit = w->jfs->attr.rnr_retry;
         if (w->rnr_tries >= limit) {
             finish(s, w, UB_CR_RNR);
@@ -716,9 +849,19 @@ void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
             return;
         }
         scatter(w, r->message_offset, rx->payload, rx->payload_len);
-        w->got += rx->payload_len;
+        uint64_t fresh;
+        if (ub__ivl_add(&w->rd, r->message_offset, (uint64_t)r->message_offset + rx->payload_len,
+                        &fresh)) {
+            finish(s, w, UB_CR_REM_OP_ERR);
+            return;
+        }
+        if (fresh != rx->payload_len)
+            s->st.dup_bytes += rx->payload_len - fresh;
+        w->got += fresh;
         if (w->got >= w->len)
             finish(s, w, UB_CR_SUCCESS);
+        else
+            ub__ses_wr_arm_rsp(s, w, now);
         return;
     case UB_SES_OP_FETCHING_ATOMIC:
         if (rx->payload_len != 8) {
@@ -735,25 +878,48 @@ void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
     }
 }
 
+/* The peer failed (unreachable or restarted): every request to it fails, whatever JFS or
+ * stream it is on, including requests PDS delivered long ago that wait for a response. */
+static void fail_peer(struct ub__tl *s, const struct ub__addr *dst)
+{
+    s->st.peer_failed++;
+    struct ub__list *it;
+    UB_LIST_FOR_EACH(it, &s->ctx->jfss)
+    {
+        ub_jfs *jfs = UB_CONTAINER_OF(it, ub_jfs, link);
+        for (uint32_t i = 0; i < jfs->attr.depth; i++) {
+            struct ub__wr *x = &jfs->wrs[i];
+            if (x->state != WR_ACTIVE || !ub__addr_eq(&x->dst, dst))
+                continue;
+            /* Order state at the peer is gone: the next request opens a new stream. */
+            if (x->os)
+                x->os->broken = true;
+            finish(s, x, UB_CR_PEER_UNREACHABLE);
+        }
+    }
+}
+
 void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now)
 {
-    (void)now;
-    uint32_t jfs_id = (uint32_t)(cookie >> 40);
-    uint16_t idx = (uint16_t)(cookie >> 24);
-    uint32_t gen = (uint32_t)cookie & 0xffffffu;
-    ub_jfs *jfs = ub__hmap_get(&s->ctx->objs, ub__obj_key(UB__OBJ_JFS, jfs_id));
-    if (!jfs || idx >= jfs->attr.depth)
+    if ((cookie >> 40) == 0) { /* no JFS: a READ this side issued for a rendezvous */
+        ub__ses_rndv_failed(s, (uint32_t)cookie, now);
         return;
-    struct ub__wr *w = &jfs->wrs[idx];
-    if (w->state != WR_ACTIVE || (w->gen & 0xffffffu) != gen)
+    }
+    struct ub__wr *w = wr_of_cookie(s, cookie);
+    if (!w)
         return;
-    struct ub__ostream *os = w->os;
     struct ub__addr dst = w->dst;
     if (err == UB_ESTALE) {
         uint64_t arg = dst.family == UB_AF_LOOP ? dst.port : ub__addr_hash(&dst, 0);
         ub__async_push(s->ctx, UB_ASYNC_PEER_RESTARTED, UB_ESTALE, arg);
     }
-    /* The stream's order state at the peer is gone: every request on it fails; a new one starts. */
+    if (err == UB_ESTALE || err == UB_EUNREACH) {
+        fail_peer(s, &dst);
+        return;
+    }
+    /* Anything else: this stream's order state is in doubt; every request on it fails. */
+    struct ub__ostream *os = w->os;
+    ub_jfs *jfs = w->jfs;
     if (os)
         os->broken = true;
     for (uint32_t i = 0; i < jfs->attr.depth; i++) {

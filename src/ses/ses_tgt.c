@@ -21,60 +21,10 @@
 #include <softub/errors.h>
 #include "core/compiler.h"
 #include "core/seq.h"
-#include "ses/ses.h"
+#include "ses/ses_tgt.h"
 #include "wire/datagram.h"
 
 #define TSTREAM_IDLE_NS (10ull * 1000000000ull)
-
-enum { BIND_NONE = 0, BIND_BUF, BIND_UNEXP, BIND_RNR, BIND_WAIT };
-
-struct ub__rspc {
-    uint32_t seq;
-    bool valid, has_val;
-    uint8_t rc;
-    uint32_t len;
-    uint64_t val;
-};
-
-struct ub__tstream {
-    struct ub__list lru;
-    uint64_t key;
-    struct ub__addr src;
-    uint32_t inc;
-    uint16_t id;
-    uint32_t floor; /* every order_seq before it has executed */
-    uint64_t bits[UB_SES_WINDOW / 64];
-    uint32_t cur_epoch, ro_done;
-    struct ub__hmap msgs;    /* order_seq -> struct ub__rxmsg */
-    struct ub__list waiting; /* complete, waiting for their turn */
-    struct ub__send_seq *ss; /* next send_seq to bind, per JFR */
-    uint32_t nss, capss;
-    struct ub__rspc cache[UB_SES_RSP_CACHE];
-    uint64_t last_active;
-    uint32_t busy;
-};
-
-struct ub__rxmsg {
-    struct ub__list link;  /* ts->waiting */
-    struct ub__list ulink; /* jfr->unexpected */
-    struct ub__tstream *ts;
-    struct ub__addr src;
-    uint16_t stream;
-    uint32_t seq, send_seq, aux;
-    uint8_t op, eo, amo;
-    bool fence, solicited;
-    uint16_t so_delta, ro_count;
-    uint32_t key, initiator;
-    uint64_t addr, mkey, imm;
-    bool has_imm, som_seen, complete, staged, on_wait, running, on_unexp;
-    uint64_t len, wire_len, got;
-    uint8_t rc;
-    uint8_t *stage;
-    uint8_t bind;
-    struct ub__rbuf *rb;
-    ub_jfr *jfr;
-    uint64_t operand, compare;
-};
 
 struct ub__rdjob {
     struct ub__list link;
@@ -164,7 +114,7 @@ static void mark_executed(struct ub__tstream *ts, uint32_t seq)
     }
 }
 
-static struct ub__send_seq *send_seq_of(struct ub__tstream *ts, uint32_t jfr)
+struct ub__send_seq *ub__tgt_send_seq_of(struct ub__tstream *ts, uint32_t jfr)
 {
     for (uint32_t i = 0; i < ts->nss; i++)
         if (ts->ss[i].jfr == jfr)
@@ -186,7 +136,7 @@ static struct ub__send_seq *send_seq_of(struct ub__tstream *ts, uint32_t jfr)
 
 static uint64_t ts_key(const struct ub__addr *src, uint32_t inc, uint16_t id)
 {
-    return ub__addr_hash(src, ((uint64_t)inc << 16) | id);
+    return ub__ses_peer_hash(src, ((uint64_t)inc << 16) | id);
 }
 
 static struct ub__tstream *tstream_get(struct ub__tl *s, const struct ub__addr *src, uint32_t inc,
@@ -195,7 +145,7 @@ static struct ub__tstream *tstream_get(struct ub__tl *s, const struct ub__addr *
     uint64_t key = ts_key(src, inc, id);
     struct ub__tstream *ts = ub__hmap_get(&s->tstreams, key);
     if (ts) {
-        if (!ub__addr_eq(&ts->src, src) || ts->inc != inc || ts->id != id)
+        if (!ub__ses_peer_eq(&ts->src, src) || ts->inc != inc || ts->id != id)
             return NULL; /* a 64-bit hash collision: refuse rather than mix two streams */
     } else {
         ts = calloc(1, sizeof(*ts));
@@ -220,14 +170,12 @@ static struct ub__tstream *tstream_get(struct ub__tl *s, const struct ub__addr *
     return ts;
 }
 
-static void msg_free(struct ub__tl *s, struct ub__rxmsg *m);
-
 static void tstream_free(struct ub__tl *s, struct ub__tstream *ts)
 {
     uint64_t k;
     void *v;
     while (ts->msgs.slots && ub__hmap_next(&ts->msgs, 0, &k, &v))
-        msg_free(s, v);
+        ub__tgt_msg_free(s, v);
     ub__hmap_del(&s->tstreams, ts->key);
     ub__list_remove(&ts->lru);
     ub__hmap_fini(&ts->msgs);
@@ -247,25 +195,22 @@ void ub__ses_tgt_gc(struct ub__tl *s, uint64_t now)
 
 /* ---- messages -------------------------------------------------------------------------------- */
 
-static void rbuf_free(ub_jfr *jfr, struct ub__rbuf *rb)
-{
-    rb->in_use = false;
-    jfr->free_stack[jfr->nfree++] = rb->idx;
-}
-
 /* Detaches m from its stream and frees it. */
-static void msg_free(struct ub__tl *s, struct ub__rxmsg *m)
+void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m)
 {
-    (void)s;
     if (m->ts)
         ub__hmap_del(&m->ts->msgs, m->seq);
     if (m->on_wait)
         ub__list_remove(&m->link);
     if (m->on_unexp)
         ub__list_remove(&m->ulink);
+    if (m->in_rndv)
+        ub__hmap_del(&s->rndv, m->read_id);
+    ub__timer_cancel(&s->eng->timers, &m->rd_timer);
     if (m->rb && m->jfr) { /* still holds a buffer: give it back to the front of the queue */
         ub__list_push_front(&m->jfr->posted, &m->rb->link);
     }
+    ub__ivl_reset(&m->ivl);
     free(m->stage);
     free(m);
 }
@@ -316,8 +261,8 @@ static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
 }
 
 /* Sends a response without data (or with an 8-byte value); queued if it cannot go now. */
-static void send_rsp(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
-                     uint8_t rc, uint32_t len, bool has_val, uint64_t val, uint64_t now)
+void ub__tgt_send_rsp(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                      uint8_t rc, uint32_t len, bool has_val, uint64_t val, uint64_t now)
 {
     uint8_t b[8];
     put_be64(b, val);
@@ -337,8 +282,8 @@ static void send_rsp(struct ub__tl *s, const struct ub__addr *dst, uint16_t stre
     ub__list_push_back(rspq_of(s), &q->link);
 }
 
-static void respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t len, bool has_val,
-                    uint64_t val, uint64_t now)
+void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t len, bool has_val,
+                     uint64_t val, uint64_t now)
 {
     if (m->ts) {
         struct ub__rspc *c = &m->ts->cache[m->seq % UB_SES_RSP_CACHE];
@@ -349,155 +294,7 @@ static void respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t 
         c->has_val = has_val;
         c->val = val;
     }
-    send_rsp(s, &m->src, m->stream, m->seq, rc, len, has_val, val, now);
-}
-
-/* ---- receive buffers ------------------------------------------------------------------------ */
-
-static uint64_t rbuf_place(const struct ub__rbuf *rb, uint64_t off, const uint8_t *src, uint64_t n)
-{
-    uint64_t done = 0;
-    for (uint32_t i = 0; i < rb->num_sge && n; i++) {
-        const struct ub_sge *g = &rb->sge[i];
-        if (off >= g->len) {
-            off -= g->len;
-            continue;
-        }
-        uint64_t k = UB_MIN(n, g->len - off);
-        memcpy((uint8_t *)g->addr + off, src, k);
-        src += k;
-        n -= k;
-        done += k;
-        off = 0;
-    }
-    return done;
-}
-
-static bool tag_match(const struct ub__rbuf *rb, uint64_t tag)
-{
-    return ((rb->tag ^ tag) & ~rb->ignore) == 0;
-}
-
-static struct ub__rbuf *take_reserved(ub_jfr *jfr, struct ub__tstream *ts, uint32_t send_seq)
-{
-    struct ub__list *it;
-    UB_LIST_FOR_EACH(it, &jfr->reserved)
-    {
-        struct ub__rbuf *rb = UB_CONTAINER_OF(it, struct ub__rbuf, link);
-        if (rb->tag == (uint64_t)(uintptr_t)ts && rb->ignore == send_seq) {
-            ub__list_remove(&rb->link);
-            return rb;
-        }
-    }
-    return NULL;
-}
-
-static struct ub__rbuf *pop_posted(ub_jfr *jfr)
-{
-    struct ub__list *l = ub__list_pop_front(&jfr->posted);
-    return l ? UB_CONTAINER_OF(l, struct ub__rbuf, link) : NULL;
-}
-
-static void stage_put(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uint8_t *p,
-                      uint32_t n)
-{
-    if (!n)
-        return;
-    if (!m->stage) {
-        m->stage = calloc(1, m->wire_len ? m->wire_len : 1);
-        if (!m->stage) {
-            m->rc = UB_SES_RC_HOST_UNSUCCESS_CMPL;
-            return;
-        }
-    }
-    memcpy(m->stage + off, p, n);
-    s->st.staged_bytes += n;
-}
-
-/* Binds an untagged message (or WRITE_IMM) to a buffer in send order; false: receiver not ready. */
-static bool bind_untagged(struct ub__rxmsg *m)
-{
-    ub_jfr *jfr = m->jfr;
-    struct ub__send_seq *q = send_seq_of(m->ts, jfr->id);
-    if (!q)
-        return false;
-    if (ub__seq_lt(m->send_seq, q->next)) { /* a slot reserved for it, or a retry after RNR */
-        m->rb = take_reserved(jfr, m->ts, m->send_seq);
-        if (!m->rb)
-            m->rb = pop_posted(jfr);
-        return m->rb != NULL;
-    }
-    /* Messages sent before it that have not arrived keep their place: reserve their buffers. */
-    while (q->next != m->send_seq) {
-        struct ub__rbuf *rb = pop_posted(jfr);
-        if (!rb)
-            return false;
-        rb->tag = (uint64_t)(uintptr_t)m->ts;
-        rb->ignore = q->next;
-        ub__list_push_back(&jfr->reserved, &rb->link);
-        q->next++;
-    }
-    /* Its turn. Without a buffer it gives its place up (RNR) so that a message the sender
-     * abandons never leaves a hole; its retry takes the next free buffer. */
-    q->next++;
-    m->rb = pop_posted(jfr);
-    return m->rb != NULL;
-}
-
-static void deliver_recv(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
-
-/* Tagged: matches m against posted buffers (in posting order), or queues it as unexpected. */
-static void bind_tagged(struct ub__rxmsg *m)
-{
-    ub_jfr *jfr = m->jfr;
-    struct ub__list *it;
-    UB_LIST_FOR_EACH(it, &jfr->posted)
-    {
-        struct ub__rbuf *rb = UB_CONTAINER_OF(it, struct ub__rbuf, link);
-        if (tag_match(rb, m->mkey)) {
-            ub__list_remove(&rb->link);
-            m->rb = rb;
-            m->bind = BIND_BUF;
-            /* Bytes that arrived before it was matched (holes are filled by later packets). */
-            if (m->stage && m->got && m->len <= rb->cap)
-                rbuf_place(rb, 0, m->stage, m->len);
-            return;
-        }
-    }
-    m->bind = BIND_UNEXP;
-    ub__list_push_back(&jfr->unexpected, &m->ulink);
-    m->on_unexp = true;
-}
-
-static void try_exec(struct ub__tl *s, struct ub__tstream *ts, uint64_t now);
-
-/* Tagged messages of one stream to one JFR are matched in send order. */
-static void bind_tagged_in_order(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
-{
-    struct ub__send_seq *q = send_seq_of(m->ts, m->jfr->id);
-    if (!q || m->send_seq != q->next) {
-        m->bind = BIND_WAIT;
-        return;
-    }
-    bind_tagged(m);
-    q->next++;
-    /* Successors that arrived early can now be matched. */
-    for (bool more = true; more;) {
-        more = false;
-        uint64_t k;
-        void *v;
-        for (uint32_t i = 0; (i = ub__hmap_next(&m->ts->msgs, i, &k, &v)) != 0;) {
-            struct ub__rxmsg *x = v;
-            if (x->bind == BIND_WAIT && x->jfr == m->jfr && x->send_seq == q->next) {
-                bind_tagged(x);
-                q->next++;
-                more = true;
-                break;
-            }
-        }
-    }
-    (void)s;
-    (void)now;
+    ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, rc, len, has_val, val, now);
 }
 
 /* ---- the order engine ----------------------------------------------------------------------- */
@@ -525,7 +322,7 @@ static bool ready(const struct ub__rxmsg *m)
     return m->bind != BIND_WAIT;
 }
 
-static void executed_now(struct ub__tstream *ts, struct ub__rxmsg *m)
+void ub__tgt_executed_now(struct ub__tstream *ts, struct ub__rxmsg *m)
 {
     if (m->eo == UB_EXT_EO_SO) {
         ts->cur_epoch = m->seq;
@@ -534,36 +331,6 @@ static void executed_now(struct ub__tstream *ts, struct ub__rxmsg *m)
         ts->ro_done++;
     }
     mark_executed(ts, m->seq);
-}
-
-static void deliver_recv(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
-{
-    (void)now;
-    ub_jfr *jfr = m->jfr;
-    struct ub__rbuf *rb = m->rb;
-    struct ub_cr cr;
-    memset(&cr, 0, sizeof(cr));
-    bool too_long = m->op != UB_SES_OP_WRITE && m->len > rb->cap;
-    cr.status = too_long ? UB_CR_LOC_LEN_ERR : UB_CR_SUCCESS;
-    cr.opcode = m->op == UB_SES_OP_WRITE ? UB_CR_OP_RECV_WRITE_IMM : UB_CR_OP_RECV;
-    cr.length = too_long ? 0 : (uint32_t)m->len;
-    cr.user_ctx = rb->user_ctx;
-    cr.local_id = jfr->id;
-    cr.remote_id = m->initiator;
-    cr.remote_node = m->src.family == UB_AF_LOOP ? m->src.port : 0;
-    if (m->has_imm) {
-        cr.flags |= UB_CR_F_IMM;
-        cr.imm_data = m->imm;
-    }
-    if (m->op == UB_SES_OP_TAGGED_SEND) {
-        cr.flags |= UB_CR_F_TAG;
-        cr.tag = m->mkey;
-    }
-    m->rb = NULL;
-    rbuf_free(jfr, rb);
-    ub__jfc_push(jfr->jfc, &cr, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32),
-                 m->solicited);
-    s->st.executed++;
 }
 
 static void rd_start(struct ub__tl *s, struct ub__rxmsg *m);
@@ -576,9 +343,9 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
         if ((m->op == UB_SES_OP_SEND || m->op == UB_SES_OP_TAGGED_SEND ||
              (m->op == UB_SES_OP_WRITE && m->jfr)) &&
             m->rb && m->rc == UB_SES_RC_TOO_LONG)
-            deliver_recv(s, m, now); /* the buffer was consumed: its owner learns why */
-        respond(s, m, m->rc, 0, false, 0, now);
-        executed_now(ts, m);
+            ub__tgt_deliver_recv(s, m, now); /* the buffer was consumed: its owner learns why */
+        ub__tgt_respond(s, m, m->rc, 0, false, 0, now);
+        ub__tgt_executed_now(ts, m);
         return true;
     }
     switch (m->op) {
@@ -587,17 +354,17 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
             ub_seg *seg = NULL;
             uint8_t rc = seg_check(ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, &seg);
             if (rc != UB_SES_RC_OK) {
-                respond(s, m, rc, 0, false, 0, now);
-                executed_now(ts, m);
+                ub__tgt_respond(s, m, rc, 0, false, 0, now);
+                ub__tgt_executed_now(ts, m);
                 return true;
             }
             if (m->len)
                 memcpy(seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr), m->stage, m->len);
         }
         if (m->jfr && m->rb)
-            deliver_recv(s, m, now);
-        respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
-        executed_now(ts, m);
+            ub__tgt_deliver_recv(s, m, now);
+        ub__tgt_respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
+        ub__tgt_executed_now(ts, m);
         s->st.executed++;
         return true;
     }
@@ -608,8 +375,8 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
         ub_seg *seg = NULL;
         uint8_t rc = seg_check(ctx, m->key, m->mkey, UB_ACCESS_ATOMIC, m->addr, 8, &seg);
         if (rc != UB_SES_RC_OK) {
-            respond(s, m, rc, 0, false, 0, now);
-            executed_now(ts, m);
+            ub__tgt_respond(s, m, rc, 0, false, 0, now);
+            ub__tgt_executed_now(ts, m);
             return true;
         }
         uint64_t *word =
@@ -639,31 +406,46 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
             *word = old ^ v;
             break;
         }
-        respond(s, m, UB_SES_RC_OK, 8, true, old, now);
-        executed_now(ts, m);
+        ub__tgt_respond(s, m, UB_SES_RC_OK, 8, true, old, now);
+        ub__tgt_executed_now(ts, m);
         s->st.executed++;
         return true;
     }
     default: /* SEND, TAGGED_SEND */
+        if (m->rndv) {
+            if (m->bind == BIND_UNEXP) {
+                /* Parked: matched in order, bulk READ once a buffer matches. The sender
+                 * learns the target holds it (no response bound while it waits). */
+                ub__tgt_respond(s, m, UB_SES_RC_PENDING, 0, false, 0, now);
+                ub__tgt_executed_now(ts, m);
+                ub__hmap_del(&ts->msgs, m->seq);
+                m->ts = NULL;
+                return false;
+            }
+            ub__tgt_executed_now(ts, m);
+            ub__hmap_del(&ts->msgs, m->seq);
+            m->ts = NULL;
+            return ub__tgt_rndv_begin(s, m, now);
+        }
         if (m->bind == BIND_UNEXP) {
             /* Buffered: the sender is done; the receiver gets it when a buffer matches. */
-            respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
-            executed_now(ts, m);
+            ub__tgt_respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
+            ub__tgt_executed_now(ts, m);
             ub__hmap_del(&ts->msgs, m->seq);
             m->ts = NULL;
             return false;
         }
         if (m->staged && m->stage && m->len <= m->rb->cap)
-            rbuf_place(m->rb, 0, m->stage, m->len);
-        deliver_recv(s, m, now);
-        respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
-        executed_now(ts, m);
+            ub__tgt_rbuf_place(m->rb, 0, m->stage, m->wire_len);
+        ub__tgt_deliver_recv(s, m, now);
+        ub__tgt_respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
+        ub__tgt_executed_now(ts, m);
         return true;
     }
 }
 
 /* Executes every waiting transaction of ts whose turn has come, until none is left. */
-static void try_exec(struct ub__tl *s, struct ub__tstream *ts, uint64_t now)
+void ub__tgt_try_exec(struct ub__tl *s, struct ub__tstream *ts, uint64_t now)
 {
     for (bool progress = true; progress;) {
         progress = false;
@@ -676,7 +458,7 @@ static void try_exec(struct ub__tl *s, struct ub__tstream *ts, uint64_t now)
             ub__list_remove(&m->link);
             m->on_wait = false;
             if (exec_msg(s, ts, m, now))
-                msg_free(s, m);
+                ub__tgt_msg_free(s, m);
             progress = true;
             break; /* the list may have changed under us */
         }
@@ -688,19 +470,26 @@ static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxm
 {
     m->complete = true;
     if (m->rc == UB_SES_RC_OK && m->bind == BIND_RNR) {
-        /* Not executed: the initiator retries the same transaction later. */
-        s->st.rnr_sent++;
-        send_rsp(s, &m->src, m->stream, m->seq, UB_SES_RC_RNR, 0, false, 0, now);
+        /* Not executed: the initiator sends the same transaction again, when we ask for it
+         * (deferred: DEFER_RTR once a buffer is posted) or after a back-off (RNR). */
+        uint8_t rc = UB_SES_RC_RNR;
+        if (m->deferrable && m->jfr && ub__tgt_defer_add(m->jfr, &m->src, m->restart)) {
+            rc = UB_SES_RC_DEFERRED;
+            s->st.deferred_sent++;
+        } else {
+            s->st.rnr_sent++;
+        }
+        ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, rc, 0, false, 0, now);
         if (m->rb) { /* never holds one when RNR; defensive */
-            rbuf_free(m->jfr, m->rb);
+            ub__tgt_rbuf_free(m->jfr, m->rb);
             m->rb = NULL;
         }
-        msg_free(s, m);
+        ub__tgt_msg_free(s, m);
         return;
     }
     ub__list_push_back(&ts->waiting, &m->link);
     m->on_wait = true;
-    try_exec(s, ts, now);
+    ub__tgt_try_exec(s, ts, now);
 }
 
 /* ---- requests ----------------------------------------------------------------------------------
@@ -728,8 +517,24 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
     m->ro_count = t->ro_count;
     m->send_seq = t->send_seq;
     m->aux = t->aux & 0xffffffu;
-    m->solicited = (t->aux >> 31) & 1;
+    m->solicited = ((t->aux >> 24) & UB_SES_TAIL_S) != 0;
+    m->deferrable = ((t->aux >> 24) & UB_SES_TAIL_D) != 0;
+    m->restart = q->buffer_offset;
     m->op = q->opcode;
+    ub__timer_init(&m->rd_timer, ub__tgt_rndv_timeout);
+    /* Deferrable and rendezvous messages are messages: one code path from here on. */
+    if (m->op == UB_SES_OP_DEFER_SEND) {
+        m->op = UB_SES_OP_SEND;
+        m->deferrable = true;
+    } else if (m->op == UB_SES_OP_DEFER_TSEND) {
+        m->op = UB_SES_OP_TAGGED_SEND; /* never deferred: unmatched ones are buffered */
+        m->deferrable = false;
+    } else if (m->op == UB_SES_OP_RNDV_SEND || m->op == UB_SES_OP_RNDV_TSEND) {
+        m->op = m->op == UB_SES_OP_RNDV_SEND ? UB_SES_OP_SEND : UB_SES_OP_TAGGED_SEND;
+        m->rndv = true;
+    }
+    if (m->op == UB_SES_OP_TAGGED_SEND)
+        m->deferrable = false;
     m->key = ((uint32_t)q->pid_on_fep << 12) | q->resource_index;
     m->addr = q->buffer_offset;
     m->mkey = q->mem_key;
@@ -737,6 +542,15 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
     m->len = q->request_length;
     m->wire_len = m->len;
     m->rc = UB_SES_RC_OK;
+    if (m->rndv) { /* the request carries the eager part; the rest is READ from read_offset */
+        const struct ub__ses_rndv *r = &d->ses.rndv;
+        m->wire_len = r->eager_length;
+        m->rd_off = r->read_offset;
+        m->rd_key = r->read_mem_key;
+        m->rd_jfs = ((uint32_t)r->pid_on_fep << 12) | r->resource_index;
+        if (r->eager_length > m->len || r->read_offset != r->eager_length)
+            m->rc = UB_SES_RC_UNSUPPORTED_SIZE;
+    }
     if (ub__hmap_put(&ts->msgs, m->seq, m)) {
         free(m);
         return NULL;
@@ -749,7 +563,7 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
             if (!m->jfr || m->jfr->attr.tag_matching)
                 m->rc = UB_SES_RC_BAD_INDEX;
             else
-                m->bind = bind_untagged(m) ? BIND_BUF : BIND_RNR;
+                m->bind = ub__tgt_bind_untagged(m) ? BIND_BUF : BIND_RNR;
         }
         /* Data must not become visible before its turn: stage it until then. */
         m->staged = m->rc == UB_SES_RC_OK && m->bind != BIND_RNR && !order_ok(ts, m);
@@ -798,10 +612,10 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
             break;
         }
         if (tagged) {
-            bind_tagged_in_order(s, m, now);
+            ub__tgt_bind_tagged_in_order(s, m, now);
             m->staged = m->bind != BIND_BUF;
         } else {
-            m->bind = bind_untagged(m) ? BIND_BUF : BIND_RNR;
+            m->bind = ub__tgt_bind_untagged(m) ? BIND_BUF : BIND_RNR;
             if (m->bind == BIND_BUF && m->len > m->rb->cap)
                 m->rc = UB_SES_RC_TOO_LONG;
         }
@@ -823,7 +637,7 @@ static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uin
         return;
     }
     if (m->staged || m->bind == BIND_WAIT || m->bind == BIND_UNEXP) {
-        stage_put(s, m, off, p, n);
+        ub__tgt_stage_put(s, m, off, p, n);
         return;
     }
     switch (m->op) {
@@ -841,7 +655,7 @@ static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uin
     case UB_SES_OP_SEND:
     case UB_SES_OP_TAGGED_SEND:
         if (m->rb && off + n <= m->rb->cap)
-            rbuf_place(m->rb, off, p, n);
+            ub__tgt_rbuf_place(m->rb, off, p, n);
         return;
     default:
         return;
@@ -854,7 +668,7 @@ static void resend_cached(struct ub__tl *s, struct ub__tstream *ts, uint32_t seq
     if (!c->valid || c->seq != seq)
         return;
     s->st.rsp_resent++;
-    send_rsp(s, &ts->src, ts->id, seq, c->rc, c->len, c->has_val, c->val, now);
+    ub__tgt_send_rsp(s, &ts->src, ts->id, seq, c->rc, c->len, c->has_val, c->val, now);
 }
 
 void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
@@ -868,6 +682,14 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
     }
     struct ub__ses_tail t;
     ub__ses_tail_get(d->ext.tail, &t);
+    if (q->opcode == UB_SES_OP_DEFER_RTR) { /* a target we sent to has a buffer now */
+        ub__ses_on_rtr(s, rx->src, q->mem_key, now);
+        return;
+    }
+    if ((t.aux >> 24) & UB_SES_TAIL_R) { /* a target READs a rendezvous message of ours */
+        ub__ses_rndv_serve(s, rx, &t, now);
+        return;
+    }
     struct ub__tstream *ts = tstream_get(s, rx->src, rx->incarnation, d->ext.stream, now);
     if (!ts) {
         s->st.rx_bad_pkts++;
@@ -896,19 +718,38 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_dup_pkts++;
         return;
     }
-    uint64_t off = 0;
-    if (q->flags & UB_SES_F_SOM) {
+    bool som = (q->flags & UB_SES_F_SOM) != 0;
+    uint64_t off = som ? 0 : q->message_offset;
+    uint32_t n =
+        m->op == UB_SES_OP_FETCHING_ATOMIC || m->op == UB_SES_OP_READ ? 0 : rx->payload_len;
+    if (n > m->wire_len || off > m->wire_len - n) { /* beyond the request's (eager) bytes */
+        s->st.rx_bad_pkts++;
+        if (m->rc == UB_SES_RC_OK)
+            m->rc = UB_SES_RC_TOO_LONG;
+        if (!m->complete)
+            on_complete(s, ts, m, now);
+        return;
+    }
+    /* A packet seen before (re-delivered through a re-established PDC) counts once. */
+    uint64_t fresh = 0;
+    if (ub__ivl_add(&m->ivl, off, off + n, &fresh)) {
+        s->st.rx_bad_pkts++;
+        return;
+    }
+    s->st.dup_bytes += n - fresh;
+    if (n ? fresh == 0 : (!som || m->som_seen)) {
+        s->st.rx_dup_pkts++;
+        return;
+    }
+    if (som) {
         m->som_seen = true;
         if (q->flags & UB_SES_F_HD) {
             m->has_imm = true;
             m->imm = q->header_data;
         }
-    } else {
-        off = q->message_offset;
     }
-    uint32_t n = m->op == UB_SES_OP_FETCHING_ATOMIC ? 0 : rx->payload_len;
     place(s, m, off, rx->payload, n);
-    m->got += n;
+    m->got = m->ivl.total;
     if (m->som_seen && m->got >= m->wire_len)
         on_complete(s, ts, m, now);
 }
@@ -935,10 +776,10 @@ static void rd_done(struct ub__tl *s, struct ub__rdjob *j, uint64_t now)
     ub__list_remove(&j->link);
     free(j);
     ts->busy--;
-    executed_now(ts, m);
+    ub__tgt_executed_now(ts, m);
     s->st.executed++;
-    msg_free(s, m);
-    try_exec(s, ts, now);
+    ub__tgt_msg_free(s, m);
+    ub__tgt_try_exec(s, ts, now);
 }
 
 bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
@@ -968,7 +809,7 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
             ub_seg *seg = NULL;
             uint8_t rc = seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
             if (rc != UB_SES_RC_OK) { /* revoked while being read */
-                send_rsp(s, &m->src, m->stream, m->seq, rc, 0, false, 0, now);
+                ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, rc, 0, false, 0, now);
                 rd_done(s, j, now);
                 break;
             }
@@ -988,91 +829,6 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
     return true;
 }
 
-/* ---- JFR events ------------------------------------------------------------------------------ */
-
-void ub__ses_jfr_posted(ub_jfr *jfr, uint64_t now)
-{
-    struct ub__tl *s = &jfr->ctx->ses;
-    if (!jfr->attr.tag_matching || ub__list_empty(&jfr->unexpected))
-        return;
-    struct ub__rbuf *rb = UB_CONTAINER_OF(jfr->posted.prev, struct ub__rbuf, link);
-    struct ub__list *it;
-    UB_LIST_FOR_EACH(it, &jfr->unexpected)
-    {
-        struct ub__rxmsg *m = UB_CONTAINER_OF(it, struct ub__rxmsg, ulink);
-        if (!tag_match(rb, m->mkey))
-            continue;
-        ub__list_remove(&m->ulink);
-        m->on_unexp = false;
-        ub__list_remove(&rb->link);
-        m->rb = rb;
-        m->bind = BIND_BUF;
-        if (m->stage && m->got && m->len <= rb->cap) /* holes are filled by later packets */
-            rbuf_place(rb, 0, m->stage, m->len);
-        if (!m->ts) { /* already executed (buffered): deliver now */
-            deliver_recv(s, m, now);
-            msg_free(s, m);
-        } else {
-            m->staged = false; /* the rest goes straight into the buffer */
-        }
-        return;
-    }
-}
-
-static void flush_rbuf(ub_jfr *jfr, struct ub__rbuf *rb)
-{
-    struct ub_cr cr;
-    memset(&cr, 0, sizeof(cr));
-    cr.status = UB_CR_FLUSHED;
-    cr.opcode = UB_CR_OP_RECV;
-    cr.user_ctx = rb->user_ctx;
-    cr.local_id = jfr->id;
-    rbuf_free(jfr, rb);
-    ub__jfc_push(jfr->jfc, &cr, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32), false);
-}
-
-void ub__ses_jfr_flush(ub_jfr *jfr, uint64_t now)
-{
-    (void)now;
-    struct ub__tl *s = &jfr->ctx->ses;
-    /* Messages in progress that hold or wait for this JFR lose it. */
-    uint64_t k;
-    void *v;
-    for (uint32_t i = 0; (i = ub__hmap_next(&s->tstreams, i, &k, &v)) != 0;) {
-        struct ub__tstream *ts = v;
-        uint64_t k2;
-        void *v2;
-        for (uint32_t j = 0; (j = ub__hmap_next(&ts->msgs, j, &k2, &v2)) != 0;) {
-            struct ub__rxmsg *m = v2;
-            if (m->jfr != jfr)
-                continue;
-            if (m->rb)
-                flush_rbuf(jfr, m->rb);
-            m->rb = NULL;
-            if (m->on_unexp) {
-                ub__list_remove(&m->ulink);
-                m->on_unexp = false;
-            }
-            m->jfr = NULL;
-            if (m->bind == BIND_WAIT)
-                m->bind = BIND_NONE;
-            if (m->rc == UB_SES_RC_OK)
-                m->rc = UB_SES_RC_CANCELLED;
-        }
-        try_exec(s, ts, now);
-    }
-    while (!ub__list_empty(&jfr->unexpected)) { /* buffered messages nobody will receive */
-        struct ub__rxmsg *m = UB_CONTAINER_OF(jfr->unexpected.next, struct ub__rxmsg, ulink);
-        m->jfr = NULL;
-        msg_free(s, m);
-    }
-    struct ub__list *l;
-    while ((l = ub__list_pop_front(&jfr->reserved)) != NULL)
-        flush_rbuf(jfr, UB_CONTAINER_OF(l, struct ub__rbuf, link));
-    while ((l = ub__list_pop_front(&jfr->posted)) != NULL)
-        flush_rbuf(jfr, UB_CONTAINER_OF(l, struct ub__rbuf, link));
-}
-
 void ub__ses_tgt_fini(struct ub__tl *s)
 {
     struct ub__list *l;
@@ -1082,6 +838,8 @@ void ub__ses_tgt_fini(struct ub__tl *s)
         free(UB_CONTAINER_OF(l, struct ub__rspq, link));
     uint64_t k;
     void *v;
+    while (s->rndv.slots && ub__hmap_next(&s->rndv, 0, &k, &v))
+        ub__tgt_msg_free(s, v);
     while (s->tstreams.slots && ub__hmap_next(&s->tstreams, 0, &k, &v))
         tstream_free(s, v);
 }

@@ -193,11 +193,17 @@ static void test_rnr(void **state)
     wr.sge = &sg;
     wr.num_sge = 1;
     wr.tjetty = tj;
+    /* Blind RNR retries are what a JFS asks for with UB_JFS_F_RNR_RETRY (the default is
+     * deferral: test_api_defer.c). */
+    struct ub_jfs_attr ra = {.depth = 8, .jfc = T.jfc[0], .flags = UB_JFS_F_RNR_RETRY};
+    ub_jfs *rj;
+    assert_int_equal(ub_jfs_create(T.ctx[0], &ra, &rj), 0);
     /* No buffer ever: bounded retries, then a distinct error. */
-    assert_int_equal(run_wr(ub_jetty_jfs(T.jetty[0]), &wr), UB_CR_RNR);
+    assert_int_equal(run_wr(rj, &wr), UB_CR_RNR);
     assert_true(T.ctx[0]->ses.st.rnr_retries >= UB_SES_RNR_RETRY);
+    assert_int_equal(T.ctx[1]->ses.st.deferred_sent, 0);
     /* A buffer posted while the sender retries: it gets through. */
-    assert_int_equal(ub_post_send(ub_jetty_jfs(T.jetty[0]), &wr, NULL), 0);
+    assert_int_equal(ub_post_send(rj, &wr, NULL), 0);
     while (T.ctx[1]->ses.st.rnr_sent < UB_SES_RNR_RETRY + 2)
         tnet_step(&T, 0);
     struct ub_sge rsg = {M1, 1000, S1};
@@ -210,7 +216,8 @@ static void test_rnr(void **state)
     assert_int_equal(cr.status, UB_CR_SUCCESS);
     assert_int_equal(cr.length, 500);
     /* With UB_RNR_NO_RETRY the first RNR is final. */
-    struct ub_jfs_attr ja = {.depth = 4, .jfc = T.jfc[0], .rnr_retry = UB_RNR_NO_RETRY};
+    struct ub_jfs_attr ja = {
+        .depth = 4, .jfc = T.jfc[0], .rnr_retry = UB_RNR_NO_RETRY, .flags = UB_JFS_F_RNR_RETRY};
     ub_jfs *j2;
     assert_int_equal(ub_jfs_create(T.ctx[0], &ja, &j2), 0);
     uint64_t before = T.ctx[0]->ses.st.rnr_retries;

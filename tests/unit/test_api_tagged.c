@@ -82,7 +82,7 @@ static void do_matching(uint32_t drop_ppm)
     /* A non-matching tag waits as unexpected; unexpected messages match in send order. */
     tsend(7, 0, 100, 0x41, 0);
     tsend(7, 4096, 100, 0x42, 0);
-    tsend(7, 8192, 200000, 0x43, 0); /* long: beyond one packet, still buffered */
+    tsend(7, 8192, 200000, 0x43, 0); /* long: rendezvous, its eager part parked */
     for (int i = 0; i < 2000; i++)
         tnet_step(&T, 0);
     struct ub_cr x;
@@ -98,7 +98,7 @@ static void do_matching(uint32_t drop_ppm)
     cr = recv_cr();
     assert_int_equal(cr.length, 200000);
     assert_int_equal(M1[16384 + 199999], 0x43);
-    /* The senders were told long ago (eager buffering). */
+    /* Unsignaled sends: no records (the rendezvous one completed once READ). */
     int sends = 0;
     while (ub_poll_jfc(T.jfc[0], 1, &x) == 1)
         sends++;

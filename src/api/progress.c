@@ -1,0 +1,178 @@
+/*
+ * Automatic progress: one thread per context that drives the engine at the real clock.
+ * It runs rounds back to back while there is work, keeps spinning for spin_ns after the
+ * last work (a reply usually comes within that), then sleeps in epoll on the device's fd
+ * and a wake eventfd until the engine's next deadline. docs/progress.md.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <softub/errors.h>
+#include "api/api.h"
+
+/* Drains the wake eventfd if epoll reported it. */
+static void handle_events(struct ub__ctx *x, const struct epoll_event *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (ev[i].data.u32 == 1) {
+            uint64_t v;
+            ssize_t r = read(x->wake_fd, &v, sizeof(v));
+            (void)r;
+            atomic_fetch_add_explicit(&x->wakes, 1, memory_order_relaxed);
+        }
+    }
+}
+
+/* Busy-polls the epoll set (no lock held) until something is ready or `until`. */
+static void spin_until(struct ub__ctx *x, uint64_t until)
+{
+    struct epoll_event ev[4];
+    for (;;) {
+        int n = epoll_wait(x->epfd, ev, 4, 0);
+        if (n > 0) {
+            handle_events(x, ev, n);
+            return;
+        }
+        if (atomic_load_explicit(&x->stop, memory_order_relaxed) ||
+            ub__clock_monotonic_ns(NULL) >= until)
+            return;
+    }
+}
+
+/* Sleeps in epoll until something is readable or `until` (monotonic ns, or never). */
+static void sleep_until(struct ub__ctx *x, uint64_t until)
+{
+    struct epoll_event ev[4];
+    uint64_t now = ub__clock_monotonic_ns(NULL);
+    if (until != UB_TIME_NEVER && until <= now)
+        return;
+    struct timespec ts, *tsp = NULL;
+    if (until != UB_TIME_NEVER) {
+        uint64_t d = until - now;
+        ts.tv_sec = (time_t)(d / UB_NS_PER_S);
+        ts.tv_nsec = (long)(d % UB_NS_PER_S);
+        tsp = &ts;
+    }
+    atomic_fetch_add_explicit(&x->sleeps, 1, memory_order_relaxed);
+    int n = epoll_pwait2(x->epfd, ev, 4, tsp, NULL);
+    if (n < 0 && errno == ENOSYS) { /* kernels before 5.11: millisecond resolution, rounded up */
+        int ms = -1;
+        if (tsp) {
+            uint64_t m = (until - now + UB_NS_PER_MS - 1) / UB_NS_PER_MS;
+            ms = m > 1000000 ? 1000000 : (int)m;
+        }
+        n = epoll_wait(x->epfd, ev, 4, ms);
+    }
+    handle_events(x, ev, n);
+}
+
+/*
+ * The thread. Rounds run under the context lock; waiting never holds it. After a round
+ * that did nothing, it publishes how long it means to wait (sleeping, sleep_until: an API
+ * call that wants it sooner writes the wake fd), then either busy-polls the epoll set
+ * (within spin_ns of the last work) or sleeps in it until the engine's next deadline.
+ */
+static void *progress_main(void *arg)
+{
+    struct ub__ctx *x = arg;
+    ub_context *ctx = &x->c;
+    uint64_t last_work = ub__clock_monotonic_ns(NULL);
+    while (!atomic_load_explicit(&x->stop, memory_order_acquire)) {
+        pthread_mutex_lock(&x->lock);
+        x->sleeping = false;
+        int n = ub__ctx_progress_locked(ctx);
+        uint64_t now = ub__ctx_now(ctx);
+        bool pending = ub__engine_pending(&ctx->eng);
+        atomic_fetch_add_explicit(&x->rounds, 1, memory_order_relaxed);
+        if (n > 0 || pending) {
+            pthread_mutex_unlock(&x->lock);
+            last_work = now;
+            continue;
+        }
+        uint64_t deadline = ub__engine_next_deadline(&ctx->eng);
+        x->sleeping = true;
+        x->sleep_until = deadline;
+        pthread_mutex_unlock(&x->lock);
+        if (now - last_work < x->spin_ns) {
+            uint64_t until = last_work + x->spin_ns;
+            spin_until(x, deadline < until ? deadline : until);
+        } else {
+            sleep_until(x, deadline);
+            last_work = ub__clock_monotonic_ns(NULL); /* woken: spin again for a while */
+        }
+    }
+    return NULL;
+}
+
+void ub__progress_kick(struct ub__ctx *x)
+{
+    /* Under the lock. The thread re-reads the deadline after every wake-up. */
+    if (!x->sleeping)
+        return;
+    ub_context *ctx = &x->c;
+    if (ub__engine_pending(&ctx->eng) || ub__engine_next_deadline(&ctx->eng) < x->sleep_until) {
+        uint64_t one = 1;
+        ssize_t r = write(x->wake_fd, &one, sizeof(one));
+        (void)r;
+        x->sleeping = false; /* one write per sleep */
+    }
+}
+
+int ub__progress_start(struct ub__ctx *x)
+{
+    x->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    x->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (x->wake_fd < 0 || x->epfd < 0)
+        goto fail;
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 1};
+    if (epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->wake_fd, &ev) != 0)
+        goto fail;
+    int dfd = ub__dev_fd(x->c.dev);
+    if (dfd >= 0) {
+        ev.data.u32 = 0;
+        if (epoll_ctl(x->epfd, EPOLL_CTL_ADD, dfd, &ev) != 0)
+            goto fail;
+    }
+    atomic_store(&x->stop, false);
+    /* The thread must not take the application's signals. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    x->thread_started = true;
+    int rc = pthread_create(&x->thread, NULL, progress_main, x);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        x->thread_started = false;
+        goto fail;
+    }
+    return 0;
+fail:
+    if (x->wake_fd >= 0)
+        close(x->wake_fd);
+    if (x->epfd >= 0)
+        close(x->epfd);
+    x->wake_fd = x->epfd = -1;
+    return UB_EIO;
+}
+
+void ub__progress_stop(struct ub__ctx *x)
+{
+    if (!x->thread_started)
+        return;
+    atomic_store_explicit(&x->stop, true, memory_order_release);
+    uint64_t one = 1;
+    ssize_t r = write(x->wake_fd, &one, sizeof(one));
+    (void)r;
+    pthread_join(x->thread, NULL);
+    x->thread_started = false;
+    close(x->wake_fd);
+    close(x->epfd);
+    x->wake_fd = x->epfd = -1;
+}

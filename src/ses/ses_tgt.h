@@ -1,0 +1,102 @@
+/*
+ * The target side's shared state (internal to src/ses): order streams,
+ * transactions being assembled or executed, and the functions the target's
+ * files share: ses_tgt.c (assembly, order engine, execution, responses,
+ * READ streaming) and ses_msg.c (receive buffers, tag matching, deferral,
+ * the target half of rendezvous).
+ */
+#ifndef UB_SES_SES_TGT_H
+#define UB_SES_SES_TGT_H
+
+#include "ses/ses.h"
+
+enum { BIND_NONE = 0, BIND_BUF, BIND_UNEXP, BIND_RNR, BIND_WAIT };
+
+struct ub__rspc {
+    uint32_t seq;
+    bool valid, has_val;
+    uint8_t rc;
+    uint32_t len;
+    uint64_t val;
+};
+
+struct ub__tstream {
+    struct ub__list lru;
+    uint64_t key;
+    struct ub__addr src;
+    uint32_t inc;
+    uint16_t id;
+    uint32_t floor; /* every order_seq before it has executed */
+    uint64_t bits[UB_SES_WINDOW / 64];
+    uint32_t cur_epoch, ro_done;
+    struct ub__hmap msgs;    /* order_seq -> struct ub__rxmsg */
+    struct ub__list waiting; /* complete, waiting for their turn */
+    struct ub__send_seq *ss; /* next send_seq to bind, per JFR */
+    uint32_t nss, capss;
+    struct ub__rspc cache[UB_SES_RSP_CACHE];
+    uint64_t last_active;
+    uint32_t busy;
+};
+
+struct ub__rxmsg {
+    struct ub__list link;  /* ts->waiting */
+    struct ub__list ulink; /* jfr->unexpected */
+    struct ub__tstream *ts;
+    struct ub__addr src;
+    uint16_t stream;
+    uint32_t seq, send_seq, aux;
+    uint8_t op, eo, amo;
+    bool fence, solicited;
+    uint16_t so_delta, ro_count;
+    uint32_t key, initiator;
+    uint64_t addr, mkey, imm;
+    bool has_imm, som_seen, complete, staged, on_wait, running, on_unexp;
+    bool deferrable, rndv, in_rndv;
+    uint64_t len, wire_len, got; /* got: request bytes that arrived (ivl.total) */
+    struct ub__ivl ivl;          /* which bytes arrived (request packets, then READ data) */
+    uint32_t rd_jfs, read_id;    /* rendezvous: the initiator's JFS, our READ's id */
+    uint64_t rd_off, rd_key;     /* rendezvous: where the READ starts, its token */
+    struct ub__timer rd_timer;   /* rendezvous: bound on the READ data */
+    enum ub_cr_status cr_status; /* the receive record's status, if not success */
+    uint8_t rc;
+    uint8_t *stage;
+    uint8_t bind;
+    struct ub__rbuf *rb;
+    ub_jfr *jfr;
+    uint64_t operand, compare;
+    uint64_t restart; /* deferrable: the initiator's restart token */
+};
+
+/* ---- ses_tgt.c ---- */
+void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m);
+struct ub__send_seq *ub__tgt_send_seq_of(struct ub__tstream *ts, uint32_t jfr);
+/* Sends a response (without data, or an 8-byte value); queued if it cannot go now. */
+void ub__tgt_send_rsp(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                      uint8_t rc, uint32_t len, bool has_val, uint64_t val, uint64_t now);
+/* Answers m (and keeps the answer for re-sending while m is in its stream). */
+void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t len, bool has_val,
+                     uint64_t val, uint64_t now);
+void ub__tgt_executed_now(struct ub__tstream *ts, struct ub__rxmsg *m);
+void ub__tgt_try_exec(struct ub__tl *s, struct ub__tstream *ts, uint64_t now);
+
+/* ---- ses_msg.c ---- */
+void ub__tgt_rbuf_free(ub_jfr *jfr, struct ub__rbuf *rb);
+uint64_t ub__tgt_rbuf_place(const struct ub__rbuf *rb, uint64_t off, const uint8_t *src,
+                            uint64_t n);
+void ub__tgt_stage_put(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uint8_t *p,
+                       uint32_t n);
+/* Binds an untagged message (or WRITE_IMM) to a buffer in send order; false: none free. */
+bool ub__tgt_bind_untagged(struct ub__rxmsg *m);
+/* Tagged messages of one stream to one JFR are matched in send order. */
+void ub__tgt_bind_tagged_in_order(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
+/* The receive record of m (its buffer goes back to the JFR's free list). */
+void ub__tgt_deliver_recv(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
+/* Remembers a deferred message of src (FIFO per JFR); false if the JFR remembers too many. */
+bool ub__tgt_defer_add(ub_jfr *jfr, const struct ub__addr *src, uint64_t token);
+/* Rendezvous message m, executed and out of its stream, has a buffer: READ the rest. Returns
+ * true if m is over (and must be freed by the caller). */
+bool ub__tgt_rndv_begin(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
+/* m->rd_timer's callback: the initiator stopped answering our READ. */
+void ub__tgt_rndv_timeout(struct ub__timer *t, uint64_t now);
+
+#endif

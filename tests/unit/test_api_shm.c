@@ -1,0 +1,97 @@
+/*
+ * The public API over shared memory between two processes (fork + bootstrap), names
+ * mapped to ids, and the automatic choice of shm for a peer on this host that advertises
+ * it ("udp://...?shm=1" on both sides).
+ */
+#define _GNU_SOURCE
+#include "unit/api_net_util.h"
+
+static void test_across_processes(void **state)
+{
+    (void)state;
+    ub_bootstrap *bs;
+    uint8_t d[NODE_DESC];
+    pid_t pid = t_fork_target("shm://0", true, &bs, d);
+    struct node a;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
+    struct peer p;
+    node_import(&a, d, &p);
+    t_every_op(&a, NULL, &p, NULL);
+    char m[8];
+    assert_int_equal(ub_bootstrap_recv(bs, m, sizeof(m), N_BOOT_MS), 2);
+    assert_memory_equal(m, "ok", 2);
+    assert_int_equal(ub_bootstrap_send(bs, "x", 1, N_BOOT_MS), 0);
+    assert_int_equal(t_reap(pid, 5000), 0);
+    ub_bootstrap_close(bs);
+    node_close(&a);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    char name[64], a1[32], a2[32];
+    snprintf(name, sizeof(name), "shm://softub-test-%d", (int)getpid());
+    ub_context *c, *c2;
+    assert_int_equal(ub_context_open(name, &ca, &c), 0);
+    ub_context_addr(c, a1, sizeof(a1));
+    /* The same name is the same id: taken. */
+    assert_int_equal(ub_context_open(name, &ca, &c2), UB_EBUSY);
+    assert_int_equal(ub_context_close(c), 0);
+    assert_int_equal(ub_context_open(name, &ca, &c), 0);
+    ub_context_addr(c, a2, sizeof(a2));
+    assert_string_equal(a1, a2); /* deterministic */
+    assert_int_equal(ub_context_close(c), 0);
+    assert_int_equal(ub_context_open("shm://70000", &ca, &c), UB_EINVAL);
+    assert_int_equal(ub_context_open("shm://1?bogus=1", &ca, &c), UB_EINVAL);
+}
+
+/* Both sides open udp + shm: traffic between them goes through shared memory. */
+static void test_auto_choice(void **state)
+{
+    (void)state;
+    struct node a, b, c;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    assert_int_equal(node_open(&a, "udp://127.0.0.1:0?paths=4&shm=1", &ca), 0);
+    assert_int_equal(node_open(&b, "udp://127.0.0.1:0?paths=4&shm=1", &ca), 0);
+    assert_int_equal(node_open(&c, "udp://127.0.0.1:0?paths=4", &ca), 0); /* udp only */
+    char addr[96];
+    ub_context_addr(a.ctx, addr, sizeof(addr));
+    assert_non_null(strstr(addr, "+shm:"));
+    t_every_op_post(&b);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p, q;
+    node_import(&a, d, &p);
+    t_every_op(&a, &b, &p, b.mem);
+    assert_int_equal(t_every_op_check(&b, &a), 0);
+    struct ub_context_stats sa;
+    ub_context_stats(a.ctx, &sa);
+    assert_true(sa.tx_shm_pkts > 0);
+    assert_int_equal(sa.tx_udp_pkts, 0);
+    /* A udp-only importer of the same descriptors reaches b over udp. */
+    node_import(&c, d, &q);
+    t_fill(c.mem, 65536, 11);
+    struct ub_sge sg = {c.mem, 65536, c.seg};
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, q.ts, q.base + 65536);
+    wr.user_ctx = 1;
+    assert_int_equal(t_run(&c, &b, &wr), UB_CR_SUCCESS);
+    assert_memory_equal(b.mem + 65536, c.mem, 65536);
+    struct ub_context_stats sb;
+    ub_context_stats(b.ctx, &sb);
+    assert_true(sb.tx_udp_pkts > 0); /* its responses to c */
+    node_close(&a);
+    node_close(&b);
+    node_close(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_across_processes),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_auto_choice),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,343 @@
+/*
+ * The public API over the multipath UDP device, on loopback: every operation between two
+ * contexts of this process, traffic over every path, malformed and foreign datagrams,
+ * a tiny socket receive buffer, a peer process killed mid-transfer, a peer restarted on
+ * the same address.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "unit/api_net_util.h"
+
+#define URI "udp://127.0.0.1:0?paths=8"
+
+static void pair_open(struct node *a, struct node *b, const char *ua, const char *ub)
+{
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    assert_int_equal(node_open(a, ua, &ca), 0);
+    assert_int_equal(node_open(b, ub, &ca), 0);
+}
+
+static void test_every_op(void **state)
+{
+    (void)state;
+    struct node a, b;
+    pair_open(&a, &b, URI, URI);
+    t_every_op_post(&b);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    t_every_op(&a, &b, &p, b.mem);
+    assert_int_equal(t_every_op_check(&b, &a), 0);
+
+    /* 1 MiB more: every one of the 8 entropy values (source ports) carried traffic. */
+    struct ub_sge sg = {a.mem, 1u << 20, a.seg};
+    t_fill(a.mem, 1u << 20, 9);
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
+    wr.user_ctx = 99;
+    assert_int_equal(t_run(&a, &b, &wr), UB_CR_SUCCESS);
+    assert_memory_equal(b.mem, a.mem, 1u << 20);
+    struct ub_context_stats st;
+    assert_int_equal(ub_context_stats(a.ctx, &st), 0);
+    assert_int_equal(st.num_paths, 8);
+    for (uint32_t i = 0; i < 8; i++)
+        assert_true(st.path_tx_pkts[i] > 0);
+    char addr[64];
+    assert_true(ub_context_addr(a.ctx, addr, sizeof(addr)) > 0);
+    assert_true(strncmp(addr, "udp:127.0.0.1:", 14) == 0);
+    node_close(&a);
+    node_close(&b);
+}
+
+static void test_ipv6(void **state)
+{
+    (void)state;
+    struct node a, b;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    if (node_open(&a, "udp://[::1]:0?paths=4", &ca)) {
+        node_close(&a);
+        skip(); /* no IPv6 loopback here */
+    }
+    assert_int_equal(node_open(&b, "udp://[::1]:0?paths=4", &ca), 0);
+    t_every_op_post(&b);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    t_every_op(&a, &b, &p, b.mem);
+    assert_int_equal(t_every_op_check(&b, &a), 0);
+    node_close(&a);
+    node_close(&b);
+}
+
+static void test_bad_uris(void **state)
+{
+    (void)state;
+    struct ub_context_attr ca = {0};
+    ub_context *c;
+    assert_int_equal(ub_context_open("udp://127.0.0.1", &ca, &c), UB_EINVAL);
+    assert_int_equal(ub_context_open("udp://127.0.0.1:0?paths=0x", &ca, &c), UB_EINVAL);
+    assert_int_equal(ub_context_open("udp://127.0.0.1:0?bogus=1", &ca, &c), UB_EINVAL);
+    assert_int_equal(ub_context_open("tcp://127.0.0.1:0", &ca, &c), UB_ENOTSUP);
+    ca.progress = (enum ub_progress_mode)7;
+    assert_int_equal(ub_context_open(URI, &ca, &c), UB_EINVAL);
+    /* The same base port twice: busy. */
+    ca.progress = UB_PROGRESS_MANUAL;
+    assert_int_equal(ub_context_open(URI, &ca, &c), 0);
+    char addr[64], uri[96];
+    ub_context_addr(c, addr, sizeof(addr));
+    snprintf(uri, sizeof(uri), "udp://%s?paths=1", addr + 4);
+    ub_context *c2;
+    assert_int_equal(ub_context_open(uri, &ca, &c2), UB_EBUSY);
+    assert_int_equal(ub_context_close(c), 0);
+}
+
+/* The UDP port of ctx's path 0, from its address string. */
+static uint16_t ctx_port(ub_context *ctx)
+{
+    char addr[64];
+    ub_context_addr(ctx, addr, sizeof(addr));
+    const char *colon = strrchr(addr, ':');
+    return (uint16_t)atoi(colon + 1);
+}
+
+static void test_malformed_foreign(void **state)
+{
+    (void)state;
+    struct node a, b;
+    pair_open(&a, &b, URI, URI);
+    struct ub_context_stats before, after;
+    assert_int_equal(ub_context_stats(b.ctx, &before), 0);
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    assert_true(s >= 0);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(ctx_port(b.ctx))};
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    uint8_t junk[1500];
+    uint32_t sent = 0;
+    for (uint32_t i = 0; i < 200; i++) {
+        size_t len = 1 + (i * 37) % sizeof(junk);
+        t_fill(junk, len, i);
+        if (i % 2) { /* "foreign": a DNS query header, a QUIC long header, an empty-ish packet */
+            static const uint8_t dns[] = {0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+            memcpy(junk, dns, sizeof(dns) < len ? sizeof(dns) : len);
+        }
+        if (sendto(s, junk, len, 0, (struct sockaddr *)&to, sizeof(to)) == (ssize_t)len)
+            sent++;
+    }
+    close(s);
+    /* Drive b until all of them were counted (bounded). */
+    uint64_t end = t_now() + N_WAIT_NS;
+    do {
+        ub_progress(b.ctx);
+        ub_context_stats(b.ctx, &after);
+    } while ((after.rx_pkts + after.dev_rx_drops) - (before.rx_pkts + before.dev_rx_drops) < sent &&
+             t_now() < end);
+    /* Each one counted once: too large for a packet buffer (device), or dropped by the engine. */
+    uint64_t rx = after.rx_pkts - before.rx_pkts;
+    assert_int_equal(rx + (after.dev_rx_drops - before.dev_rx_drops), sent);
+    assert_int_equal((after.rx_malformed + after.rx_unsupported) -
+                         (before.rx_malformed + before.rx_unsupported),
+                     rx);
+    assert_true(rx > sent / 2);
+    /* Nothing else happened: b still works. */
+    t_every_op_post(&b);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    t_every_op(&a, &b, &p, b.mem);
+    assert_int_equal(t_every_op_check(&b, &a), 0);
+    node_close(&a);
+    node_close(&b);
+}
+
+static void test_tiny_rcvbuf(void **state)
+{
+    (void)state;
+    struct node a, b;
+    pair_open(&a, &b, URI, "udp://127.0.0.1:0?paths=8&rcvbuf=4096&gro=0");
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    /* A blast: 64 writes of 16 KiB in flight at once, three times over. */
+    t_fill(a.mem, 1u << 20, 5);
+    uint32_t done = 0;
+    for (uint32_t round = 0; round < 3; round++) {
+        for (uint32_t i = 0; i < 64; i++) {
+            struct ub_sge sg = {a.mem + i * 16384u, 16384, a.seg};
+            struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base + i * 16384u);
+            wr.user_ctx = i;
+            assert_int_equal(ub_post_jetty_send(a.jetty, &wr, NULL), 0);
+        }
+        for (uint32_t i = 0; i < 64; i++) {
+            struct ub_cr cr;
+            assert_int_equal(node_wait(&a, &b, &cr), 1);
+            assert_int_equal(cr.status, UB_CR_SUCCESS);
+            done++;
+        }
+    }
+    assert_int_equal(done, 192);
+    assert_memory_equal(b.mem, a.mem, 1u << 20);
+    struct ub_context_stats sa, sb;
+    ub_context_stats(a.ctx, &sa);
+    ub_context_stats(b.ctx, &sb);
+    print_message("tiny rcvbuf: %llu kernel drops at the receiver, %llu retransmissions\n",
+                  (unsigned long long)sb.dev_rx_drops, (unsigned long long)sa.retransmits);
+    assert_true(sb.dev_rx_drops > 0 || sa.retransmits > 0);
+    node_close(&a);
+    node_close(&b);
+}
+
+/* A target process SIGKILLed mid-transfer: the initiator's requests fail within the bound. */
+static void test_peer_killed(void **state)
+{
+    (void)state;
+    ub_bootstrap *bs;
+    uint8_t d[NODE_DESC];
+    pid_t pid = t_fork_target(URI, false, &bs, d);
+    struct node a;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL, .timeout_ms = 300, .retries = 4};
+    assert_int_equal(node_open(&a, URI, &ca), 0);
+    struct peer p;
+    node_import(&a, d, &p);
+    t_fill(a.mem, 1u << 20, 6);
+    uint32_t posted = 0, ok = 0, unreach = 0, other = 0;
+    uint64_t killed_at = 0, first_err = 0, end = t_now() + 10ull * 1000000000ull;
+    while (t_now() < end) {
+        /* Keep 16 writes of 64 KiB in flight; kill the target after 32 completed. */
+        while (posted - (ok + unreach + other) < 16 && !first_err) {
+            struct ub_sge sg = {a.mem, 65536, a.seg};
+            struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
+            wr.user_ctx = posted;
+            assert_int_equal(ub_post_jetty_send(a.jetty, &wr, NULL), 0);
+            posted++;
+        }
+        struct ub_cr cr;
+        int k = ub_poll_jfc(a.jfc, 1, &cr);
+        if (!k)
+            continue;
+        if (cr.status == UB_CR_SUCCESS)
+            ok++;
+        else if (cr.status == UB_CR_PEER_UNREACHABLE)
+            unreach++;
+        else
+            other++;
+        if (cr.status != UB_CR_SUCCESS && !first_err)
+            first_err = t_now();
+        if (ok >= 32 && !killed_at) {
+            kill(pid, SIGKILL);
+            killed_at = t_now();
+        }
+        if (ok + unreach + other == posted && first_err)
+            break;
+    }
+    assert_true(t_reap(pid, 2000) == 128 + SIGKILL);
+    ub_bootstrap_close(bs);
+    print_message("killed after %u writes: %u ok, %u unreachable, %u other; first error %.1f ms "
+                  "after the kill\n",
+                  ok, ok, unreach, other, (double)(first_err - killed_at) / 1e6);
+    assert_true(killed_at && first_err);
+    assert_int_equal(ok + unreach + other, posted); /* nothing left hanging */
+    assert_int_equal(other, 0);
+    assert_true(unreach > 0);
+    /* The bound: about timeout_ms (300 ms) plus a generous margin for a loaded machine. */
+    assert_true(first_err - killed_at < 3000ull * 1000000ull);
+    node_close(&a);
+}
+
+/* Forks a target on exactly `uri`, retrying while the old incarnation's port is still busy. */
+static pid_t fork_target_retry(const char *uri, ub_bootstrap **bs, uint8_t *d)
+{
+    return t_fork_target(uri, false, bs, d);
+}
+
+static void test_peer_restarted(void **state)
+{
+    (void)state;
+    /* Find a free port: open and close a context there. */
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    ub_context *probe;
+    assert_int_equal(ub_context_open("udp://127.0.0.1:0?paths=1", &ca, &probe), 0);
+    char uri[96];
+    snprintf(uri, sizeof(uri), "udp://127.0.0.1:%u?paths=1", ctx_port(probe));
+    assert_int_equal(ub_context_close(probe), 0);
+
+    ub_bootstrap *bs1, *bs2;
+    uint8_t d1[NODE_DESC], d2[NODE_DESC];
+    pid_t p1 = fork_target_retry(uri, &bs1, d1);
+    struct node a;
+    ca.timeout_ms = 500;
+    assert_int_equal(node_open(&a, URI, &ca), 0);
+    struct peer old, neu;
+    node_import(&a, d1, &old);
+    t_fill(a.mem, 65536, 7);
+    struct ub_sge sg = {a.mem, 65536, a.seg};
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, old.ts, old.base);
+    wr.user_ctx = 1;
+    assert_int_equal(t_run(&a, NULL, &wr), UB_CR_SUCCESS);
+    /* The old incarnation dies; a new one takes the same address. */
+    kill(p1, SIGKILL);
+    assert_int_equal(t_reap(p1, 2000), 128 + SIGKILL);
+    ub_bootstrap_close(bs1);
+    pid_t p2 = fork_target_retry(uri, &bs2, d2);
+    /* Work aimed at the old incarnation fails cleanly; it touches nothing of the new one. */
+    wr.user_ctx = 2;
+    int st = t_run(&a, NULL, &wr);
+    print_message("write to the old incarnation: %s\n",
+                  st < 0 ? "timeout" : ub_cr_status_str((enum ub_cr_status)st));
+    assert_true(st > 0); /* completed, and not with success */
+    /* New work to the new incarnation succeeds, and reads back what it wrote. */
+    node_import(&a, d2, &neu);
+    wr = t_rma(UB_OP_WRITE, &sg, neu.ts, neu.base + 65536);
+    wr.user_ctx = 3;
+    assert_int_equal(t_run(&a, NULL, &wr), UB_CR_SUCCESS);
+    struct ub_sge rs = {a.mem + 131072, 131072, a.seg};
+    wr = t_rma(UB_OP_READ, &rs, neu.ts, neu.base);
+    wr.user_ctx = 4;
+    assert_int_equal(t_run(&a, NULL, &wr), UB_CR_SUCCESS);
+    uint8_t zero[65536];
+    memset(zero, 0, sizeof(zero));
+    assert_memory_equal(a.mem + 131072, zero, 65536);          /* the old write never landed */
+    assert_memory_equal(a.mem + 131072 + 65536, a.mem, 65536); /* the new one did */
+    assert_int_equal(ub_bootstrap_send(bs2, "x", 1, N_BOOT_MS), 0);
+    assert_int_equal(t_reap(p2, 5000), 0);
+    ub_bootstrap_close(bs2);
+    node_close(&a);
+}
+
+/* A forked target over udp with automatic progress: every operation across processes. */
+static void test_across_processes(void **state)
+{
+    (void)state;
+    ub_bootstrap *bs;
+    uint8_t d[NODE_DESC];
+    pid_t pid = t_fork_target(URI, true, &bs, d);
+    struct node a;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    assert_int_equal(node_open(&a, URI, &ca), 0);
+    struct peer p;
+    node_import(&a, d, &p);
+    t_every_op(&a, NULL, &p, NULL);
+    char m[8];
+    assert_int_equal(ub_bootstrap_recv(bs, m, sizeof(m), N_BOOT_MS), 2);
+    assert_memory_equal(m, "ok", 2);
+    assert_int_equal(ub_bootstrap_send(bs, "x", 1, N_BOOT_MS), 0);
+    assert_int_equal(t_reap(pid, 5000), 0);
+    ub_bootstrap_close(bs);
+    node_close(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_op),    cmocka_unit_test(test_ipv6),
+        cmocka_unit_test(test_bad_uris),    cmocka_unit_test(test_malformed_foreign),
+        cmocka_unit_test(test_tiny_rcvbuf), cmocka_unit_test(test_across_processes),
+        cmocka_unit_test(test_peer_killed), cmocka_unit_test(test_peer_restarted),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
