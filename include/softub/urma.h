@@ -77,7 +77,16 @@ struct ub_context_attr {
      * completes with UB_CR_PEER_UNREACHABLE; 0: 2000 ms.
      */
     uint32_t rsp_timeout_ms;
+    /*
+     * Single copy: WRITE, WRITE_IMM and READ of at least this many bytes to a peer reached
+     * through shared memory are copied once, by the target, with cross-memory attach
+     * (process_vm_readv/writev), when the kernel permits it both ways; otherwise packets.
+     * 0: 65536 bytes; UB_CMA_OFF: never (neither initiate nor serve). The environment
+     * variable SOFTUB_CMA=0 turns it off for every context of the process.
+     */
+    uint32_t cma_min;
 };
+#define UB_CMA_OFF 0xffffffffu
 
 /*
  * Opens an endpoint (docs/api.md, "Devices and addresses"). uri:
@@ -120,6 +129,11 @@ struct ub_context_stats {
     uint64_t tx_udp_pkts, tx_shm_pkts; /* datagrams handed to each device */
     uint32_t num_paths;
     uint64_t path_tx_pkts[UB_STATS_MAX_PATHS]; /* udp: per entropy value (source port) */
+    /* Single copy (cross-memory attach), docs/api.md "Single copy". Initiator: requests
+     * sent as single copy, and those the target refused (then sent as packets). Target:
+     * single copies executed, bytes moved, refused, failed at run time. */
+    uint64_t cma_reqs, cma_fallbacks;
+    uint64_t cma_done, cma_bytes, cma_refused, cma_errors;
 };
 int ub_context_stats(ub_context *ctx, struct ub_context_stats *out);
 

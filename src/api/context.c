@@ -168,6 +168,32 @@ static int open_loop(const char *uri, const struct ub_context_attr *attr, ub_con
     return 0;
 }
 
+static int cma_peer(void *arg, const struct ub__addr *dst, pid_t *pid)
+{
+    return ub__shm_peer_cma(arg, dst, pid);
+}
+
+static uint64_t cma_clock(void *arg)
+{
+    (void)arg;
+    return ub__clock_monotonic_ns(NULL); /* CLOCK_MONOTONIC: the same for every process */
+}
+
+/* Single copy for a context with a shm device, unless the attributes or the environment
+ * turn it off. The shm device probed at attach whether the kernel lets us reach a peer. */
+static void cma_setup(struct ub__ctx *x, const struct ub_context_attr *attr)
+{
+    const char *env = getenv("SOFTUB_CMA");
+    if (!x->shm || attr->cma_min == UB_CMA_OFF || (env && strcmp(env, "0") == 0))
+        return;
+    struct ub__ses_cma *c = &x->c.ses.cma;
+    c->arg = x->shm;
+    c->peer = cma_peer;
+    c->read = ub__shm_cma_read;
+    c->write = ub__shm_cma_write;
+    c->clock = cma_clock;
+}
+
 UB_EXPORT int ub_context_open(const char *uri, const struct ub_context_attr *attr, ub_context **out)
 {
     if (!uri || !attr || !out)
@@ -204,6 +230,7 @@ UB_EXPORT int ub_context_open(const char *uri, const struct ub_context_attr *att
         free(x);
         return rc;
     }
+    cma_setup(x, attr);
     if (attr->progress == UB_PROGRESS_AUTO && (rc = ub__progress_start(x)) != 0) {
         ctx->attr.progress = UB_PROGRESS_MANUAL;
         ub_context_close(ctx);
@@ -283,6 +310,8 @@ int ub__ctx_progress_locked(ub_context *ctx)
     ub__ses_pump(&ctx->ses, now);
     if (ub__engine_pending(&ctx->eng))
         n += ub__drive_once(&ctx->eng, ctx->dev, now, &ctx->drive);
+    if (!ub__list_empty(&ctx->ses.cmaq))
+        n++; /* single copies under way: come back soon */
     if ((++ctx->drive_rounds & 1023) == 0) {
         ub__ses_tgt_gc(&ctx->ses, now);
         if (x->kind == UB_CTX_LOOP && !ub__list_empty(&ctx->net->zombies))
@@ -370,6 +399,13 @@ UB_EXPORT int ub_context_stats(ub_context *ctx, struct ub_context_stats *out)
                 out->path_tx_pkts[i] = us.path[i].tx_pkts;
         }
     }
+    const struct ub__ses_stats *st = &ctx->ses.st;
+    out->cma_reqs = st->cma_reqs;
+    out->cma_fallbacks = st->cma_fallbacks;
+    out->cma_done = st->cma_done;
+    out->cma_bytes = st->cma_bytes;
+    out->cma_refused = st->cma_refused;
+    out->cma_errors = st->cma_errors + st->cma_expired;
     if (x->shm) {
         struct ub__shm_stats ss;
         if (ub__shm_stats(x->shm, &ss) == 0) {

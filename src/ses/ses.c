@@ -105,6 +105,8 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx)
     ub__list_init(&s->rspq);
     ub__list_init(&s->tstream_lru);
     ub__list_init(&s->rvq);
+    ub__list_init(&s->cmaq);
+    s->cma_min = ctx->attr.cma_min ? ctx->attr.cma_min : UB_SES_CMA_MIN;
     s->eager_max = ctx->attr.eager_max ? ctx->attr.eager_max : UB_SES_EAGER_MAX;
     s->rsp_timeout_ns =
         ctx->attr.rsp_timeout_ms ? ctx->attr.rsp_timeout_ms * 1000000ull : UB_SES_RSP_TIMEOUT_NS;
@@ -144,4 +146,5 @@ void ub__ses_pump(struct ub__tl *s, uint64_t now)
     }
     if (ub__ses_rd_pump(s, now))
         ub__ses_rndv_pump(s, now);
+    ub__ses_cma_pump(s, now);
 }

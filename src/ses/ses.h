@@ -13,13 +13,14 @@
  * extension header (version 1) carries the stream, order_seq, the execution
  * order (NO/RO/SO, fence, in-order completion) and a 12-byte tail:
  *
- *   so_delta(16) | ro_count(16) | send_seq(32) | S(1) D(1) R(1) rsv(5) | aux(24)
+ *   so_delta(16) | ro_count(16) | send_seq(32) | S(1) D(1) R(1) C(1) rsv(4) | aux(24)
  *
  *   so_delta  order_seq - (order_seq of the last SO before it); stream start
  *             counts as an SO at order_seq -1 that has executed
  *   ro_count  SO only: RO transactions between that SO and this one
  *   send_seq  SEND/TSEND/WRITE_IMM: index among this stream's messages to
  *             the same target JFR (receive buffers are bound in this order)
+ *   C         single copy: the payload describes the initiator's memory (ses_cma.c)
  *   S D R     solicited; deferrable (DEFERRED instead of RNR); rendezvous READ or its
  *             data (send_seq then names the target's read)
  *   aux       WRITE_IMM: the target JFR id whose buffer the record consumes
@@ -31,6 +32,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include <softub/urma.h>
 #include "core/addr.h"
@@ -53,14 +56,24 @@
 #define UB_SES_PKT_BUDGET       512 /* packets queued in PDS per peer before the pump waits */
 #define UB_SES_POOL_RESERVE     256 /* pool buffers the pump leaves for ACKs and responses */
 #define UB_SES_MAX_MSG          0xffffffffull
-#define UB_SES_RC_RNR           0x30 /* vendor return code: receiver not ready */
-#define UB_SES_RC_DEFERRED      0x31 /* vendor: no buffer; wait for DEFER_RTR (deferrable send) */
-#define UB_SES_RC_PENDING       0x32 /* vendor: rendezvous accepted; the target READs later */
+#define UB_SES_RC_RNR           0x30  /* vendor return code: receiver not ready */
+#define UB_SES_RC_DEFERRED      0x31  /* vendor: no buffer; wait for DEFER_RTR (deferrable send) */
+#define UB_SES_RC_PENDING       0x32  /* vendor: rendezvous accepted; the target READs later */
+#define UB_SES_RC_CMA_REFUSED   0x33  /* vendor: no single copy here; not executed: resend */
+#define UB_SES_RC_CMA_EXPIRED   0x34  /* vendor: single copy not done before its valid-until time */
+#define UB_SES_CMA_MIN          65536 /* default: RMA of at least this many bytes to a shm peer */
+#define UB_SES_CMA_HDR          16    /* descriptor: valid_until(64) | nseg(16) | rsv(48) */
+#define UB_SES_CMA_SEG          16    /* then per initiator segment: address(64) | length(64) */
+#define UB_SES_CMA_MAX_SEG      64    /* segments a descriptor may name */
+#define UB_SES_CMA_CHUNK        (4u << 20)  /* bytes per system call at the target */
+#define UB_SES_CMA_BUDGET       (32u << 20) /* bytes copied per pump call */
+#define UB_SES_CMA_NS_PER_BYTE  4           /* response bound grows by this per byte (250 MB/s) */
 
 /* Flags in byte 8 of the extension tail. */
 #define UB_SES_TAIL_S      0x80u /* solicited */
 #define UB_SES_TAIL_D      0x40u /* deferrable: the target may answer DEFERRED instead of RNR */
 #define UB_SES_TAIL_R      0x20u /* rendezvous READ, or its data: send_seq is the target's read id */
+#define UB_SES_TAIL_C      0x10u /* single copy: the payload describes the initiator's memory */
 #define UB_SES_ASYNC_QUEUE 256
 
 /*
@@ -186,6 +199,7 @@ struct ub__wr {
     bool rtr_early;            /* DEFER_RTR overtook the DEFERRED response */
     bool parked;               /* rendezvous PENDING: the target holds it, no response bound */
     struct ub__ivl rd;         /* READ: response bytes placed */
+    bool cma;                  /* single copy: the target pulls (WRITE) or pushes (READ) */
     enum ub_cr_status status;
     uint32_t out_len;
 };
@@ -201,6 +215,7 @@ struct ub__ostream {
     uint64_t key;
     uint16_t id;
     bool broken; /* its peer failed: new requests open a new stream */
+    bool no_cma; /* the target refused single copy once: packets from now on */
     bool orphan; /* out of the tables: freed by its last completion */
     uint32_t next_seq, last_so, ro_since;
     uint32_t outstanding;
@@ -299,6 +314,25 @@ struct ub__ses_stats {
     uint64_t staged_bytes, rndv_reads;
     uint64_t rndv_sent, rndv_served_pkts, rndv_done, dup_bytes;
     uint64_t deferred_sent, rtr_sent, rtr_rx, defer_restarts, rsp_timeouts, peer_failed;
+    uint64_t cma_reqs;            /* initiator: requests sent as single copy */
+    uint64_t cma_fallbacks;       /* initiator: refused by the target, sent again as packets */
+    uint64_t cma_done, cma_bytes; /* target: single copies executed, bytes moved */
+    uint64_t cma_refused, cma_errors, cma_expired; /* target: refused, failed, too late */
+};
+
+/*
+ * Single copy (cross-memory attach) between processes of one host, provided by the API
+ * layer when the context has a shm device (NULL hooks: never). ses_cma.c.
+ */
+struct ub__ses_cma {
+    void *arg;
+    /* 0 and *pid when this process may read and write dst's process memory. */
+    int (*peer)(void *arg, const struct ub__addr *dst, pid_t *pid);
+    /* One remote range <-> local iov, all or UB_E* (ub__shm_cma_read/write). */
+    int (*read)(pid_t pid, uint64_t remote, const struct iovec *iov, uint32_t iovcnt);
+    int (*write)(pid_t pid, uint64_t remote, const struct iovec *iov, uint32_t iovcnt);
+    /* CLOCK_MONOTONIC now: one clock for every process of the host (valid-until times). */
+    uint64_t (*clock)(void *arg);
 };
 
 /* The transaction layer of one context. */
@@ -320,6 +354,9 @@ struct ub__tl {
     struct ub__list rvq;     /* initiator: rendezvous READs being served */
     struct ub__hmap rndv;    /* target: read id -> message whose bulk is being READ */
     uint32_t next_rndv;
+    struct ub__ses_cma cma; /* single copy hooks (peer NULL: off) */
+    uint32_t cma_min;       /* RMA of at least this many bytes goes by single copy */
+    struct ub__list cmaq;   /* target: single copies being executed */
     struct ub__ses_stats st;
 };
 
@@ -409,6 +446,18 @@ void ub__ses_rndv_on_data(struct ub__tl *s, const struct ub__pds_rx *rx,
                           const struct ub__ses_tail *t, uint64_t now);
 /* Target: the rendezvous READ with this id failed in PDS (the initiator is gone). */
 void ub__ses_rndv_failed(struct ub__tl *s, uint32_t read_id, uint64_t now);
+
+/* ---- ses_cma.c: single copy (both sides) ---- */
+/* Initiator: whether w (WRITE, WRITE_IMM, READ) goes by single copy. */
+bool ub__ses_cma_choose(struct ub__tl *s, const struct ub__wr *w);
+/* Initiator: appends w's descriptor (valid until `until`) at d; returns its size. */
+uint32_t ub__ses_cma_desc_len(const struct ub__wr *w);
+void ub__ses_cma_desc_put(const struct ub__wr *w, uint64_t until, uint8_t *d);
+/* Initiator: w's response bound (longer for single copies: the copy takes time). */
+uint64_t ub__ses_cma_bound(const struct ub__tl *s, const struct ub__wr *w);
+/* Target: copies a share of the single copies in execution; whether work is left. */
+bool ub__ses_cma_pump(struct ub__tl *s, uint64_t now);
+void ub__ses_cma_fini(struct ub__tl *s);
 
 /* ---- ses_seg.c ---- */
 /* Whether [p, p+len) lies in seg. */

@@ -471,6 +471,9 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
     os->next_seq++;
     os->outstanding++;
     w->os = os;
+    w->cma = ub__ses_cma_choose(s, w); /* large RMA to a shm peer: one copy, by the target */
+    if (w->cma)
+        s->st.cma_reqs++;
     if (ub__hmap_put(&s->pending, pend_key(os->id, seq), w)) {
         ostream_put(os);
         w->os = NULL;
@@ -546,7 +549,7 @@ static int build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint
     struct ub__ses_std *q = &h.u.std;
     bool som = off == 0;
     uint64_t wire_len = w->ses_op == UB_SES_OP_READ ? w->len : w->len;
-    bool eom = off + n >= (w->eager ? w->eager : wire_len);
+    bool eom = w->cma || off + n >= (w->eager ? w->eager : wire_len);
     q->opcode = w->ses_op;
     q->flags = (uint8_t)((som ? UB_SES_F_SOM : 0) | (eom ? UB_SES_F_EOM : 0));
     q->msg_id = (uint16_t)w->seq;
@@ -597,7 +600,13 @@ static int build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint
     int rc = ub__ses_encode(&h, &wc);
     if (rc)
         return rc;
-    if (h.ext == UB_SES_EXT_ATOMIC && !ub__ses_amo_is_cswap(w->amo_op)) {
+    if (w->cma) { /* what the target copies from (WRITE) or into (READ), and until when */
+        uint32_t dl = ub__ses_cma_desc_len(w);
+        uint8_t *d = ub__pkt_put(p, dl);
+        if (!d)
+            return UB_ENOBUFS;
+        ub__ses_cma_desc_put(w, s->cma.clock(s->cma.arg) + ub__ses_cma_bound(s, w) / 2, d);
+    } else if (h.ext == UB_SES_EXT_ATOMIC && !ub__ses_amo_is_cswap(w->amo_op)) {
         put_be64(ub__pkt_put(p, 8), w->operand);
     } else if (n && w->ses_op != UB_SES_OP_READ) {
         uint8_t *d = ub__pkt_put(p, n);
@@ -620,7 +629,7 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 {
     struct ub__engine *e = s->eng;
     uint64_t wire_len = w->eager ? w->eager : w->len;
-    bool single = w->ses_op == UB_SES_OP_READ || w->ses_op == UB_SES_OP_FETCHING_ATOMIC;
+    bool single = w->ses_op == UB_SES_OP_READ || w->ses_op == UB_SES_OP_FETCHING_ATOMIC || w->cma;
     while (!w->first_sent || (!single && w->sent < wire_len)) {
         if (e->pool.avail <= UB_SES_POOL_RESERVE)
             return false;
@@ -640,7 +649,8 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         }
         uint8_t tail[UB_SES_TAIL_LEN];
         uint32_t aux = w->aux | ((w->flags & UB_WR_SOLICITED) ? UB_SES_TAIL_S << 24 : 0) |
-                       (w->deferrable ? UB_SES_TAIL_D << 24 : 0);
+                       (w->deferrable ? UB_SES_TAIL_D << 24 : 0) |
+                       (w->cma ? UB_SES_TAIL_C << 24 : 0);
         struct ub__ses_tail t = {w->so_delta, w->ro_count, w->send_seq, aux};
         ub__ses_tail_put(tail, &t);
         bool last = single || w->sent + n >= wire_len;
@@ -708,6 +718,9 @@ static enum ub_cr_status rc_status(uint8_t rc)
         return UB_CR_RNR;
     case UB_SES_RC_CANCELLED:
         return UB_CR_FLUSHED;
+    case UB_SES_RC_CMA_EXPIRED: /* single copy not done within the initiator's bound */
+    case UB_SES_RC_UNDELIVERABLE:
+        return UB_CR_PEER_UNREACHABLE;
     default:
         return UB_CR_REM_OP_ERR;
     }
@@ -769,7 +782,7 @@ void ub__ses_wr_arm_rsp(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 {
     if (w->state != WR_ACTIVE || w->deferred || w->parked)
         return;
-    ub__timer_arm(&s->eng->timers, &w->rsp_timer, now + s->rsp_timeout_ns);
+    ub__timer_arm(&s->eng->timers, &w->rsp_timer, now + ub__ses_cma_bound(s, w));
 }
 
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)
@@ -838,12 +851,30 @@ void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         ub__timer_arm(&s->eng->timers, &w->rnr_timer, now + UB_MIN(wait, UB_SES_RNR_MAX_WAIT_NS));
         return;
     }
+    if (r->rc == UB_SES_RC_CMA_REFUSED) {
+        if (!w->cma) { /* a refusal re-delivered after the packet resend began */
+            s->st.rx_stale_rsp++;
+            return;
+        }
+        /* The target cannot copy (not executed): the same transaction again, as packets,
+         * and packets on this stream from now on. */
+        w->cma = false;
+        if (w->os)
+            w->os->no_cma = true;
+        s->st.cma_fallbacks++;
+        restart(s, w, now);
+        return;
+    }
     if (r->rc != UB_SES_RC_OK) {
         finish(s, w, rc_status(r->rc));
         return;
     }
     switch (w->ses_op) {
     case UB_SES_OP_READ:
+        if (w->cma) { /* the target pushed every byte before it answered */
+            finish(s, w, UB_CR_SUCCESS);
+            return;
+        }
         if ((uint64_t)r->message_offset + rx->payload_len > w->len) {
             finish(s, w, UB_CR_REM_OP_ERR);
             return;

@@ -69,9 +69,8 @@ static ub_seg *seg_lookup(ub_context *ctx, uint32_t key)
     return ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_SEG, key));
 }
 
-/* Checks a remote access; UB_SES_RC_OK or the return code that refuses it. */
-static uint8_t seg_check(ub_context *ctx, uint32_t key, uint64_t token, uint32_t need,
-                         uint64_t addr, uint64_t len, ub_seg **out)
+uint8_t ub__tgt_seg_check(ub_context *ctx, uint32_t key, uint64_t token, uint32_t need,
+                          uint64_t addr, uint64_t len, ub_seg **out)
 {
     ub_seg *seg = seg_lookup(ctx, key);
     if (!seg || seg->token != token)
@@ -211,6 +210,7 @@ void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m)
         ub__list_push_front(&m->jfr->posted, &m->rb->link);
     }
     ub__ivl_reset(&m->ivl);
+    free(m->cma_seg);
     free(m->stage);
     free(m);
 }
@@ -348,11 +348,14 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
         ub__tgt_executed_now(ts, m);
         return true;
     }
+    if (m->cma) /* single copy: the target pulls (WRITE) or pushes (READ) now */
+        return ub__tgt_cma_start(s, m, now);
     switch (m->op) {
     case UB_SES_OP_WRITE: {
         if (m->staged) {
             ub_seg *seg = NULL;
-            uint8_t rc = seg_check(ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, &seg);
+            uint8_t rc =
+                ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, &seg);
             if (rc != UB_SES_RC_OK) {
                 ub__tgt_respond(s, m, rc, 0, false, 0, now);
                 ub__tgt_executed_now(ts, m);
@@ -373,7 +376,7 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
         return false;
     case UB_SES_OP_FETCHING_ATOMIC: {
         ub_seg *seg = NULL;
-        uint8_t rc = seg_check(ctx, m->key, m->mkey, UB_ACCESS_ATOMIC, m->addr, 8, &seg);
+        uint8_t rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_ATOMIC, m->addr, 8, &seg);
         if (rc != UB_SES_RC_OK) {
             ub__tgt_respond(s, m, rc, 0, false, 0, now);
             ub__tgt_executed_now(ts, m);
@@ -469,6 +472,13 @@ void ub__tgt_try_exec(struct ub__tl *s, struct ub__tstream *ts, uint64_t now)
 static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg *m, uint64_t now)
 {
     m->complete = true;
+    if (m->rc == UB_SES_RC_OK && m->cma_refuse) {
+        /* No single copy here: not executed; the initiator sends it again as packets. */
+        s->st.cma_refused++;
+        ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, UB_SES_RC_CMA_REFUSED, 0, false, 0, now);
+        ub__tgt_msg_free(s, m);
+        return;
+    }
     if (m->rc == UB_SES_RC_OK && m->bind == BIND_RNR) {
         /* Not executed: the initiator sends the same transaction again, when we ask for it
          * (deferred: DEFER_RTR once a buffer is posted) or after a back-off (RNR). */
@@ -555,21 +565,28 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
         free(m);
         return NULL;
     }
+    m->cma = ((t->aux >> 24) & UB_SES_TAIL_C) != 0;
+    if (m->cma) { /* one request packet; refused (before any binding) if we cannot copy */
+        m->wire_len = 0;
+        m->cma_refuse = !ub__tgt_cma_allowed(s, m);
+    }
     switch (m->op) {
     case UB_SES_OP_WRITE:
-        m->rc = seg_check(ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, NULL);
-        if (m->rc == UB_SES_RC_OK && m->aux) { /* WRITE_IMM: a record in the target JFR */
+        m->rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, NULL);
+        if (m->rc == UB_SES_RC_OK && m->aux &&
+            !m->cma_refuse) { /* WRITE_IMM: a record in the target JFR */
             m->jfr = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFR, m->aux));
             if (!m->jfr || m->jfr->attr.tag_matching)
                 m->rc = UB_SES_RC_BAD_INDEX;
             else
                 m->bind = ub__tgt_bind_untagged(m) ? BIND_BUF : BIND_RNR;
         }
-        /* Data must not become visible before its turn: stage it until then. */
-        m->staged = m->rc == UB_SES_RC_OK && m->bind != BIND_RNR && !order_ok(ts, m);
+        /* Data must not become visible before its turn: stage it until then (a single
+         * copy is pulled only when its turn comes). */
+        m->staged = m->rc == UB_SES_RC_OK && m->bind != BIND_RNR && !m->cma && !order_ok(ts, m);
         break;
     case UB_SES_OP_READ:
-        m->rc = seg_check(ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, NULL);
+        m->rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, NULL);
         m->wire_len = 0;
         break;
     case UB_SES_OP_FETCHING_ATOMIC: {
@@ -587,7 +604,7 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
         else if (m->addr % 8)
             m->rc = UB_SES_RC_AMO_UNALIGNED;
         else
-            m->rc = seg_check(ctx, m->key, m->mkey, UB_ACCESS_ATOMIC, m->addr, 8, NULL);
+            m->rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_ATOMIC, m->addr, 8, NULL);
         if (ub__ses_amo_is_cswap(m->amo)) {
             m->compare = get_be64(a->compare);
             m->operand = get_be64(a->swap);
@@ -625,6 +642,8 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
         m->rc = UB_SES_RC_UNSUPPORTED_OP;
         break;
     }
+    if (m->cma && m->rc == UB_SES_RC_OK && !m->cma_refuse)
+        m->rc = ub__tgt_cma_parse(s, m, rx->payload, rx->payload_len);
     return m;
 }
 
@@ -644,7 +663,8 @@ static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uin
     case UB_SES_OP_WRITE: {
         /* Checked on every packet: unregistering revokes at once. */
         ub_seg *seg = NULL;
-        uint8_t rc = seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, &seg);
+        uint8_t rc =
+            ub__tgt_seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, &seg);
         if (rc != UB_SES_RC_OK) {
             m->rc = rc;
             return;
@@ -714,14 +734,17 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
             s->st.rx_bad_pkts++;
             return;
         }
-    } else if (m->complete || m->running) {
+    } else if (m->complete || m->running || m->cma != (((t.aux >> 24) & UB_SES_TAIL_C) != 0)) {
+        /* Over, or the other form of it (a single-copy request re-delivered after its
+         * packet resend began): never mixed. */
         s->st.rx_dup_pkts++;
         return;
     }
     bool som = (q->flags & UB_SES_F_SOM) != 0;
     uint64_t off = som ? 0 : q->message_offset;
-    uint32_t n =
-        m->op == UB_SES_OP_FETCHING_ATOMIC || m->op == UB_SES_OP_READ ? 0 : rx->payload_len;
+    uint32_t n = m->op == UB_SES_OP_FETCHING_ATOMIC || m->op == UB_SES_OP_READ || m->cma
+                     ? 0
+                     : rx->payload_len;
     if (n > m->wire_len || off > m->wire_len - n) { /* beyond the request's (eager) bytes */
         s->st.rx_bad_pkts++;
         if (m->rc == UB_SES_RC_OK)
@@ -807,7 +830,8 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
             if (ub__pds_outstanding(e->pds, &m->src, UB_PDS_RUD) >= UB_SES_PKT_BUDGET)
                 break;
             ub_seg *seg = NULL;
-            uint8_t rc = seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
+            uint8_t rc =
+                ub__tgt_seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
             if (rc != UB_SES_RC_OK) { /* revoked while being read */
                 ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, rc, 0, false, 0, now);
                 rd_done(s, j, now);
@@ -831,6 +855,7 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
 
 void ub__ses_tgt_fini(struct ub__tl *s)
 {
+    ub__ses_cma_fini(s);
     struct ub__list *l;
     while ((l = ub__list_pop_front(&s->rdq)) != NULL)
         free(UB_CONTAINER_OF(l, struct ub__rdjob, link));

@@ -64,7 +64,12 @@ struct ub__rxmsg {
     struct ub__rbuf *rb;
     ub_jfr *jfr;
     uint64_t operand, compare;
-    uint64_t restart; /* deferrable: the initiator's restart token */
+    uint64_t restart;     /* deferrable: the initiator's restart token */
+    bool cma, cma_refuse; /* single copy; refused here (answer CMA_REFUSED, not executed) */
+    pid_t cma_pid;        /* the initiator's process */
+    uint64_t cma_until;   /* CLOCK_MONOTONIC time after which nothing is copied any more */
+    uint32_t cma_nseg;
+    uint64_t *cma_seg; /* address, length pairs in the initiator's memory */
 };
 
 /* ---- ses_tgt.c ---- */
@@ -78,6 +83,17 @@ void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t
                      uint64_t val, uint64_t now);
 void ub__tgt_executed_now(struct ub__tstream *ts, struct ub__rxmsg *m);
 void ub__tgt_try_exec(struct ub__tl *s, struct ub__tstream *ts, uint64_t now);
+
+/* Checks a remote access; UB_SES_RC_OK or the return code that refuses it. */
+uint8_t ub__tgt_seg_check(ub_context *ctx, uint32_t key, uint64_t token, uint32_t need,
+                          uint64_t addr, uint64_t len, ub_seg **out);
+/* Target: parses a single-copy descriptor into m (UB_SES_RC_OK or why not). */
+uint8_t ub__tgt_cma_parse(struct ub__tl *s, struct ub__rxmsg *m, const uint8_t *p, uint32_t n);
+/* Target: whether this side may copy to and from m's initiator (sets m->cma_pid). */
+bool ub__tgt_cma_allowed(struct ub__tl *s, struct ub__rxmsg *m);
+/* Target: m's turn came: starts its copy. Returns true if m is over (the caller frees it);
+ * otherwise m stays alive until the copy ends (ub__ses_cma_pump). */
+bool ub__tgt_cma_start(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
 
 /* ---- ses_msg.c ---- */
 void ub__tgt_rbuf_free(ub_jfr *jfr, struct ub__rbuf *rb);

@@ -1,0 +1,463 @@
+/*
+ * Single copy (cross-memory attach) for large RMA between two processes over shm://:
+ * 64 MiB WRITE and READ copied once by the target (counters prove the path, data is
+ * verified, bandwidth printed next to the packet path on the same size), WRITE_IMM and
+ * several SGEs, protection (bad token, out of bounds, revoked segment) touching no memory,
+ * fallback to packets when either side turns single copy off, small transfers on packets.
+ * Skipped when the kernel does not let this process reach its child (ptrace policy).
+ */
+#define _GNU_SOURCE
+#include <sys/uio.h>
+
+#include "unit/api_net_util.h"
+
+#define C_BIG   (64u << 20)
+#define C_TMEM  (C_BIG + (1u << 20)) /* target: 64 MiB, then a MiB of receive buffers */
+#define C_IMEM  (C_BIG + (4u << 20)) /* initiator */
+#define C_TOKEN 0xc0ffee11ull
+#define C_WAIT  (30ull * 1000000000ull)
+
+static uint64_t probe_word = 0x5eed5eed5eedull;
+
+/* Commands to the target process, and its answer. */
+struct cmd {
+    char op; /* f: fill, c: check, s: stats, i: WRITE_IMM record, u: unregister, q: quit */
+    uint32_t off, len, seed;
+};
+struct answer {
+    int32_t ok;
+    uint64_t cma_done, cma_bytes, cma_refused, imm;
+};
+
+static void target_main(const char *boot, uint32_t cma_min)
+{
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_AUTO, .cma_min = cma_min};
+    ub_context *ctx;
+    ub_jfc *jfc;
+    ub_jetty *jetty;
+    ub_seg *seg;
+    ub_bootstrap *bs;
+    uint8_t *mem = aligned_alloc(4096, C_TMEM);
+    if (!mem || ub_context_open("shm://0", &ca, &ctx))
+        _exit(3);
+    memset(mem, 0, C_TMEM);
+    struct ub_jfc_attr fa = {.depth = 64};
+    struct ub_jetty_attr ja;
+    memset(&ja, 0, sizeof(ja));
+    ja.jfs.depth = 8;
+    ja.jfr.depth = 16;
+    if (ub_jfc_create(ctx, &fa, &jfc))
+        _exit(3);
+    ja.jfs.jfc = jfc;
+    ja.jfr.jfc = jfc;
+    if (ub_jetty_create(ctx, &ja, &jetty) ||
+        ub_seg_register(ctx, mem, C_TMEM, N_ACCESS, C_TOKEN, &seg))
+        _exit(3);
+    for (uint32_t i = 0; i < 4; i++) {
+        struct ub_sge sg = {mem + C_BIG + i * 4096u, 4096, seg};
+        struct ub_rwr rw;
+        memset(&rw, 0, sizeof(rw));
+        rw.user_ctx = i;
+        rw.sge = &sg;
+        rw.num_sge = 1;
+        if (ub_post_recv(ub_jetty_jfr(jetty), &rw, NULL))
+            _exit(3);
+    }
+    uint8_t d[128];
+    if (ub_jetty_export(jetty, d, 64) != 64 || ub_seg_export(seg, d + 64, 64) != 64)
+        _exit(3);
+    if (ub_bootstrap_connect(boot, N_BOOT_MS, &bs) || ub_bootstrap_send(bs, d, 128, N_BOOT_MS))
+        _exit(4);
+    for (;;) {
+        struct cmd c;
+        if (ub_bootstrap_recv(bs, &c, sizeof(c), 60000) != (int)sizeof(c) || c.op == 'q')
+            break;
+        struct answer a;
+        memset(&a, 0, sizeof(a));
+        a.ok = 1;
+        if (c.op == 'f') {
+            t_fill(mem + c.off, c.len, c.seed);
+        } else if (c.op == 'c') {
+            uint8_t *exp = malloc(c.len);
+            t_fill(exp, c.len, c.seed);
+            a.ok = memcmp(mem + c.off, exp, c.len) == 0;
+            free(exp);
+        } else if (c.op == 'i') {
+            struct ub_cr cr;
+            a.ok = 0;
+            for (uint64_t end = t_now() + N_WAIT_NS; t_now() < end;) {
+                if (ub_poll_jfc(jfc, 1, &cr) == 1) {
+                    a.ok = cr.status == UB_CR_SUCCESS && cr.opcode == UB_CR_OP_RECV_WRITE_IMM;
+                    a.imm = cr.imm_data;
+                    break;
+                }
+            }
+        } else if (c.op == 'u') {
+            a.ok = ub_seg_unregister(seg) == 0;
+        }
+        struct ub_context_stats st;
+        ub_context_stats(ctx, &st);
+        a.cma_done = st.cma_done;
+        a.cma_bytes = st.cma_bytes;
+        a.cma_refused = st.cma_refused;
+        if (ub_bootstrap_send(bs, &a, sizeof(a), N_BOOT_MS))
+            break;
+    }
+    ub_bootstrap_close(bs);
+    ub_context_close(ctx);
+    free(mem);
+    _exit(0);
+}
+
+/* The initiator's side of one run. */
+struct run {
+    pid_t pid;
+    ub_bootstrap *bs;
+    uint8_t desc[128];
+    ub_context *ctx;
+    ub_jfc *jfc;
+    ub_jetty *jetty;
+    uint8_t *mem;
+    ub_seg *seg;
+    ub_tjetty *tj;
+    ub_tseg *ts;
+    uint64_t base;
+};
+
+/* Whether this process may read its child's memory (what the shm device probes). */
+static bool cma_permitted(pid_t pid)
+{
+    uint64_t v = 0;
+    struct iovec l = {&v, sizeof(v)}, r = {&probe_word, sizeof(v)};
+    return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(v) && v == probe_word;
+}
+
+static pid_t spawn(struct run *r, uint32_t target_cma_min)
+{
+    ub_bootstrap *l;
+    char boot[96];
+    assert_int_equal(ub_bootstrap_listen("tcp://127.0.0.1:0", &l), 0);
+    assert_true(ub_bootstrap_uri(l, boot, sizeof(boot)) > 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        ub_bootstrap_close(l);
+        target_main(boot, target_cma_min);
+    }
+    assert_int_equal(ub_bootstrap_accept(l, N_BOOT_MS), 0);
+    assert_int_equal(ub_bootstrap_recv(l, r->desc, sizeof(r->desc), N_BOOT_MS), 128);
+    r->pid = pid;
+    r->bs = l;
+    return pid;
+}
+
+/* Opens the initiator's context (cma_min as given) and imports the target. */
+static void open_side(struct run *r, uint32_t cma_min)
+{
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL, .cma_min = cma_min};
+    assert_int_equal(ub_context_open("shm://0", &ca, &r->ctx), 0);
+    if (!r->mem) {
+        r->mem = aligned_alloc(4096, C_IMEM);
+        assert_non_null(r->mem);
+        memset(r->mem, 0, C_IMEM); /* fault the pages in: time copies, not page faults */
+    }
+    struct ub_jfc_attr fa = {.depth = 64};
+    assert_int_equal(ub_jfc_create(r->ctx, &fa, &r->jfc), 0);
+    struct ub_jetty_attr ja;
+    memset(&ja, 0, sizeof(ja));
+    ja.jfs.depth = 16;
+    ja.jfs.jfc = r->jfc;
+    ja.jfr.depth = 4;
+    ja.jfr.jfc = r->jfc;
+    assert_int_equal(ub_jetty_create(r->ctx, &ja, &r->jetty), 0);
+    assert_int_equal(ub_seg_register(r->ctx, r->mem, C_IMEM, N_ACCESS, 1, &r->seg), 0);
+    assert_int_equal(ub_jetty_import(r->ctx, r->desc, 64, &r->tj), 0);
+    assert_int_equal(ub_seg_import(r->ctx, r->desc + 64, 64, C_TOKEN, &r->ts), 0);
+    r->base = ub_tseg_base(r->ts);
+}
+
+static void close_side(struct run *r)
+{
+    assert_int_equal(ub_context_close(r->ctx), 0);
+    r->ctx = NULL;
+}
+
+static struct answer ask(struct run *r, char op, uint32_t off, uint32_t len, uint32_t seed)
+{
+    struct cmd c = {op, off, len, seed};
+    struct answer a;
+    assert_int_equal(ub_bootstrap_send(r->bs, &c, sizeof(c), N_BOOT_MS), 0);
+    assert_int_equal(ub_bootstrap_recv(r->bs, &a, sizeof(a), 30000), (int)sizeof(a));
+    return a;
+}
+
+static void finish_run(struct run *r)
+{
+    struct cmd c = {'q', 0, 0, 0};
+    ub_bootstrap_send(r->bs, &c, sizeof(c), N_BOOT_MS);
+    assert_int_equal(t_reap(r->pid, 10000), 0);
+    ub_bootstrap_close(r->bs);
+    if (r->ctx)
+        close_side(r);
+    free(r->mem);
+}
+
+/* Posts one RMA and waits for its record; returns the status, *sec the time it took. */
+static int rma(struct run *r, enum ub_opcode op, struct ub_sge *sg, uint32_t nsge, ub_tseg *ts,
+               uint64_t raddr, double *sec)
+{
+    struct ub_wr wr = t_rma(op, sg, ts, raddr);
+    wr.num_sge = nsge;
+    wr.user_ctx = 77;
+    if (op == UB_OP_WRITE_IMM) {
+        wr.tjetty = r->tj;
+        wr.imm_data = 0xabcdef;
+    }
+    struct ub_wr *bad = NULL;
+    uint64_t t0 = t_now();
+    assert_int_equal(ub_post_jetty_send(r->jetty, &wr, &bad), 0);
+    struct ub_cr cr;
+    for (uint64_t end = t0 + C_WAIT;;) {
+        if (ub_poll_jfc(r->jfc, 1, &cr) == 1)
+            break;
+        ub_progress(r->ctx);
+        if (t_now() > end)
+            fail_msg("no completion for %d", (int)op);
+    }
+    if (sec)
+        *sec = (double)(t_now() - t0) / 1e9;
+    assert_int_equal(cr.user_ctx, 77);
+    return (int)cr.status;
+}
+
+static struct ub_context_stats stats(struct run *r)
+{
+    struct ub_context_stats st;
+    assert_int_equal(ub_context_stats(r->ctx, &st), 0);
+    return st;
+}
+
+/* Skips unless single copy toward the child works here. */
+static bool skip_unless_cma(struct run *r)
+{
+    if (cma_permitted(r->pid))
+        return false;
+    finish_run(r);
+    print_message("  process_vm_readv toward a child is not permitted here: skipped\n");
+    skip();
+    return true;
+}
+
+/* 64 MiB WRITE then READ, once single copy and once as packets; returns nothing. */
+static void big_pair(struct run *r, bool cma, double *wsec, double *rsec)
+{
+    struct ub_context_stats s0 = stats(r);
+    t_fill(r->mem, C_BIG, cma ? 1 : 3);
+    struct ub_sge sg = {r->mem, C_BIG, r->seg};
+    assert_int_equal(rma(r, UB_OP_WRITE, &sg, 1, r->ts, r->base, wsec), UB_CR_SUCCESS);
+    assert_true(ask(r, 'c', 0, C_BIG, cma ? 1 : 3).ok);
+    ask(r, 'f', 0, C_BIG, cma ? 2 : 4);
+    memset(r->mem, 0, C_BIG);
+    assert_int_equal(rma(r, UB_OP_READ, &sg, 1, r->ts, r->base, rsec), UB_CR_SUCCESS);
+    uint8_t *exp = malloc(C_BIG);
+    assert_non_null(exp);
+    t_fill(exp, C_BIG, cma ? 2 : 4);
+    assert_memory_equal(r->mem, exp, C_BIG);
+    free(exp);
+    struct ub_context_stats s1 = stats(r);
+    assert_int_equal(s1.cma_reqs - s0.cma_reqs, cma ? 2 : 0);
+    assert_int_equal(s1.cma_fallbacks, s0.cma_fallbacks);
+    if (cma)
+        assert_true(s1.tx_shm_pkts - s0.tx_shm_pkts < 64); /* requests and ACKs only */
+    else
+        assert_true(s1.tx_shm_pkts - s0.tx_shm_pkts > C_BIG / 4096);
+}
+
+static void test_cma_big(void **state)
+{
+    (void)state;
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    spawn(&r, 0);
+    if (skip_unless_cma(&r))
+        return;
+    open_side(&r, 0);
+    double cw, cr, pw, pr;
+    struct answer a0 = ask(&r, 's', 0, 0, 0);
+    big_pair(&r, true, &cw, &cr);
+    struct answer a1 = ask(&r, 's', 0, 0, 0);
+    assert_int_equal(a1.cma_done - a0.cma_done, 2);
+    assert_int_equal(a1.cma_bytes - a0.cma_bytes, 2ull * C_BIG);
+    /* The same size as packets through the rings, from a context with single copy off. */
+    close_side(&r);
+    open_side(&r, UB_CMA_OFF);
+    big_pair(&r, false, &pw, &pr);
+    struct answer a2 = ask(&r, 's', 0, 0, 0);
+    assert_int_equal(a2.cma_bytes, a1.cma_bytes);
+    print_message("  64 MiB single copy: WRITE %.2f GB/s, READ %.2f GB/s\n", C_BIG / cw / 1e9,
+                  C_BIG / cr / 1e9);
+    print_message("  64 MiB packets:     WRITE %.2f GB/s, READ %.2f GB/s\n", C_BIG / pw / 1e9,
+                  C_BIG / pr / 1e9);
+    finish_run(&r);
+}
+
+/* WRITE_IMM and a three-SGE WRITE by single copy; small transfers stay on packets. */
+static void test_cma_sgl_imm_small(void **state)
+{
+    (void)state;
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    spawn(&r, 0);
+    if (skip_unless_cma(&r))
+        return;
+    open_side(&r, 0);
+    struct ub_context_stats s0 = stats(&r);
+    t_fill(r.mem, 1u << 20, 5);
+    struct ub_sge sg = {r.mem, 1u << 20, r.seg};
+    assert_int_equal(rma(&r, UB_OP_WRITE_IMM, &sg, 1, r.ts, r.base + 4096, NULL), UB_CR_SUCCESS);
+    struct answer a = ask(&r, 'i', 0, 0, 0);
+    assert_true(a.ok);
+    assert_int_equal(a.imm, 0xabcdef);
+    assert_true(ask(&r, 'c', 4096, 1u << 20, 5).ok);
+    /* Three SGEs, gathered from their places into one contiguous target range. */
+    uint32_t l0 = 300000, l1 = (3u << 20) + 5, l2 = 100000;
+    uint8_t *src = malloc(l0 + l1 + l2);
+    t_fill(src, l0 + l1 + l2, 6);
+    memcpy(r.mem + (8u << 20), src, l0);
+    memcpy(r.mem + (16u << 20), src + l0, l1);
+    memcpy(r.mem + (32u << 20), src + l0 + l1, l2);
+    struct ub_sge sgl[3] = {
+        {r.mem + (8u << 20), l0, r.seg},
+        {r.mem + (16u << 20), l1, r.seg},
+        {r.mem + (32u << 20), l2, r.seg},
+    };
+    assert_int_equal(rma(&r, UB_OP_WRITE, sgl, 3, r.ts, r.base + 777, NULL), UB_CR_SUCCESS);
+    assert_true(ask(&r, 'c', 777, l0 + l1 + l2, 6).ok);
+    /* ... and READ back scattered into three others. */
+    memset(r.mem, 0, C_BIG);
+    assert_int_equal(rma(&r, UB_OP_READ, sgl, 3, r.ts, r.base + 777, NULL), UB_CR_SUCCESS);
+    assert_memory_equal(r.mem + (8u << 20), src, l0);
+    assert_memory_equal(r.mem + (16u << 20), src + l0, l1);
+    assert_memory_equal(r.mem + (32u << 20), src + l0 + l1, l2);
+    free(src);
+    struct ub_context_stats s1 = stats(&r);
+    assert_int_equal(s1.cma_reqs - s0.cma_reqs, 3);
+    /* Below the threshold: packets. */
+    t_fill(r.mem, 8192, 7);
+    struct ub_sge small = {r.mem, 8192, r.seg};
+    assert_int_equal(rma(&r, UB_OP_WRITE, &small, 1, r.ts, r.base, NULL), UB_CR_SUCCESS);
+    assert_true(ask(&r, 'c', 0, 8192, 7).ok);
+    small.addr = r.mem + 65536;
+    assert_int_equal(rma(&r, UB_OP_READ, &small, 1, r.ts, r.base, NULL), UB_CR_SUCCESS);
+    assert_memory_equal(r.mem + 65536, r.mem, 8192);
+    struct ub_context_stats s2 = stats(&r);
+    assert_int_equal(s2.cma_reqs, s1.cma_reqs);
+    assert_true(s2.tx_shm_pkts > s1.tx_shm_pkts);
+    finish_run(&r);
+}
+
+/* Bad token, out of bounds, revoked segment: refused by the target, no memory touched. */
+static void test_cma_protection(void **state)
+{
+    (void)state;
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    spawn(&r, 0);
+    if (skip_unless_cma(&r))
+        return;
+    open_side(&r, 0);
+    ask(&r, 'f', 0, C_TMEM, 9);
+    ub_tseg *bad;
+    assert_int_equal(ub_seg_import(r.ctx, r.desc + 64, 64, C_TOKEN + 1, &bad), 0);
+    t_fill(r.mem, 4u << 20, 10);
+    struct ub_sge sg = {r.mem, 4u << 20, r.seg};
+    struct ub_context_stats s0 = stats(&r);
+    assert_int_equal(rma(&r, UB_OP_WRITE, &sg, 1, bad, r.base, NULL), UB_CR_INVALID_TOKEN);
+    /* Out of bounds: starts inside, ends 1 MiB past the segment. */
+    uint64_t oob = r.base + C_TMEM - (3u << 20);
+    assert_int_equal(rma(&r, UB_OP_WRITE, &sg, 1, r.ts, oob, NULL), UB_CR_REM_ACCESS_ERR);
+    assert_true(ask(&r, 'c', 0, C_TMEM, 9).ok); /* untouched */
+    /* READ: the sink keeps its bytes. */
+    t_fill(r.mem, 4u << 20, 11);
+    assert_int_equal(rma(&r, UB_OP_READ, &sg, 1, bad, r.base, NULL), UB_CR_INVALID_TOKEN);
+    assert_int_equal(rma(&r, UB_OP_READ, &sg, 1, r.ts, oob, NULL), UB_CR_REM_ACCESS_ERR);
+    uint8_t *exp = malloc(4u << 20);
+    t_fill(exp, 4u << 20, 11);
+    assert_memory_equal(r.mem, exp, 4u << 20);
+    struct ub_context_stats s1 = stats(&r);
+    assert_int_equal(s1.cma_reqs - s0.cma_reqs, 4); /* they went by the single-copy path */
+    struct answer a = ask(&r, 's', 0, 0, 0);
+    assert_int_equal(a.cma_bytes, 0);
+    /* Revoked: unregistered at the target, the next single copy is refused. */
+    assert_true(ask(&r, 'u', 0, 0, 0).ok);
+    assert_int_equal(rma(&r, UB_OP_WRITE, &sg, 1, r.ts, r.base, NULL), UB_CR_INVALID_TOKEN);
+    assert_int_equal(rma(&r, UB_OP_READ, &sg, 1, r.ts, r.base, NULL), UB_CR_INVALID_TOKEN);
+    assert_memory_equal(r.mem, exp, 4u << 20);
+    free(exp);
+    assert_int_equal(ask(&r, 's', 0, 0, 0).cma_bytes, 0);
+    finish_run(&r);
+}
+
+/* The target has single copy off: refused once, sent as packets, packets from then on. */
+static void test_cma_fallback_target_off(void **state)
+{
+    (void)state;
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    spawn(&r, UB_CMA_OFF);
+    if (skip_unless_cma(&r))
+        return;
+    open_side(&r, 0);
+    t_fill(r.mem, 8u << 20, 12);
+    struct ub_sge sg = {r.mem, 8u << 20, r.seg};
+    assert_int_equal(rma(&r, UB_OP_WRITE, &sg, 1, r.ts, r.base, NULL), UB_CR_SUCCESS);
+    assert_true(ask(&r, 'c', 0, 8u << 20, 12).ok);
+    struct ub_context_stats s = stats(&r);
+    assert_int_equal(s.cma_reqs, 1);
+    assert_int_equal(s.cma_fallbacks, 1);
+    assert_int_equal(ask(&r, 's', 0, 0, 0).cma_refused, 1);
+    ask(&r, 'f', 0, 8u << 20, 13);
+    assert_int_equal(rma(&r, UB_OP_READ, &sg, 1, r.ts, r.base, NULL), UB_CR_SUCCESS);
+    uint8_t *exp = malloc(8u << 20);
+    t_fill(exp, 8u << 20, 13);
+    assert_memory_equal(r.mem, exp, 8u << 20);
+    free(exp);
+    s = stats(&r);
+    assert_int_equal(s.cma_reqs, 1); /* the stream remembers: no second attempt */
+    struct answer a = ask(&r, 's', 0, 0, 0);
+    assert_int_equal(a.cma_refused, 1);
+    assert_int_equal(a.cma_bytes, 0);
+    finish_run(&r);
+}
+
+/* SOFTUB_CMA=0 in the initiator: never asks, packets only. */
+static void test_cma_env_off(void **state)
+{
+    (void)state;
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    spawn(&r, 0);
+    setenv("SOFTUB_CMA", "0", 1);
+    open_side(&r, 0);
+    unsetenv("SOFTUB_CMA");
+    t_fill(r.mem, 4u << 20, 14);
+    struct ub_sge sg = {r.mem, 4u << 20, r.seg};
+    assert_int_equal(rma(&r, UB_OP_WRITE, &sg, 1, r.ts, r.base, NULL), UB_CR_SUCCESS);
+    assert_true(ask(&r, 'c', 0, 4u << 20, 14).ok);
+    assert_int_equal(rma(&r, UB_OP_READ, &sg, 1, r.ts, r.base, NULL), UB_CR_SUCCESS);
+    struct ub_context_stats s = stats(&r);
+    assert_int_equal(s.cma_reqs, 0);
+    assert_int_equal(ask(&r, 's', 0, 0, 0).cma_done, 0);
+    finish_run(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cma_big),        cmocka_unit_test(test_cma_sgl_imm_small),
+        cmocka_unit_test(test_cma_protection), cmocka_unit_test(test_cma_fallback_target_off),
+        cmocka_unit_test(test_cma_env_off),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
