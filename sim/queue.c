@@ -6,6 +6,7 @@
  */
 #include "sim/link.h"
 #include "sim/sim.h"
+#include "wire/ext.h"
 
 static void drop(struct ub_sim *sim, struct ub_sim_port *port, struct ub_sim_pkt *p)
 {
@@ -64,6 +65,33 @@ kick:
     ub_sim_port_start(sim, port);
 }
 
+/*
+ * C-AQM at egress, on the bytes the request leaves behind (like ECN): the shared switch rule of
+ * src/cms (ub__caqm_switch_mark) on the descriptor's copy of the extension header's fields.
+ */
+static void caqm_mark(struct ub_sim *sim, struct ub_sim_port *port, struct ub_sim_pkt *p)
+{
+    struct ub__ext ext = {
+        .aqm_increase = (p->aqm & UB_SIM_AQM_I) != 0,
+        .aqm_congestion = (p->aqm & UB_SIM_AQM_C) != 0,
+        .aqm_hint = p->hint,
+    };
+    bool had_i = ext.aqm_increase, had_c = ext.aqm_congestion;
+    if (!ub__caqm_switch_mark(&port->caqm_band, port->qbytes, port->rate, &ext))
+        return;
+    if (had_i && !ext.aqm_increase) {
+        port->st.caqm_hold++;
+        sim->ctr.caqm_hold++;
+    }
+    if (ext.aqm_congestion && !had_c) {
+        port->st.caqm_c++;
+        sim->ctr.caqm_c++;
+    }
+    p->aqm = (uint8_t)(UB_SIM_AQM_VALID | (ext.aqm_increase ? UB_SIM_AQM_I : 0) |
+                       (ext.aqm_congestion ? UB_SIM_AQM_C : 0));
+    p->hint = ext.aqm_hint;
+}
+
 /* The next packet to serialize: headers first; data is marked as it leaves. */
 struct ub_sim_pkt *ub_sim_port_dequeue(struct ub_sim *sim, struct ub_sim_port *port)
 {
@@ -96,5 +124,7 @@ struct ub_sim_pkt *ub_sim_port_dequeue(struct ub_sim *sim, struct ub_sim_port *p
             sim->ctr.marks++;
         }
     }
+    if (port->caqm && (p->aqm & UB_SIM_AQM_VALID) && port->qbytes > port->caqm_band.kmin)
+        caqm_mark(sim, port, p);
     return p;
 }

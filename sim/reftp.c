@@ -3,6 +3,7 @@
 
 #include <softub/errors.h>
 #include "sim/reftp.h"
+#include "wire/ext.h"
 
 struct rflow {
     struct ub_sim_event rto;
@@ -19,6 +20,7 @@ struct rflow {
     uint32_t anext, aprev; /* the sender's circular list of flows with work */
     uint16_t ev_base;
     bool active, done;
+    struct ub__cc cc; /* C-AQM: the rate the window follows */
 };
 
 struct rhost {
@@ -140,6 +142,14 @@ static void cc_ack(struct ub_sim_reftp *tp, struct rflow *f, uint32_t size, bool
     }
 }
 
+/* C-AQM: the window that lets the flow's rate through one base RTT. */
+static void caqm_window(const struct ub_sim_reftp *tp, struct rflow *f)
+{
+    uint64_t rate = f->cc.u.caqm.rate; /* bit/s */
+    uint64_t w = rate / 8 * tp->cfg.base_rtt / UB_SIM_PS_PER_S;
+    f->cwnd = w < tp->cfg.mtu ? tp->cfg.mtu : w > tp->cfg.window ? tp->cfg.window : w;
+}
+
 /* The flow's next packet, or NULL if its window is closed or it has nothing to send. */
 static struct ub_sim_pkt *flow_next(struct ub_sim_reftp *tp, struct ub_sim *sim, uint32_t idx)
 {
@@ -185,6 +195,12 @@ static struct ub_sim_pkt *flow_next(struct ub_sim_reftp *tp, struct ub_sim *sim,
     p->seq = seq;
     p->size = size;
     p->ecn = UB_SIM_ECN_ECT0;
+    if (tp->cfg.caqm) {
+        struct ub__ext ext = {0};
+        ub__cc_caqm_tx_fields(&f->cc, &ext);
+        p->aqm = (uint8_t)(UB_SIM_AQM_VALID | (ext.aqm_increase ? UB_SIM_AQM_I : 0));
+        p->hint = ext.aqm_hint;
+    }
     uint32_t paths = tp->cfg.paths;
     p->ev =
         (uint16_t)(f->ev_base + (paths > 1 ? ub__rng_below(&tp->hosts[sf->src].rng, paths) : 0));
@@ -228,6 +244,10 @@ static void rto_fire(struct ub_sim *sim, struct ub_sim_event *ev)
     f->inflight = 0;
     f->last_decrease = 0;
     decrease(tp, f, ub_sim_now(sim));
+    if (tp->cfg.caqm) {
+        ub__cc_on_timeout(&f->cc, tp->cfg.mtu, ub_sim_now(sim) / UB_SIM_PS_PER_NS);
+        caqm_window(tp, f);
+    }
     uint32_t idx = (uint32_t)(f - tp->fl);
     uint32_t src = sim->flows[idx].src;
     activate(tp, src, idx);
@@ -266,6 +286,17 @@ static void start_flow(void *ctx, struct ub_sim *sim, uint32_t idx)
     f->last_decrease = ub_sim_now(sim);
     f->ev_base = (uint16_t)ub__mix64(sim->seed ^ ((uint64_t)idx << 20));
     ub_sim_event_init(&f->rto, rto_fire);
+    if (tp->cfg.caqm) {
+        struct ub__cc_params cp = {
+            .link_bps = sim->ports[sf->src].rate,
+            .base_rtt_ns = tp->cfg.base_rtt / UB_SIM_PS_PER_NS,
+            .mtu = tp->cfg.mtu,
+            .trimming = sim->qcfg.trim,
+        };
+        if (ub__cc_init(&f->cc, &ub__cc_caqm, &cp))
+            abort(); /* parameters checked at create */
+        caqm_window(tp, f);
+    }
     sf->ideal = ub_sim_ideal_fct(sim, sf->src, sf->dst, sf->size, tp->cfg.mtu, tp->cfg.hdr,
                                  tp->cfg.ack_size);
     activate(tp, sf->src, idx);
@@ -284,6 +315,8 @@ static void send_ctrl(struct ub_sim_reftp *tp, struct ub_sim *sim, uint32_t host
     a->ev = d->ev;
     a->ecn = UB_SIM_ECN_NOT_ECT;
     a->flags = (uint8_t)(UB_SIM_PF_CTRL | flags);
+    a->aqm = (uint8_t)(d->aqm & (UB_SIM_AQM_I | UB_SIM_AQM_C)); /* the echo: switches skip it */
+    a->hint = d->hint;
     ub_sim_pktq_push(&tp->hosts[host].ctrl, a);
     ub_sim_host_kick(sim, host);
 }
@@ -302,14 +335,32 @@ static void on_ack(struct ub_sim_reftp *tp, struct ub_sim *sim, struct rflow *f,
         tp->st.nacks++;
         rtx_push(f, seq);
         decrease(tp, f, now);
+        if (tp->cfg.caqm) {
+            struct ub__cc_nack n = {.bytes = size, .inflight = f->inflight, .trimmed = true};
+            ub__cc_on_nack(&f->cc, &n, now / UB_SIM_PS_PER_NS);
+            caqm_window(tp, f);
+        }
     } else {
         tp->st.acks++;
         if (!bit_get(f->acked, seq)) {
             bit_set(f->acked, seq);
             f->nacked++;
         }
-        if (tp->cfg.cc)
+        if (tp->cfg.caqm) {
+            bool c = p->aqm & UB_SIM_AQM_C;
+            struct ub__cc_ack a = {
+                .acked_bytes = size,
+                .inflight = f->inflight,
+                .caqm_c = c,
+                .caqm_i = (p->aqm & UB_SIM_AQM_I) != 0,
+                .caqm_hint = c ? ub__caqm_hint_decode(p->hint) : 0,
+            };
+            tp->st.caqm_c_echoes += c;
+            ub__cc_on_ack(&f->cc, &a, now / UB_SIM_PS_PER_NS);
+            caqm_window(tp, f);
+        } else if (tp->cfg.cc) {
             cc_ack(tp, f, size, p->flags & UB_SIM_PF_ECE, now);
+        }
         if (f->nacked == f->npkts) {
             f->done = true;
             ub_sim_cancel(&f->rto);
@@ -390,7 +441,9 @@ int ub_sim_reftp_create(struct ub_sim *sim, const struct ub_sim_reftp_cfg *cfg,
         tp->cfg.window = 64ULL * tp->cfg.mtu;
     if (!tp->cfg.rto)
         tp->cfg.rto = 100 * UB_SIM_PS_PER_US;
-    if (tp->cfg.hdr >= tp->cfg.mtu) {
+    if (tp->cfg.caqm)
+        tp->cfg.cc = false; /* C-AQM replaces the DCTCP-style control */
+    if (tp->cfg.hdr >= tp->cfg.mtu || (tp->cfg.caqm && tp->cfg.base_rtt < UB_SIM_PS_PER_NS)) {
         free(tp);
         return UB_EINVAL;
     }

@@ -7,6 +7,12 @@
  * an RTO without progress. Optional congestion control: DCTCP on ECN
  * echoes (per base RTT), halving on a trim or timeout.
  * Spraying: each packet picks one of `paths` entropy values at random.
+ *
+ * C-AQM (`caqm`): each flow runs src/cms's C-AQM sender (ub__cc_caqm): data
+ * packets carry I (rate below the link) and the flow's rate as the hint,
+ * switches mark them (ub__caqm_switch_mark), the receiver echoes I, C and the
+ * hint on the ACK, and the sender's window follows its rate: rate x base RTT,
+ * between one MTU and `window`. Replaces the DCTCP-style control.
  */
 #ifndef UB_SIM_REFTP_H
 #define UB_SIM_REFTP_H
@@ -22,10 +28,12 @@ struct ub_sim_reftp_cfg {
     uint64_t base_rtt; /* ps: paces multiplicative decrease */
     uint32_t paths;    /* entropy values per flow (1: one ECMP path per flow) */
     bool cc;           /* DCTCP-style window control; off: fixed window */
+    bool caqm;         /* C-AQM rate control from the switches' C and hint (see above) */
 };
 
 struct ub_sim_reftp_stats {
     uint64_t data_sent, rtx, acks, nacks, timeouts, dup_data;
+    uint64_t caqm_c_echoes; /* ACKs that brought C back */
 };
 
 struct ub_sim_reftp;

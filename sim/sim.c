@@ -58,6 +58,8 @@ void ub_sim_fini(struct ub_sim *sim)
     memset(sim, 0, sizeof(*sim));
 }
 
+_Static_assert(sizeof(struct ub_sim_pkt) == 56, "packet descriptors stay 56 bytes");
+
 struct ub_sim_pkt *ub_sim_pkt_alloc(struct ub_sim *sim)
 {
     struct ub_sim_pool *pool = &sim->pool;
@@ -200,6 +202,9 @@ void ub_sim_set_queues(struct ub_sim *sim, const struct ub_sim_qcfg *q)
         port->prio_ctrl = sim->qcfg.prio_ctrl;
         port->loss_ppm = sim->qcfg.loss_ppm;
         port->llr_delay = sim->qcfg.llr_delay;
+        port->caqm = sim->qcfg.caqm;
+        port->caqm_band.kmin = sim->qcfg.caqm_kmax ? sim->qcfg.caqm_kmin : sim->qcfg.kmin;
+        port->caqm_band.kmax = sim->qcfg.caqm_kmax ? sim->qcfg.caqm_kmax : sim->qcfg.kmax;
     }
 }
 

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cms/cc.h"
 #include "core/pktbuf.h"
 #include "core/rand.h"
 
@@ -107,12 +108,21 @@ enum {
 /* Bytes a trimmed packet keeps (htsim's header size). */
 #define UB_SIM_TRIM_SIZE 64u
 
+/* C-AQM fields of a request (struct ub_sim_pkt.aqm): the softub extension header's I and C. */
+#define UB_SIM_AQM_VALID 0x1u /* the packet carries C-AQM fields: switches may mark it */
+#define UB_SIM_AQM_I     0x2u /* increase requested (request) / granted (echo on an ACK) */
+#define UB_SIM_AQM_C     0x4u /* congestion: the hint is a switch's suggested rate */
+
 #define UB_SIM_ECN_NOT_ECT 0u
 #define UB_SIM_ECN_ECT1    1u
 #define UB_SIM_ECN_ECT0    2u
 #define UB_SIM_ECN_CE      3u
 
-/* 56 bytes: what a switch needs and nothing more. */
+/*
+ * 56 bytes: what a switch needs and nothing more. With the softub transport the
+ * C-AQM fields are copied from the datagram's extension header when it leaves
+ * its host and written back when it arrives (switches never parse datagrams).
+ */
 struct ub_sim_pkt {
     struct ub_sim_pkt *next; /* the one queue it is on */
     uint64_t t;              /* on a wire: arrival time at the far end */
@@ -125,6 +135,8 @@ struct ub_sim_pkt {
     uint8_t ecn;             /* IP ECN codepoint */
     uint8_t flags;           /* UB_SIM_PF_* */
     uint32_t in_port;        /* lossless: 1 + the port it came in on while a switch holds it */
+    uint8_t aqm;             /* UB_SIM_AQM_* */
+    uint16_t hint;           /* C-AQM hint (ub__caqm_hint_encode units) */
 };
 
 struct ub_sim_pktq {
@@ -182,6 +194,8 @@ struct ub_sim_port_stats {
     uint64_t max_qbytes;  /* high-water mark of the data queue */
     uint64_t pauses;      /* PFC: PAUSE frames this port received (it was told to stop) */
     uint64_t llr_retries; /* link-level retry: corrupted frames this port sent again */
+    uint64_t caqm_c;      /* C-AQM: requests this port set C on (queue above kmax) */
+    uint64_t caqm_hold;   /* C-AQM: increase requests refused (I cleared) */
 };
 
 /* Lossless link-level flow control. */
@@ -224,6 +238,7 @@ struct ub_sim_port {
     bool nic;                   /* a host's port: pulls from the transport instead of queueing */
     bool trim;                  /* trim instead of dropping data */
     bool prio_ctrl;             /* control and trimmed headers go to hq */
+    bool caqm;                  /* C-AQM marking of requests that carry the fields */
     bool paused[UB_SIM_NCLASS]; /* PFC: the far end told this port to stop the class */
     bool pause_sent[UB_SIM_NCLASS]; /* PFC: this port's far end was told to stop */
     uint32_t rev;                   /* the port of the opposite direction (at `peer`) */
@@ -237,6 +252,7 @@ struct ub_sim_port {
     uint64_t wd_deq;                /* deadlock watchdog: st.deq at the last check */
     bool wd_wait;                   /* deadlock watchdog: packets were waiting at the last check */
     struct ub__rng rng;
+    struct ub__caqm_port caqm_band; /* C-AQM thresholds: the ECN band (kmin, kmax) */
     struct ub_sim_port_stats st;
 };
 
@@ -346,6 +362,8 @@ struct ub_sim_qcfg {
     uint64_t xon;       /* PFC: RESUME when they fall to this */
     uint64_t headroom;  /* PFC: bytes that may still arrive after PAUSE (counted if exceeded) */
     uint64_t credits;   /* CBFC: ingress buffer per link and class */
+    bool caqm;          /* C-AQM: requests leaving a queue are marked (ub__caqm_switch_mark) */
+    uint64_t caqm_kmin, caqm_kmax; /* C-AQM band, bytes (0: the ECN band kmin, kmax) */
 };
 
 struct ub_sim_counters {
@@ -360,6 +378,7 @@ struct ub_sim_counters {
     uint64_t pauses, resumes;   /* PFC frames sent */
     uint64_t headroom_overflow; /* PFC: packets that arrived beyond xoff + headroom */
     uint64_t llr_retries;       /* corrupted frames resent by their link */
+    uint64_t caqm_c, caqm_hold; /* C-AQM: C set, I cleared */
 };
 
 enum ub_sim_fail_kind {

@@ -57,6 +57,35 @@ static inline uint32_t pkt_payload(const struct ub_sim_softub *s, const struct u
     return left < s->pay ? (uint32_t)left : s->pay;
 }
 
+/*
+ * C-AQM: the switches work on the descriptor's copy of the extension header's I, C and hint. A
+ * request leaving its host brings them along (it may be marked: UB_SIM_AQM_VALID) ...
+ */
+static void caqm_load(const struct ub__pkt *b, struct ub_sim_pkt *p)
+{
+    struct ub__wire_dgram d;
+    if (ub__wire_parse_datagram(&d, b->data, b->len, 0) || !d.has_ext)
+        return;
+    p->aqm = (uint8_t)(UB_SIM_AQM_VALID | (d.ext.aqm_increase ? UB_SIM_AQM_I : 0) |
+                       (d.ext.aqm_congestion ? UB_SIM_AQM_C : 0));
+    p->hint = d.ext.aqm_hint;
+}
+
+/* ... and the receiving engine finds what the switches made of them in its copy. */
+static void caqm_store(struct ub__pkt *b, const struct ub_sim_pkt *p)
+{
+    struct ub__wire_dgram d;
+    if (ub__wire_parse_datagram(&d, b->data, b->len, 0) || !d.has_ext)
+        return;
+    struct ub__ext e = d.ext;
+    e.aqm_increase = (p->aqm & UB_SIM_AQM_I) != 0;
+    e.aqm_congestion = (p->aqm & UB_SIM_AQM_C) != 0;
+    e.aqm_hint = p->hint;
+    struct ub__wcur w;
+    ub__wcur_init(&w, b->data + d.ext_off, d.ext_len);
+    (void)ub__ext_encode(&e, &w); /* same fields, same size: cannot fail */
+}
+
 static void rearm(struct ub_sim *sim, struct shost *h)
 {
     uint64_t d = ub__engine_next_deadline(&h->eng);
@@ -116,6 +145,8 @@ static int make_pkt(struct ub_sim_softub *s, struct ub_sim *sim, struct shost *h
         ub__pkt_free(b);
         return rc;
     }
+    if (!carried && len)
+        b->wire_len = b->len + len; /* virtual payload: PDS and its cc count the real size */
     struct ub__pds_tx tx = {
         .dst = dst,
         .mode = UB_PDS_RUD,
@@ -214,15 +245,15 @@ static struct ub_sim_pkt *pull(void *ctx, struct ub_sim *sim, uint32_t host)
         p->buf = b;
         p->src = host;
         p->dst = b->addr.port;
-        p->size = b->len;
+        p->size = ub__pkt_wire_len(b); /* virtual payloads included */
         p->ev = b->path;
         p->ecn = b->ecn;
         if (b->tag) { /* a data packet: its cookie names the flow and the packet */
             uint32_t f = (uint32_t)(b->tag >> 32) - 1;
             p->flow = f;
             p->seq = (uint32_t)b->tag;
-            if (s->cfg.virtual_payload)
-                p->size += pkt_payload(s, &sim->flows[f], p->seq);
+            if (sim->qcfg.caqm)
+                caqm_load(b, p);
         } else {
             p->flow = UB_SIM_NONE;
             p->flags |= UB_SIM_PF_CTRL;
@@ -247,6 +278,7 @@ static void rx(void *ctx, struct ub_sim *sim, uint32_t host, struct ub_sim_pkt *
     }
     bool trimmed = p->flags & UB_SIM_PF_TRIMMED;
     struct ub__pkt *in = b;
+    bool caqm = (p->aqm & UB_SIM_AQM_VALID) && !trimmed;
     if (b->refcnt > 1 || trimmed) {
         /*
          * The sender still holds these bytes (for retransmission): the receiver gets a copy.
@@ -256,6 +288,8 @@ static void rx(void *ctx, struct ub_sim *sim, uint32_t host, struct ub_sim_pkt *
         if (in) {
             uint32_t len = trimmed && b->len > UB_SIM_TRIM_SIZE ? UB_SIM_TRIM_SIZE : b->len;
             memcpy(ub__pkt_put(in, len), b->data, len);
+            if (!trimmed)
+                in->wire_len = b->wire_len;
             s->st.copies++;
         }
         ub__pkt_free(b);
@@ -264,6 +298,8 @@ static void rx(void *ctx, struct ub_sim *sim, uint32_t host, struct ub_sim_pkt *
             return;
         }
     }
+    if (caqm)
+        caqm_store(in, p);
     ub__addr_loop(&in->addr, (uint16_t)p->src);
     in->path = p->ev;
     in->ecn = p->ecn;
@@ -434,11 +470,9 @@ int ub_sim_softub_create(struct ub_sim *sim, const struct ub_sim_softub_cfg *cfg
                     .link_bps = sim->ports[i].rate,
                     .base_rtt_ns = s->cfg.base_rtt_ns,
                     .trimming = s->cfg.trimming,
-                    /*
-                     * Congestion control counts the bytes in the buffers: with virtual
-                     * payloads they are headers only, so only the fixed window is faithful.
-                     */
-                    .cc_algo = s->cfg.virtual_payload ? "none" : s->cfg.cc,
+                    /* Virtual payloads keep cc exact: PDS counts each packet's wire_len. */
+                    .cc_algo = s->cfg.cc,
+                    .lb_algo = s->cfg.lb,
                 },
         };
         int rc = ub__engine_init(&h->eng, &ec);
@@ -495,8 +529,7 @@ void ub_sim_softub_print(const struct ub_sim_softub *s, FILE *f)
             " blocked %" PRIu64 " copies %" PRIu64 " pool %u low %" PRIu64 " cc %s\n",
             s->st.pkts_queued, s->st.pkts_acked, s->st.pkts_failed,
             t.nacks_by_code[UB_PDS_NACK_TRIMMED & 31], s->st.send_blocked, s->st.copies,
-            s->cfg.pool_bufs, s->st.pool_low,
-            s->cfg.virtual_payload ? "none" : (s->cfg.cc ? s->cfg.cc : "nscc"));
+            s->cfg.pool_bufs, s->st.pool_low, s->cfg.cc ? s->cfg.cc : "nscc");
     fprintf(f,
             "pds tx %" PRIu64 " retx %" PRIu64 " (rto %" PRIu64 " fast %" PRIu64 " nack %" PRIu64
             ") rx %" PRIu64 " dup %" PRIu64 " acks %" PRIu64 " nacks %" PRIu64 " rto_fired %" PRIu64

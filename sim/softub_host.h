@@ -18,9 +18,9 @@
  * encodes, parses and acknowledges the same packets but the buffer holds the
  * headers only and the simulator adds the payload's length to the packet's
  * size on the wire: memory per host drops from pool x mtu to pool x 320
- * bytes. PDS's congestion control counts buffer bytes, so virtual payloads
- * run it with cc "none" (the fixed packet window): the fabric sees exactly
- * what it would, PDS's window is in packets.
+ * bytes. The buffer's `wire_len` (struct ub__pkt) carries the full size, and
+ * PDS and its congestion control count that, so a virtual-payload run is
+ * identical to a real-payload one, packet for packet.
  */
 #ifndef UB_SIM_SOFTUB_HOST_H
 #define UB_SIM_SOFTUB_HOST_H
@@ -37,6 +37,7 @@ struct ub_sim_softub_cfg {
     bool virtual_payload;  /* headers only in the buffers (see above) */
     bool trimming;         /* the fabric trims (PDS's NSCC and REPS adapt to it) */
     const char *cc;        /* PDS congestion control (NULL: PDS's default, NSCC) */
+    const char *lb;        /* PDS load balancing (NULL: PDS's default, REPS) */
     uint64_t base_rtt_ns;  /* the fabric's unloaded RTT, for NSCC (0: PDS's default) */
 };
 

@@ -13,20 +13,25 @@
 #include <time.h>
 
 #include <softub/errors.h>
+#include "sim/plot.h"
 #include "sim/reftp.h"
+#include "sim/series.h"
 #include "sim/sim.h"
 #include "sim/softub_host.h"
 #include "sim/stats.h"
 #include "sim/topo.h"
+#include "sim/topofile.h"
 #include "sim/workload.h"
 
 struct opts {
     struct ub_sim_topo_cfg topo;
-    const char *workload, *cm, *fct, *ports, *transport, *cc, *fc, *routing, *pds_cc;
+    const char *workload, *cm, *fct, *ports, *transport, *cc, *fc, *routing, *pds_cc, *pds_lb;
+    const char *series, *sample_ports, *plot, *topo_file, *write_topo;
+    uint64_t interval_ns;
     uint64_t size, seed, queue, kmin, kmax, window, rto, until;
     uint64_t xoff, xon, headroom, credits, deadlock_us, llr_ns;
     uint32_t mtu, paths, incast, loss_ppm, pool, root, stride;
-    bool trim, ecn, quiet, bdp_queue, virtual_payload;
+    bool trim, ecn, quiet, bdp_queue, virtual_payload, caqm;
     struct ub_sim_fail fails[16];
     uint32_t nfails;
 };
@@ -36,6 +41,8 @@ static void usage(FILE *f)
     fprintf(
         f, "usage: softub-sim [options]\n"
            "  --topo fattree|leafspine|dumbbell|ring|torus   (fattree)\n"
+           "  --topo-file FILE (a built-in shape or any graph: docs/simulator.md)\n"
+           "  --write-topo FILE (the fabric as an explicit graph in that format)\n"
            "  --x N --y N                          ring size (x), torus dimensions (x by y)\n"
            "  --k N --oversub N --hosts N          fat tree arity, ToR oversubscription, host cap\n"
            "  --leaves N --spines N --hosts-per-leaf N (also per switch: ring, torus)\n"
@@ -46,16 +53,22 @@ static void usage(FILE *f)
            "  --mtu BYTES (4096)  --queue BYTES (1 BDP with trimming, 5 BDP without)\n"
            "  --kmin BYTES --kmax BYTES (0.2/0.8 BDP)  --no-ecn  --no-trim  --loss-ppm N\n"
            "  --llr-ns NS (link-level retry of corrupted frames after NS; default: drop them)\n"
+           "  --caqm (switches mark C-AQM I/C/hint on the 0.2/0.8 BDP band; ref transport and\n"
+           "          softub (PDS cc caqm unless --pds-cc) react to them)\n"
            "  --workload perm|incast|outcast|single|shift|alltoall|allreduce|cm (perm)\n"
            "  --size BYTES (2000000; allreduce: the vector)  --incast N (incast, outcast)\n"
            "  --stride N (shift: host i sends to host i + N)\n"
            "  --cm FILE (htsim connection matrix)\n"
            "  --transport ref|softub (ref)  --paths N (1)  --window BYTES  --cc aimd|fixed\n"
            "  --rto-us US  --pool N (softub: buffers per engine)\n"
-           "  --virtual-payload (softub: headers-only buffers, PDS cc none)  --pds-cc NAME\n"
+           "  --virtual-payload (softub: headers-only buffers)  --pds-cc NAME\n"
+           "  --pds-lb reps|oblivious|bitmap|random|single (softub: PDS load balancing)\n"
            "  --fail-link T_US A B | --restore-link T_US A B | --degrade-link T_US A B GBPS\n"
            "  --fail-switch T_US NODE   (nodes: hosts 0..H-1, then switches)\n"
-           "  --seed N (1)  --until-us US  --fct FILE  --ports FILE  --quiet\n");
+           "  --seed N (1)  --until-us US  --fct FILE  --ports FILE  --quiet\n"
+           "  --series FILE (queue and throughput time series, CSV)  --interval-ns NS (1000)\n"
+           "  --sample-ports hosts|all|P,P,... (hosts: switch ports facing hosts)\n"
+           "  --plot DIR (gnuplot PNGs: FCT CDF, queues, throughput; implies --series)\n");
 }
 
 static uint64_t num(const char *s)
@@ -109,6 +122,8 @@ static void parse(struct opts *o, int argc, char **argv)
             o->trim = false;
         } else if (!strcmp(a, "--no-ecn")) {
             o->ecn = false;
+        } else if (!strcmp(a, "--caqm")) {
+            o->caqm = true;
         } else if (!strcmp(a, "--virtual-payload")) {
             o->virtual_payload = true;
         } else if (!strcmp(a, "--quiet")) {
@@ -158,6 +173,8 @@ static void parse(struct opts *o, int argc, char **argv)
             o->deadlock_us = num(v);
         } else if (OPT("--pds-cc")) {
             o->pds_cc = v;
+        } else if (OPT("--pds-lb")) {
+            o->pds_lb = v;
         } else if (OPT("--llr-ns")) {
             o->llr_ns = num(v);
         } else if (OPT("--stride")) {
@@ -216,6 +233,19 @@ static void parse(struct opts *o, int argc, char **argv)
             o->seed = num(v);
         } else if (OPT("--until-us")) {
             o->until = num(v) * UB_SIM_PS_PER_US;
+        } else if (OPT("--topo-file")) {
+            o->topo_file = v;
+            o->topo.kind = UB_SIM_TOPO_FILE;
+        } else if (OPT("--write-topo")) {
+            o->write_topo = v;
+        } else if (OPT("--series")) {
+            o->series = v;
+        } else if (OPT("--interval-ns")) {
+            o->interval_ns = num(v);
+        } else if (OPT("--sample-ports")) {
+            o->sample_ports = v;
+        } else if (OPT("--plot")) {
+            o->plot = v;
         } else if (OPT("--fct")) {
             o->fct = v;
         } else if (OPT("--ports")) {
@@ -291,6 +321,8 @@ int main(int argc, char **argv)
         .until = UB_SIM_NEVER,
         .fc = "none",
         .routing = "ecmp",
+        .sample_ports = "hosts",
+        .interval_ns = 1000,
     };
     parse(&o, argc, argv);
     double t0 = wall();
@@ -301,9 +333,30 @@ int main(int argc, char **argv)
     if (rc)
         die("init", rc);
     struct ub_sim_qcfg q = {.limit = 1ULL << 30};
-    rc = ub_sim_topo_build(&sim, &o.topo, &q);
+    if (o.topo_file) {
+        FILE *tf = fopen(o.topo_file, "r");
+        if (!tf)
+            die(o.topo_file, UB_EIO);
+        uint32_t line;
+        bool is_builtin;
+        rc = ub_sim_topo_load(&sim, tf, &q, &line, &is_builtin, &o.topo);
+        fclose(tf);
+        if (rc) {
+            fprintf(stderr, "softub-sim: %s line %u: %s\n", o.topo_file, line, ub_strerror(rc));
+            exit(1);
+        }
+        if (!is_builtin)
+            o.topo.kind = UB_SIM_TOPO_FILE;
+    } else {
+        rc = ub_sim_topo_build(&sim, &o.topo, &q);
+    }
     if (rc)
         die("topology", rc);
+    if (o.write_topo) {
+        FILE *wf = fopen(o.write_topo, "w");
+        if (!wf || ub_sim_topo_write(&sim, wf) || fclose(wf))
+            die(o.write_topo, UB_EIO);
+    }
 
     /* Queue sizes follow htsim: in units of the longest path's BDP. */
     uint32_t far = sim.nhosts - 1;
@@ -320,6 +373,9 @@ int main(int argc, char **argv)
         q.kmax = o.kmax ? o.kmax : bdp * 4 / 5;
     }
     q.loss_ppm = o.loss_ppm;
+    q.caqm = o.caqm;
+    q.caqm_kmin = bdp / 5;
+    q.caqm_kmax = bdp * 4 / 5;
     q.llr_delay = o.llr_ns * UB_SIM_PS_PER_NS;
     if (!strcmp(o.fc, "pfc"))
         q.fc = UB_SIM_FC_PFC;
@@ -354,6 +410,7 @@ int main(int argc, char **argv)
             .base_rtt = base_rtt,
             .paths = o.paths,
             .cc = !strcmp(o.cc, "aimd"),
+            .caqm = o.caqm,
             /* htsim's rule: 15 us plus six times a full queue's drain time. */
             .rto =
                 o.rto ? o.rto : 15 * UB_SIM_PS_PER_US + 6 * ub_sim_port_ser(&sim.ports[0], q.limit),
@@ -372,7 +429,10 @@ int main(int argc, char **argv)
                 UB_SIM_PS_PER_NS,
             .virtual_payload = o.virtual_payload,
             .trimming = q.trim,
-            .cc = o.pds_cc,
+            .cc = o.pds_cc ? o.pds_cc
+                  : o.caqm ? "caqm"
+                           : NULL,
+            .lb = o.pds_lb,
             .base_rtt_ns = base_rtt / UB_SIM_PS_PER_NS,
         };
         rc = ub_sim_softub_create(&sim, &sc, &stp);
@@ -393,6 +453,27 @@ int main(int argc, char **argv)
     rc = ub_sim_start(&sim);
     if (rc)
         die("start", rc);
+    struct ub_sim_series *series = NULL;
+    FILE *series_f = NULL;
+    char series_path[4096];
+    if (o.series || o.plot) {
+        if (o.series)
+            snprintf(series_path, sizeof(series_path), "%s", o.series);
+        else
+            snprintf(series_path, sizeof(series_path), "%s/series.csv", o.plot);
+        uint32_t *sp;
+        uint32_t nsp = ub_sim_select_ports(&sim, o.sample_ports, &sp);
+        if (!nsp)
+            die("--sample-ports", UB_EINVAL);
+        series_f = fopen(series_path, "w");
+        if (!series_f)
+            die(series_path, UB_EIO);
+        rc =
+            ub_sim_series_start(&sim, series_f, o.interval_ns * UB_SIM_PS_PER_NS, sp, nsp, &series);
+        free(sp);
+        if (rc)
+            die("series", rc);
+    }
     uint64_t wd = o.deadlock_us ? o.deadlock_us : (q.fc != UB_SIM_FC_NONE ? 1000 : 0);
     if (wd)
         ub_sim_watchdog(&sim, wd * UB_SIM_PS_PER_US, true);
@@ -440,6 +521,8 @@ int main(int argc, char **argv)
     ub_sim_print_summary(&sim, &s, stdout);
     if (stp)
         ub_sim_softub_print(stp, stdout);
+    if (q.caqm)
+        printf("caqm c %" PRIu64 " hold %" PRIu64 "\n", sim.ctr.caqm_c, sim.ctr.caqm_hold);
     if (q.llr_delay)
         printf("llr retries %" PRIu64 "\n", sim.ctr.llr_retries);
     if (q.fc != UB_SIM_FC_NONE)
@@ -468,6 +551,17 @@ int main(int argc, char **argv)
         ub_sim_write_port_csv(&sim, f);
         fclose(f);
     }
+    if (series_f && fclose(series_f))
+        die(series_path, UB_EIO);
+    if (o.plot) {
+        char title[160];
+        snprintf(title, sizeof(title), "%s %s, %u hosts, %s", o.workload, o.transport, sim.nhosts,
+                 ub_sim_topo_name(o.topo.kind));
+        rc = ub_sim_plot(&sim, o.plot, series_path, series, title);
+        if (rc)
+            die("--plot", rc);
+    }
+    ub_sim_series_free(series);
     fprintf(stderr,
             "wall setup %.3f s run %.3f s events %" PRIu64 " (%.2f M/s) orphans %" PRIu64
             " heap_cap %u pkt_descs %" PRIu64 "\n",

@@ -177,6 +177,8 @@ const char *ub_sim_topo_name(enum ub_sim_topo_kind kind)
         return "ring";
     case UB_SIM_TOPO_TORUS:
         return "torus";
+    case UB_SIM_TOPO_FILE:
+        return "file";
     }
     return "?";
 }

@@ -10,6 +10,7 @@ enum ub_sim_topo_kind {
     UB_SIM_TOPO_DUMBBELL,  /* hosts on two switches joined by one bottleneck link */
     UB_SIM_TOPO_RING,      /* x switches in a ring, hosts_per_leaf hosts each */
     UB_SIM_TOPO_TORUS,     /* x by y switches, each joined to its 4 wrap-around neighbours */
+    UB_SIM_TOPO_FILE,      /* a graph from a topology file (sim/topofile.h) */
 };
 
 struct ub_sim_topo_cfg {

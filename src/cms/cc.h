@@ -51,12 +51,13 @@ void ub__pacer_on_send(struct ub__pacer *p, uint64_t bytes, uint64_t now);
 
 /* ---- parameters and events ------------------------------------------------ */
 struct ub__cc_params {
-    uint64_t link_bps;    /* required: the sender's link rate, bits/s */
-    uint64_t base_rtt_ns; /* required: the network's base (unloaded) RTT */
-    uint32_t mtu;         /* required: bytes of a full packet on the wire */
-    uint32_t mss;         /* payload bytes of a full packet; 0 = mtu */
-    uint64_t init_cwnd;   /* 0 = the algorithm's default (NSCC: max window) */
-    bool trimming;        /* the fabric trims (NSCC target 0.75 x RTT, else 1 x) */
+    uint64_t link_bps;         /* required: the sender's link rate, bits/s */
+    uint64_t base_rtt_ns;      /* required: the network's base (unloaded) RTT, its longest path */
+    uint64_t peer_base_rtt_ns; /* this pair's unloaded RTT if known (topology); 0 = base_rtt_ns */
+    uint32_t mtu;              /* required: bytes of a full packet on the wire */
+    uint32_t mss;              /* payload bytes of a full packet; 0 = mtu */
+    uint64_t init_cwnd;        /* 0 = the algorithm's default (NSCC: max window) */
+    bool trimming;             /* the fabric trims (NSCC target 0.75 x RTT, else 1 x) */
     /* NSCC */
     uint64_t target_qdelay_ns; /* 0 = 0.75 x base RTT with trimming, 1 x without */
     int8_t qa_gate;            /* quick adapt only if achieved < maxwnd >> gate; <0 = 3 */

@@ -136,6 +136,70 @@ static uint16_t reps_next(struct ub__lb *lb, uint64_t now)
     return r->ev[i];
 }
 
+/*
+ * ---- REPS with loss memory ("reps-loss", a softub extension) -------------------
+ * REPS learns only from good ACKs; where the slow path drops without marking (a rate limiter,
+ * no ECN, no trimming) every ACK that still returns from it recycles its EV, and a fresh random
+ * draw picks it again. Here a NACK (sender-inferred loss) or a timeout on an EV penalises it
+ * (NACK 4, TIMEOUT 15, saturating at 15, as bitmap) and drops its cached copies; a good ACK of a
+ * penalised EV pays one unit instead of caching it; a random draw (cache empty, or exploring)
+ * that lands on a penalised EV pays one unit and draws again, at most REPSL_DRAWS times.
+ */
+#define REPSL_DRAWS 8
+
+static void repsl_feedback(struct ub__lb *lb, uint16_t ev, enum ub__lb_fb fb, uint64_t now)
+{
+    struct ub__lb_reps *r = &lb->u.reps;
+    if (ev < lb->p.ev_count && (fb == UB_LB_FB_NACK || fb == UB_LB_FB_TIMEOUT)) {
+        unsigned p = r->penalty[ev] + (fb == UB_LB_FB_NACK ? BITMAP_PEN_NACK : BITMAP_PEN_TIMEOUT);
+        r->penalty[ev] = (uint8_t)(p > BITMAP_PEN_MAX ? BITMAP_PEN_MAX : p);
+        for (uint8_t i = 0; i < UB_LB_REPS_SIZE; i++)
+            if (r->valid[i] && r->ev[i] == ev)
+                r->valid[i] = false; /* no longer offered */
+        /* `fresh` counts the newest entries, all valid: keep the run up to the first hole */
+        uint8_t f = 0;
+        while (f < UB_LB_REPS_SIZE &&
+               r->valid[(r->head + UB_LB_REPS_SIZE - 1 - f) % UB_LB_REPS_SIZE])
+            f++;
+        for (uint8_t j = f; j < UB_LB_REPS_SIZE; j++) /* older ones: dropped as well */
+            r->valid[(r->head + UB_LB_REPS_SIZE - 1 - j) % UB_LB_REPS_SIZE] = false;
+        r->fresh = f;
+    }
+    if (fb == UB_LB_FB_GOOD && ev < lb->p.ev_count && r->penalty[ev]) {
+        r->penalty[ev]--;
+        return;
+    }
+    uint8_t pen[UB_LB_MAX_EVS];
+    bool keep = r->frozen && now > r->thaw_at; /* reps_feedback forgets everything then */
+    if (keep)
+        memcpy(pen, r->penalty, sizeof pen);
+    reps_feedback(lb, ev, fb, now);
+    if (keep)
+        memcpy(r->penalty, pen, sizeof pen);
+}
+
+static uint16_t repsl_rand(struct ub__lb *lb)
+{
+    struct ub__lb_reps *r = &lb->u.reps;
+    uint16_t ev = rand_ev(lb);
+    for (unsigned n = 0; n < REPSL_DRAWS && r->penalty[ev]; n++) {
+        r->penalty[ev]--;
+        ev = rand_ev(lb);
+    }
+    return ev;
+}
+
+static uint16_t repsl_next(struct ub__lb *lb, uint64_t now)
+{
+    struct ub__lb_reps *r = &lb->u.reps;
+    if (r->explore || (!r->frozen && r->fresh == 0) || (r->frozen && r->count == 0)) {
+        if (r->explore)
+            r->explore--;
+        return repsl_rand(lb);
+    }
+    return reps_next(lb, now);
+}
+
 /* ---- bitmap ----------------------------------------------------------------- */
 static void bm_init(struct ub__lb *lb)
 {
@@ -181,11 +245,14 @@ const struct ub__lb_algo ub__lb_random = {
     .name = "random", .init = nop_init, .next_ev = random_next};
 const struct ub__lb_algo ub__lb_reps = {
     .name = "reps", .init = reps_init, .next_ev = reps_next, .feedback = reps_feedback};
+const struct ub__lb_algo ub__lb_reps_loss = {
+    .name = "reps-loss", .init = reps_init, .next_ev = repsl_next, .feedback = repsl_feedback};
 const struct ub__lb_algo ub__lb_bitmap = {
     .name = "bitmap", .init = bm_init, .next_ev = bm_next, .feedback = bm_feedback};
 
 static const struct ub__lb_algo *const lb_algos[] = {
-    &ub__lb_single, &ub__lb_oblivious, &ub__lb_random, &ub__lb_reps, &ub__lb_bitmap,
+    &ub__lb_single, &ub__lb_oblivious, &ub__lb_random,
+    &ub__lb_reps,   &ub__lb_bitmap,    &ub__lb_reps_loss,
 };
 
 const struct ub__lb_algo *ub__lb_algo_find(const char *name)
@@ -208,7 +275,7 @@ int ub__lb_init(struct ub__lb *lb, const struct ub__lb_algo *algo,
 {
     if (lb == NULL || algo == NULL || params == NULL || params->ev_count == 0)
         return UB_EINVAL;
-    if (algo == &ub__lb_bitmap && params->ev_count > UB_LB_MAX_EVS)
+    if ((algo == &ub__lb_bitmap || algo == &ub__lb_reps_loss) && params->ev_count > UB_LB_MAX_EVS)
         return UB_EINVAL;
     memset(lb, 0, sizeof *lb);
     lb->algo = algo;

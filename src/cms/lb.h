@@ -42,6 +42,8 @@ struct ub__lb_reps {
     uint8_t explore; /* random EVs still to send after a freeze */
     bool frozen;
     uint64_t thaw_at;
+    /* "reps-loss" (softub extension): per-EV loss penalty, as bitmap's (NACK 4, TIMEOUT 15) */
+    uint8_t penalty[UB_LB_MAX_EVS];
 };
 
 struct ub__lb_rr {
@@ -79,7 +81,7 @@ struct ub__lb_algo {
 };
 
 extern const struct ub__lb_algo ub__lb_single, ub__lb_oblivious, ub__lb_random, ub__lb_reps,
-    ub__lb_bitmap;
+    ub__lb_bitmap, ub__lb_reps_loss;
 
 const struct ub__lb_algo *ub__lb_algo_find(const char *name);
 const struct ub__lb_algo *ub__lb_algo_at(size_t i);

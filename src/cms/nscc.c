@@ -41,7 +41,9 @@ static void nscc_init(struct ub__cc *cc)
     s->minwnd = p->mtu;
     s->net_rtt = p->base_rtt_ns;
     s->net_bdp = ub__bdp(p->link_bps, p->base_rtt_ns);
-    nscc_set_base(cc, p->base_rtt_ns);
+    /* htsim initNscc(peer_rtt): the network's RTT, or the pair's when configured; samples
+     * below it lower it (update_base_rtt) */
+    nscc_set_base(cc, p->peer_base_rtt_ns ? p->peer_base_rtt_ns : p->base_rtt_ns);
     if (p->target_qdelay_ns)
         s->target = p->target_qdelay_ns;
     else

@@ -52,6 +52,7 @@ struct ub__pkt *ub__pkt_alloc(struct ub__pktpool *pool)
     p->next = 0;
     p->data = p->head + pool->headroom;
     p->len = 0;
+    p->wire_len = 0;
     p->refcnt = 1;
     p->ts = 0;
     p->tag = 0;
@@ -78,6 +79,8 @@ uint8_t *ub__pkt_put(struct ub__pkt *p, uint32_t n)
         return 0;
     uint8_t *at = p->data + p->len;
     p->len += n;
+    if (p->wire_len)
+        p->wire_len += n;
     return at;
 }
 
@@ -87,6 +90,8 @@ uint8_t *ub__pkt_push(struct ub__pkt *p, uint32_t n)
         return 0;
     p->data -= n;
     p->len += n;
+    if (p->wire_len)
+        p->wire_len += n;
     return p->data;
 }
 
@@ -96,6 +101,8 @@ uint8_t *ub__pkt_pull(struct ub__pkt *p, uint32_t n)
         return 0;
     p->data += n;
     p->len -= n;
+    if (p->wire_len)
+        p->wire_len = p->wire_len > n ? p->wire_len - n : 0;
     return p->data;
 }
 
@@ -107,6 +114,7 @@ struct ub__pkt *ub__pkt_clone(const struct ub__pkt *p)
     c->data = c->head + (p->data - p->head);
     memcpy(c->data, p->data, p->len);
     c->len = p->len;
+    c->wire_len = p->wire_len;
     c->ts = p->ts;
     c->tag = p->tag;
     c->addr = p->addr;

@@ -21,6 +21,13 @@ struct ub__pkt {
     uint8_t *data; /* first valid byte */
     uint32_t len;  /* valid bytes from data */
     uint32_t refcnt;
+    /*
+     * Bytes this packet stands for on the wire when that differs from len (a simulator's
+     * headers-only buffer whose payload is virtual); 0 means len. Push, pull and put move it
+     * along with len, clone copies it. Byte accounting (congestion control) uses
+     * ub__pkt_wire_len(), parsing uses len.
+     */
+    uint32_t wire_len;
     uint64_t ts;          /* time of receipt or of (re)transmission, ns */
     uint64_t tag;         /* the current owner's scratch word (e.g. a completion cookie) */
     struct ub__addr addr; /* peer: source on receive, destination on send */
@@ -55,6 +62,12 @@ static inline void ub__pkt_ref(struct ub__pkt *p)
 
 /* Drops one reference; the last returns the buffer to its pool. */
 void ub__pkt_free(struct ub__pkt *p);
+
+/* The bytes the packet occupies on the wire: wire_len if set, else len. */
+static inline uint32_t ub__pkt_wire_len(const struct ub__pkt *p)
+{
+    return p->wire_len ? p->wire_len : p->len;
+}
 
 /* Room left after the valid bytes. */
 static inline uint32_t ub__pkt_tailroom(const struct ub__pkt *p)

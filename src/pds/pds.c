@@ -139,6 +139,12 @@ void ub__pds_destroy(struct ub__pds *pds, uint64_t now)
     free(pds);
 }
 
+void ub__pds_set_peer_rtt(struct ub__pds *pds, ub__pds_peer_rtt_fn fn, void *arg)
+{
+    pds->peer_rtt = fn;
+    pds->peer_rtt_arg = arg;
+}
+
 void ub__pds_set_upcalls(struct ub__pds *pds, const struct ub__pds_upcalls *up, void *arg)
 {
     pds->up = up;
@@ -278,7 +284,7 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
             return UB_EFULL;
         }
         pds->st.tx_pkts++;
-        pds->st.tx_bytes += pkt->len;
+        pds->st.tx_bytes += ub__pkt_wire_len(pkt);
         ub__pds_ctl_push(pds, pkt);
         return 0;
     }

@@ -157,6 +157,14 @@ int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct u
 void ub__pds_destroy(struct ub__pds *pds, uint64_t now);
 
 void ub__pds_set_upcalls(struct ub__pds *pds, const struct ub__pds_upcalls *up, void *arg);
+/*
+ * The unloaded RTT to a peer host in ns, when the owner knows it (e.g. from the fabric's
+ * topology), 0 if not: it seeds the base RTT of that peer's congestion context (NSCC's
+ * per-pair base RTT, which samples can still lower) instead of the network-wide base_rtt_ns.
+ * Consulted when a context is created. docs/algorithms.md section 2.
+ */
+typedef uint64_t (*ub__pds_peer_rtt_fn)(void *arg, const struct ub__addr *peer);
+void ub__pds_set_peer_rtt(struct ub__pds *pds, ub__pds_peer_rtt_fn fn, void *arg);
 
 /* The incarnation id this instance stamps on its packets. */
 uint32_t ub__pds_incarnation(const struct ub__pds *pds);

@@ -150,6 +150,8 @@ struct ub__pds {
     const struct ub__log *log;
     const struct ub__pds_upcalls *up;
     void *up_arg;
+    ub__pds_peer_rtt_fn peer_rtt; /* may be NULL */
+    void *peer_rtt_arg;
     uint32_t incarnation;
     struct ub__hmap ipdc_by_peer, ipdc_by_id;
     struct ub__hmap tpdc_by_key, tpdc_by_id;

@@ -428,7 +428,7 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
         t->held--;
         t->rcv_nxt++;
     }
-    t->rcvd_bytes += p->len;
+    t->rcvd_bytes += ub__pkt_wire_len(p);
     t->unacked++;
     t->last_psn = psn;
     t->trig_at = now;

@@ -63,7 +63,10 @@ static int ccx_attach(struct ub__pds_ipdc *c)
         x = calloc(1, sizeof(*x));
         if (!x)
             return UB_ENOMEM;
-        int rc = ub__cc_init(&x->cc, pds->cc_algo, &pds->cc_params);
+        struct ub__cc_params cp = pds->cc_params;
+        if (pds->peer_rtt)
+            cp.peer_base_rtt_ns = pds->peer_rtt(pds->peer_rtt_arg, &c->peer);
+        int rc = ub__cc_init(&x->cc, pds->cc_algo, &cp);
         if (!rc)
             rc = ub__hmap_put(&pds->ccx_by_key, key, x);
         if (rc) {
@@ -99,7 +102,7 @@ static void ccx_detach(struct ub__pds_ipdc *c)
 static void uncount(struct ub__pds_ipdc *c, const struct ub__pds_slot *s)
 {
     if (c->ccx && s->state == SLOT_INFLIGHT && s->pkt)
-        c->ccx->inflight -= UB_MIN(c->ccx->inflight, (uint64_t)s->pkt->len);
+        c->ccx->inflight -= UB_MIN(c->ccx->inflight, (uint64_t)ub__pkt_wire_len(s->pkt));
 }
 
 /*
@@ -316,7 +319,7 @@ bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now)
         uint32_t psn;
         if (!next_lost(c, repair_end(c), &psn))
             return false;
-        return cc_allows(c, slot_of(c, psn)->pkt->len, now);
+        return cc_allows(c, ub__pkt_wire_len(slot_of(c, psn)->pkt), now);
     }
     if (!c->qlen || c->state == IPDC_CLOSING)
         return false;
@@ -326,7 +329,7 @@ bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now)
     /* Before the target answers, a SYN's 12-bit offset bounds how far we may run ahead. */
     if (c->state == IPDC_SYN && c->nxt - c->start_psn >= UB_PDS_SYN_SPAN)
         return false;
-    return cc_allows(c, c->q_head->len + req_header_size(c->mode), now);
+    return cc_allows(c, ub__pkt_wire_len(c->q_head) + req_header_size(c->mode), now);
 }
 
 /* The PDS header of a data packet, as it goes out this time. */
@@ -407,8 +410,8 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
     s->pkt->ecn = 2; /* ECT(0): congestion can be signalled, not dropped */
     ub__pkt_ref(s->pkt);
     if (c->ccx) { /* every transmission is charged: window, credit and pacer */
-        c->ccx->inflight += s->pkt->len;
-        ub__cc_on_send(&c->ccx->cc, s->pkt->len, now);
+        c->ccx->inflight += ub__pkt_wire_len(s->pkt);
+        ub__cc_on_send(&c->ccx->cc, ub__pkt_wire_len(s->pkt), now);
     }
     if (retx) {
         s->retx++;
@@ -431,7 +434,7 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
         s->why = WHY_NONE;
     } else {
         pds->st.tx_pkts++;
-        pds->st.tx_bytes += s->pkt->len;
+        pds->st.tx_bytes += ub__pkt_wire_len(s->pkt);
     }
     return s->pkt;
 }
@@ -461,7 +464,7 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
     uint32_t psn;
     while (n < max && next_lost(c, end, &psn)) {
         struct ub__pds_slot *s = slot_of(c, psn);
-        if (!cc_allows(c, s->pkt->len, now))
+        if (!cc_allows(c, ub__pkt_wire_len(s->pkt), now))
             break;
         struct ub__pkt *p = transmit(c, psn, true, now);
         if (!p)
@@ -570,7 +573,7 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *ac
     if (s->state == SLOT_LOST)
         c->nlost--;
     uncount(c, s);
-    *acked += s->pkt->len;
+    *acked += ub__pkt_wire_len(s->pkt);
     ub__lb_on_ack(&c->lb, s->path, ecn, now);
     s->state = SLOT_ACKED;
     if (c->gbn_win < pds->cfg.window)
@@ -824,7 +827,7 @@ static void congestion_nack(struct ub__pds_ipdc *c, const struct ub__pds_nack *n
         ub__lb_on_nack(&c->lb, s->path, now);
     if (!c->ccx)
         return;
-    uint64_t bytes = s->pkt->len;
+    uint64_t bytes = ub__pkt_wire_len(s->pkt);
     struct ub__cc_nack ev = {
         .bytes = bytes,
         .inflight = c->ccx->inflight - UB_MIN(c->ccx->inflight, bytes),
@@ -1063,7 +1066,7 @@ static void rto_fire(struct ub__timer *t, uint64_t now)
         for (uint32_t psn = c->una; psn != c->nxt; psn++) {
             const struct ub__pds_slot *s = slot_of(c, psn);
             if (s->state == SLOT_INFLIGHT)
-                bytes += s->pkt->len;
+                bytes += ub__pkt_wire_len(s->pkt);
         }
         ub__cc_on_timeout(&c->ccx->cc, bytes, now);
     }

@@ -25,12 +25,12 @@ static struct ub__lb_params params(uint16_t n, uint64_t seed)
 static void test_registry(void **state)
 {
     (void)state;
-    const char *names[] = {"single", "oblivious", "random", "reps", "bitmap"};
-    for (size_t i = 0; i < 5; i++) {
+    const char *names[] = {"single", "oblivious", "random", "reps", "bitmap", "reps-loss"};
+    for (size_t i = 0; i < 6; i++) {
         assert_non_null(ub__lb_algo_find(names[i]));
         assert_string_equal(ub__lb_algo_at(i)->name, names[i]);
     }
-    assert_null(ub__lb_algo_at(5));
+    assert_null(ub__lb_algo_at(6));
     assert_null(ub__lb_algo_find("ecmp"));
     struct ub__lb lb;
     struct ub__lb_params p = params(0, 1);
