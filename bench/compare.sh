@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# bench/compare.sh: softub-perf side by side with the transports a user would pick instead,
+# in one run, on this machine, over loopback (127.0.0.1) only:
+#   raw UDP busy-poll ping-pong (bench/raw_udp_pingpong: the floor for anything over UDP),
+#   UCX ucx_perftest over TCP and over shared memory,
+#   libfabric fi_pingpong over tcp, udp;ofi_rxd and shm (rdm endpoints),
+#   softub-perf over udp and over shm.
+# Prints one markdown table (8 B latency p50 and p99.9, 64 KiB and 1 MiB bandwidth, 8 B
+# message rate) and the softub/peer ratios against the targets (docs/benchmarks.md).
+#
+#   bench/compare.sh            full run (a few minutes)
+#   QUICK=1 bench/compare.sh    fewer iterations (a smoke run, about a minute)
+# Environment: BUILD_DIR (build-bench), OUT (also write the markdown there), RUN_TIMEOUT
+# (seconds per server/client pair, 90), KEEP=1 (keep every tool's raw output). Installs ucx-utils and libfabric-bin when missing
+# (as root, or through sudo). Every run is bounded; servers are killed on exit.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD_DIR:-$ROOT/build-bench}
+QUICK=${QUICK:-0}
+OUT=${OUT:-}
+T=${RUN_TIMEOUT:-90}
+WORK=$(mktemp -d /tmp/softub-compare.XXXXXX)
+HOST=127.0.0.1
+PORT_BASE=$((20000 + ($$ % 2000) * 10))
+
+if [ "$QUICK" = 1 ]; then
+    LAT_N=2000 BW64_N=500 BW1M_N=50 RATE_N=20000 FI_N=1000
+else
+    LAT_N=50000 BW64_N=10000 BW1M_N=1000 RATE_N=1000000 FI_N=20000
+fi
+
+SERVER_PIDS=()
+cleanup() {
+    local p
+    for p in "${SERVER_PIDS[@]}"; do
+        kill "$p" 2>/dev/null || true
+    done
+    wait 2>/dev/null || true
+    if [ "${KEEP:-0}" = 1 ]; then log "compare: raw outputs kept in $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+log() { printf '%s\n' "$*" >&2; }
+
+# ---- dependencies ---------------------------------------------------------------------
+install_pkgs() {
+    local sudo=()
+    if [ "$(id -u)" != 0 ]; then
+        if command -v sudo >/dev/null; then sudo=(sudo); else
+            log "compare: not root and no sudo: cannot install $*"
+            return 1
+        fi
+    fi
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >&2 ||
+        { "${sudo[@]}" apt-get update >&2 && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y --no-install-recommends "$@" >&2; }
+}
+need=()
+command -v ucx_perftest >/dev/null || need+=(ucx-utils)
+command -v fi_pingpong >/dev/null || need+=(libfabric-bin)
+command -v cmake >/dev/null || need+=(cmake)
+command -v ninja >/dev/null || need+=(ninja-build)
+command -v ss >/dev/null || need+=(iproute2)
+if [ "${#need[@]}" -gt 0 ]; then
+    log "compare: installing ${need[*]}"
+    install_pkgs "${need[@]}" || log "compare: continuing without ${need[*]}"
+fi
+
+# ---- build ------------------------------------------------------------------------------
+log "compare: building softub-perf and raw_udp_pingpong in $BUILD"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" --target softub-perf raw_udp_pingpong >/dev/null
+PERF=$BUILD/softub-perf
+RAW=$BUILD/bench/raw_udp_pingpong
+
+# ---- server/client pairs ---------------------------------------------------------------
+# Waits (bounded: 10 s) until something listens on port (tcp or udp).
+wait_port() {
+    local port=$1 proto=$2 i
+    for ((i = 0; i < 200; i++)); do
+        if ss -Hln"${proto:0:1}" "sport = :$port" 2>/dev/null | grep -q .; then
+            return 0
+        fi
+        sleep 0.05
+    done
+    return 1
+}
+
+NEXT_PORT=$PORT_BASE
+# pair NAME PROTO SERVER_CMD... -- CLIENT_CMD...   (the word PORT is replaced by a fresh port)
+# The client's stdout goes to $WORK/NAME.out; returns non-zero if the pair failed.
+pair() {
+    local name=$1 proto=$2
+    shift 2
+    local port=$NEXT_PORT
+    NEXT_PORT=$((NEXT_PORT + 1))
+    local srv=() cli=() in_cli=0 a
+    for a in "$@"; do
+        if [ "$a" = -- ]; then in_cli=1; continue; fi
+        a=${a//PORT/$port}
+        if [ $in_cli = 1 ]; then cli+=("$a"); else srv+=("$a"); fi
+    done
+    timeout "$T" "${srv[@]}" >"$WORK/$name.srv" 2>&1 &
+    local spid=$!
+    SERVER_PIDS+=("$spid")
+    if ! wait_port "$port" "$proto"; then
+        log "compare: $name: server did not come up"
+        kill "$spid" 2>/dev/null || true
+        return 1
+    fi
+    local rc=0
+    timeout "$T" "${cli[@]}" >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+    if [ $rc != 0 ]; then
+        log "compare: $name: client failed ($rc): $(tail -n 2 "$WORK/$name.err" | tr '\n' ' ')"
+    fi
+    sleep 0.2
+    kill "$spid" 2>/dev/null || true
+    wait "$spid" 2>/dev/null || true
+    return $rc
+}
+
+# Result store: R[transport.metric] = value ("-" when not measured).
+declare -A R
+put() { R["$1.$2"]=$3; }
+get() { printf '%s' "${R["$1.$2"]:--}"; }
+
+# softub-perf / raw_udp_pingpong latency line: median is column 5, 99.9% column 9.
+lat_cols() { awk '/^ *[0-9]/ {print $5, $9; exit}' "$1"; }
+bw_cols() { awk '/^ *[0-9]/ {print $4, $5; exit}' "$1"; }
+# ucx_perftest -f prints one line: iterations, %ile latency, avg, overall, BW avg, BW overall
+# (MiB/s), msg rate avg, overall (msg/s). Column $2 of it.
+ucx_final() { awk -v c="$2" '/^ *[0-9]+ +[0-9.]+ +[0-9.]+/ {l = $0} END { if (l != "") { split(l, f, " "); print f[c] } }' "$1"; }
+mib_to_mb() { awk -v v="$1" 'BEGIN { if (v == "") print "-"; else printf "%.1f", v * 1.048576 }'; }
+
+run_softub() {
+    local tr=$1 dev=$2 v
+    local P=("$PERF")
+    local S=(--bind "$HOST" -p PORT --timeout 10000)
+    local C=(-p PORT --timeout 10000 -d "$dev")
+    if pair "$tr-lat" tcp "${P[@]}" send_lat "${S[@]}" -- "${P[@]}" send_lat "${C[@]}" -s 8 -n "$LAT_N" --warmup 1000 "$HOST"; then
+        read -r a b < <(lat_cols "$WORK/$tr-lat.out") && put "$tr" p50 "$a" && put "$tr" p999 "$b"
+    fi
+    if pair "$tr-bw64" tcp "${P[@]}" write_bw "${S[@]}" -- "${P[@]}" write_bw "${C[@]}" -s 65536 -n "$BW64_N" "$HOST"; then
+        read -r v _ < <(bw_cols "$WORK/$tr-bw64.out") && put "$tr" bw64 "$v"
+    fi
+    if pair "$tr-bw1m" tcp "${P[@]}" write_bw "${S[@]}" -- "${P[@]}" write_bw "${C[@]}" -s 1048576 -n "$BW1M_N" -t 32 "$HOST"; then
+        read -r v _ < <(bw_cols "$WORK/$tr-bw1m.out") && put "$tr" bw1m "$v"
+    fi
+    if pair "$tr-rate" tcp "${P[@]}" write_bw "${S[@]}" -- "${P[@]}" write_bw "${C[@]}" -s 8 -n "$RATE_N" -t 512 -l 32 "$HOST"; then
+        read -r _ v < <(bw_cols "$WORK/$tr-rate.out") && put "$tr" rate "$v"
+    fi
+    return 0
+}
+
+run_raw() {
+    if pair raw-lat udp "$RAW" -p PORT -n "$LAT_N" -w 1000 -- "$RAW" -p PORT -n "$LAT_N" -w 1000 "$HOST"; then
+        read -r a b < <(lat_cols "$WORK/raw-lat.out") && put raw p50 "$a" && put raw p999 "$b"
+    fi
+    return 0
+}
+
+run_ucx() {
+    local tr=$1 tls=$2 v
+    local U=(env "UCX_TLS=$tls" UCX_NET_DEVICES=lo UCX_WARN_UNUSED_ENV_VARS=n ucx_perftest)
+    command -v ucx_perftest >/dev/null || return 0
+    if pair "$tr-lat" tcp "${U[@]}" -p PORT -- "${U[@]}" -p PORT -t tag_lat -s 8 -n "$LAT_N" -R 50 -f "$HOST"; then
+        put "$tr" p50 "$(ucx_final "$WORK/$tr-lat.out" 2)"
+    fi
+    if pair "$tr-lat999" tcp "${U[@]}" -p PORT -- "${U[@]}" -p PORT -t tag_lat -s 8 -n "$LAT_N" -R 99.9 -f "$HOST"; then
+        put "$tr" p999 "$(ucx_final "$WORK/$tr-lat999.out" 2)"
+    fi
+    if pair "$tr-bw64" tcp "${U[@]}" -p PORT -- "${U[@]}" -p PORT -t tag_bw -s 65536 -n "$BW64_N" -f "$HOST"; then
+        put "$tr" bw64 "$(mib_to_mb "$(ucx_final "$WORK/$tr-bw64.out" 5)")"
+    fi
+    if pair "$tr-bw1m" tcp "${U[@]}" -p PORT -- "${U[@]}" -p PORT -t tag_bw -s 1048576 -n "$BW1M_N" -f "$HOST"; then
+        put "$tr" bw1m "$(mib_to_mb "$(ucx_final "$WORK/$tr-bw1m.out" 5)")"
+    fi
+    if pair "$tr-rate" tcp "${U[@]}" -p PORT -- "${U[@]}" -p PORT -t tag_bw -s 8 -n "$RATE_N" -f "$HOST"; then
+        v=$(ucx_final "$WORK/$tr-rate.out" 8)
+        if [ -n "$v" ]; then put "$tr" rate "$(awk -v v="$v" 'BEGIN { printf "%.3f", v / 1e6 }')"; fi
+    fi
+    return 0
+}
+
+run_fi() {
+    local tr=$1 prov=$2
+    command -v fi_pingpong >/dev/null || return 0
+    if pair "$tr-lat" tcp fi_pingpong -B PORT -p "$prov" -e rdm -S 8 -I "$FI_N" -- \
+        fi_pingpong -P PORT -p "$prov" -e rdm -S 8 -I "$FI_N" "$HOST"; then
+        # usec/xfer: the average half round trip (fi_pingpong has no percentiles)
+        put "$tr" p50 "$(awk '/^8 / {print $7 "*"; exit}' "$WORK/$tr-lat.out")"
+    fi
+    return 0
+}
+
+# ---- the run ----------------------------------------------------------------------------
+START_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+log "compare: load average at start: $START_LOAD (others' processes skew busy-poll results)"
+log "compare: raw UDP";        run_raw
+log "compare: softub udp";     run_softub softub-udp udp
+log "compare: UCX tcp";        run_ucx ucx-tcp tcp
+log "compare: fi tcp";         run_fi fi-tcp tcp
+log "compare: fi udp;ofi_rxd"; run_fi fi-rxd "udp;ofi_rxd"
+log "compare: softub shm";     run_softub softub-shm shm
+log "compare: UCX shm";        run_ucx ucx-shm "posix,cma,self"
+log "compare: fi shm";         run_fi fi-shm shm
+END_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- the table --------------------------------------------------------------------------
+ratio() { # a / b with 2 decimals, or "-"
+    awk -v a="${1%\*}" -v b="${2%\*}" 'BEGIN {
+        if (a == "" || b == "" || a == "-" || b == "-" || b + 0 == 0) print "-";
+        else printf "%.2f", a / b }'
+}
+verdict() { # value op target
+    awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {
+        if (v == "-" || v == "") { print "not measured"; exit }
+        ok = (op == "<=") ? (v + 0 <= t + 0) : (v + 0 >= t + 0);
+        print ok ? "met" : "NOT met" }'
+}
+
+table() {
+    local cpu
+    cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+    echo "Machine: $(nproc) CPUs ($cpu), Linux $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ);"
+    echo "load average $START_LOAD at start, $END_LOAD at end. Loopback 127.0.0.1 only."
+    echo "softub $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?'), UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}'), libfabric $(fi_info --version 2>/dev/null | awk '/libfabric:/ {print $2; exit}')"
+    echo
+    echo "| transport | 8 B lat p50 (us) | 8 B lat p99.9 (us) | 64 KiB BW (MB/s) | 1 MiB BW (MB/s) | 8 B rate (Mpps) |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    local tr
+    for tr in raw softub-udp ucx-tcp fi-tcp fi-rxd softub-shm ucx-shm fi-shm; do
+        local label=$tr
+        case $tr in
+        raw) label="raw UDP ping-pong (floor)" ;;
+        softub-udp) label="**softub udp**" ;;
+        ucx-tcp) label="UCX tcp" ;;
+        fi-tcp) label="fi_pingpong tcp" ;;
+        fi-rxd) label="fi_pingpong udp;ofi_rxd" ;;
+        softub-shm) label="**softub shm**" ;;
+        ucx-shm) label="UCX shm (posix,cma)" ;;
+        fi-shm) label="fi_pingpong shm" ;;
+        esac
+        echo "| $label | $(get "$tr" p50) | $(get "$tr" p999) | $(get "$tr" bw64) | $(get "$tr" bw1m) | $(get "$tr" rate) |"
+    done
+    echo
+    echo "Latency is half a round trip (softub send_lat, UCX tag_lat, raw ping-pong; * = fi_pingpong's"
+    echo "average, it has no percentiles). Bandwidth: softub write_bw, UCX tag_bw (MiB/s converted"
+    echo "to MB/s). Rate: softub write_bw 8 B with post lists of 32, UCX tag_bw 8 B."
+    echo
+    echo "| ratio | value | target | verdict |"
+    echo "|---|---:|---:|---|"
+    local r
+    r=$(ratio "$(get softub-udp p50)" "$(get raw p50)")
+    echo "| udp 8 B p50 / raw UDP | $r | <= 1.2 | $(verdict "$r" "<=" 1.2) |"
+    r=$(ratio "$(get softub-udp p999)" "$(get raw p999)")
+    echo "| udp 8 B p99.9 / raw UDP | $r | - | - |"
+    r=$(ratio "$(get softub-udp p50)" "$(get ucx-tcp p50)")
+    echo "| udp 8 B p50 / UCX tcp | $r | <= 0.6 | $(verdict "$r" "<=" 0.6) |"
+    r=$(ratio "$(get softub-udp p999)" "$(get ucx-tcp p999)")
+    echo "| udp 8 B p99.9 / UCX tcp | $r | - | - |"
+    r=$(ratio "$(get softub-udp p50)" "$(get fi-tcp p50)")
+    echo "| udp 8 B p50 / fi tcp (avg) | $r | - | - |"
+    r=$(ratio "$(get softub-udp p50)" "$(get fi-rxd p50)")
+    echo "| udp 8 B p50 / fi udp;ofi_rxd (avg) | $r | - | - |"
+    r=$(ratio "$(get softub-udp bw64)" "$(get ucx-tcp bw64)")
+    echo "| udp 64 KiB BW / UCX tcp | $r | - | - |"
+    r=$(ratio "$(get softub-udp bw1m)" "$(get ucx-tcp bw1m)")
+    echo "| udp 1 MiB BW / UCX tcp | $r | >= 1.2 | $(verdict "$r" ">=" 1.2) |"
+    r=$(get softub-udp rate)
+    echo "| udp 8 B rate (Mpps, one core, batching) | $r | >= 2 | $(verdict "$r" ">=" 2) |"
+    r=$(ratio "$(get softub-udp rate)" "$(get ucx-tcp rate)")
+    echo "| udp 8 B rate / UCX tcp | $r | - | - |"
+    r=$(ratio "$(get softub-shm p50)" "$(get ucx-shm p50)")
+    echo "| shm 8 B p50 / UCX shm | $r | <= 1.5 | $(verdict "$r" "<=" 1.5) |"
+    r=$(ratio "$(get softub-shm p999)" "$(get ucx-shm p999)")
+    echo "| shm 8 B p99.9 / UCX shm | $r | - | - |"
+    r=$(ratio "$(get softub-shm p50)" "$(get fi-shm p50)")
+    echo "| shm 8 B p50 / fi shm (avg) | $r | - | - |"
+    r=$(ratio "$(get softub-shm bw64)" "$(get ucx-shm bw64)")
+    echo "| shm 64 KiB BW / UCX shm | $r | - | - |"
+    r=$(ratio "$(get softub-shm bw1m)" "$(get ucx-shm bw1m)")
+    echo "| shm 1 MiB BW / UCX shm | $r | >= 0.8 | $(verdict "$r" ">=" 0.8) |"
+    r=$(ratio "$(get softub-shm rate)" "$(get ucx-shm rate)")
+    echo "| shm 8 B rate / UCX shm | $r | - | - |"
+}
+
+table | tee "${OUT:-/dev/null}"

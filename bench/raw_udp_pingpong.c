@@ -1,0 +1,186 @@
+/*
+ * raw_udp_pingpong: the floor for any transport over UDP. Two processes bounce one
+ * datagram back and forth over plain sockets, busy-polling non-blocking recv(); no
+ * protocol, no reliability, no copies beyond the kernel's. Half round trips, printed in
+ * softub-perf's latency format (microseconds).
+ *
+ *   raw_udp_pingpong [-p PORT] [-s BYTES] [-n ITERS] [-w WARMUP]              server
+ *   raw_udp_pingpong [-p PORT] [-s BYTES] [-n ITERS] [-w WARMUP] SERVER_IP    client
+ *
+ * The server echoes every datagram until it has echoed WARMUP + ITERS of them or nothing
+ * came for 10 s. Every wait is bounded.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TIMEOUT_NS (10ull * 1000000000ull)
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double rank(const uint64_t *v, size_t n, double q)
+{
+    double r = ceil(q * (double)n);
+    size_t i = r < 1 ? 0 : (size_t)r - 1;
+    return (double)v[i < n ? i : n - 1];
+}
+
+/* Busy-polls until a datagram arrives (its length) or the bound passes (-1). */
+static ssize_t spin_recv(int fd, void *buf, size_t cap, struct sockaddr_in *from)
+{
+    uint64_t start = 0;
+    for (unsigned k = 0;; k++) {
+        socklen_t fl = sizeof(*from);
+        ssize_t r = recvfrom(fd, buf, cap, MSG_DONTWAIT, (struct sockaddr *)from, &fl);
+        if (r >= 0)
+            return r;
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return -1;
+        if ((k & 1023) == 0) {
+            uint64_t t = now_ns();
+            if (!start)
+                start = t;
+            else if (t - start > TIMEOUT_NS)
+                return -1;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int port = 18600, opt;
+    unsigned long size = 8, iters = 100000, warmup = 1000;
+    while ((opt = getopt(argc, argv, "p:s:n:w:")) != -1) {
+        switch (opt) {
+        case 'p':
+            port = atoi(optarg);
+            break;
+        case 's':
+            size = strtoul(optarg, NULL, 0);
+            break;
+        case 'n':
+            iters = strtoul(optarg, NULL, 0);
+            break;
+        case 'w':
+            warmup = strtoul(optarg, NULL, 0);
+            break;
+        default:
+            fprintf(stderr, "usage: raw_udp_pingpong [-p PORT] [-s BYTES] [-n ITERS] [-w WARMUP] "
+                            "[SERVER_IP]\n");
+            return 2;
+        }
+    }
+    if (port <= 0 || port > 65535 || size < 1 || size > 65507 || !iters) {
+        fprintf(stderr, "raw_udp_pingpong: bad arguments\n");
+        return 2;
+    }
+    const char *server = optind < argc ? argv[optind] : NULL;
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        perror("socket");
+        return 1;
+    }
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    char *buf = calloc(1, 65536);
+    if (!buf)
+        return 1;
+    struct sockaddr_in from;
+    if (!server) {
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+            perror("bind");
+            return 1;
+        }
+        for (unsigned long i = 0; i < warmup + iters; i++) {
+            ssize_t r = spin_recv(fd, buf, 65536, &from);
+            if (r < 0)
+                break;
+            if (sendto(fd, buf, (size_t)r, 0, (struct sockaddr *)&from, sizeof(from)) != r) {
+                perror("sendto");
+                return 1;
+            }
+        }
+        return 0;
+    }
+    if (inet_pton(AF_INET, server, &sa.sin_addr) != 1 ||
+        connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        fprintf(stderr, "raw_udp_pingpong: bad server address %s\n", server);
+        return 1;
+    }
+    uint64_t *s = malloc(iters * sizeof(*s));
+    if (!s)
+        return 1;
+    /* The server may not be up yet: the first ping is retried every 10 ms for 10 s. */
+    for (int tries = 0;; tries++) {
+        if (send(fd, buf, size, 0) != (ssize_t)size && tries > 1000)
+            return 1;
+        uint64_t t0 = now_ns();
+        ssize_t r = -1;
+        while (now_ns() - t0 < 10000000ull && (r = recv(fd, buf, 65536, MSG_DONTWAIT)) < 0 &&
+               errno == EAGAIN)
+            ;
+        if (r >= 0)
+            break;
+        if (tries > 1000) {
+            fprintf(stderr, "raw_udp_pingpong: no answer from %s:%d\n", server, port);
+            return 1;
+        }
+    }
+    for (unsigned long i = 1; i < warmup + iters; i++) {
+        uint64_t t0 = now_ns();
+        if (send(fd, buf, size, 0) != (ssize_t)size) {
+            perror("send");
+            return 1;
+        }
+        if (spin_recv(fd, buf, 65536, &from) < 0) {
+            fprintf(stderr, "raw_udp_pingpong: lost the server\n");
+            return 1;
+        }
+        uint64_t t1 = now_ns();
+        if (i >= warmup)
+            s[i - warmup] = t1 - t0;
+    }
+    size_t n = iters - (warmup ? 0 : 1);
+    uint64_t *v = warmup ? s : s + 1;
+    qsort(v, n, sizeof(*v), cmp_u64);
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += (double)v[i];
+    double avg = sum / (double)n;
+    for (size_t i = 0; i < n; i++)
+        sq += ((double)v[i] - avg) * ((double)v[i] - avg);
+    const double k = 0.5 / 1000.0; /* half round trip, us */
+    printf(" %-10s %-11s %10s %10s %10s %10s %10s %10s %10s %10s\n", "#bytes", "#iterations",
+           "t_min", "t_max", "t_median", "t_avg", "t_stdev", "99%", "99.9%", "99.99%");
+    printf(" %-10lu %-11zu %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", size, n,
+           (double)v[0] * k, (double)v[n - 1] * k, rank(v, n, 0.5) * k, avg * k,
+           sqrt(sq / (double)n) * k, rank(v, n, 0.99) * k, rank(v, n, 0.999) * k,
+           rank(v, n, 0.9999) * k);
+    free(s);
+    free(buf);
+    close(fd);
+    return 0;
+}

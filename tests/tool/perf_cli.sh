@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# softub-perf over loopback, every subcommand, a few iterations each: checks that server and
+# client agree and that the output has the documented columns (no timing assertions).
+#   tests/tool/perf_cli.sh PATH/TO/softub-perf
+set -euo pipefail
+
+PERF=${1:?usage: perf_cli.sh PATH/TO/softub-perf}
+WORK=$(mktemp -d /tmp/softub-perf-cli.XXXXXX)
+SRV=""
+# shellcheck disable=SC2317 # called through the trap
+cleanup() {
+    if [ -n "$SRV" ]; then kill "$SRV" 2>/dev/null || true; fi
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+PORT=$((30000 + ($$ % 3000) * 8))
+fails=0
+
+# run NAME COLUMNS SERVER_ARGS... -- CLIENT_ARGS...
+run() {
+    local name=$1 cols=$2
+    shift 2
+    local srv=() cli=() in_cli=0 a
+    for a in "$@"; do
+        if [ "$a" = -- ]; then in_cli=1; continue; fi
+        if [ $in_cli = 1 ]; then cli+=("$a"); else srv+=("$a"); fi
+    done
+    PORT=$((PORT + 1))
+    timeout 30 "$PERF" "${srv[@]}" --bind 127.0.0.1 -p "$PORT" --timeout 5000 \
+        >"$WORK/$name.srv" 2>&1 &
+    SRV=$!
+    local rc=0
+    timeout 30 "$PERF" "${cli[@]}" -p "$PORT" --timeout 5000 127.0.0.1 \
+        >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+    wait "$SRV" || rc=$((rc ? rc : 100))
+    SRV=""
+    local lines bad
+    lines=$(awk '/^ *[0-9]/' "$WORK/$name.out" | wc -l)
+    bad=$(awk -v c="$cols" '/^ *[0-9]/ {
+            if (NF != c) { n++; next }
+            for (i = 1; i <= NF; i++) if ($i !~ /^[0-9]+(\.[0-9]+)?$/) { n++; next } }
+          END { print n + 0 }' "$WORK/$name.out")
+    if [ "$rc" != 0 ] || [ "$lines" -lt 1 ] || [ "$bad" != 0 ]; then
+        echo "FAIL $name (rc $rc, $lines result lines, $bad malformed)"
+        sed 's/^/  out: /' "$WORK/$name.out"
+        sed 's/^/  err: /' "$WORK/$name.err" "$WORK/$name.srv"
+        fails=$((fails + 1))
+    else
+        echo "ok   $name"
+    fi
+}
+
+for t in read_lat write_lat send_lat atomic_lat; do
+    run "$t" 10 "$t" -- "$t" -n 20 --warmup 2
+done
+for t in read_bw write_bw send_bw atomic_bw; do
+    run "$t" 5 "$t" -- "$t" -n 50 -s 4096
+done
+run sweep_lat 10 write_lat -- write_lat -a --max-size 64 -n 5 --warmup 1
+run shm_send_lat 10 send_lat -- send_lat -d shm -n 20
+run shm_write_bw 5 write_bw -- write_bw -d shm -n 50 -q 2 -l 4
+run event_send_lat 10 send_lat -- send_lat -e -n 20
+run bidir 5 write_bw -- write_bw -b -n 50 -s 1024
+run duration 5 read_bw -- read_bw -D 1 -s 1024
+
+# --json: one object with a results array
+PORT=$((PORT + 1))
+timeout 30 "$PERF" atomic_lat --bind 127.0.0.1 -p "$PORT" --timeout 5000 >/dev/null 2>&1 &
+SRV=$!
+json=$(timeout 30 "$PERF" atomic_lat --json -n 10 -p "$PORT" --timeout 5000 127.0.0.1 || true)
+wait "$SRV" || true
+SRV=""
+if printf '%s' "$json" | grep -q '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\]}$'; then
+    echo "ok   json"
+else
+    echo "FAIL json: $json"
+    fails=$((fails + 1))
+fi
+
+# a mismatched test is refused by the server, and the client says so
+PORT=$((PORT + 1))
+timeout 30 "$PERF" read_lat --bind 127.0.0.1 -p "$PORT" --timeout 5000 >/dev/null 2>&1 &
+SRV=$!
+if timeout 30 "$PERF" write_lat -n 5 -p "$PORT" --timeout 5000 127.0.0.1 >/dev/null 2>"$WORK/mm.err"; then
+    echo "FAIL mismatch: the client succeeded"
+    fails=$((fails + 1))
+elif grep -q "server runs read_lat" "$WORK/mm.err"; then
+    echo "ok   mismatch"
+else
+    echo "FAIL mismatch: $(cat "$WORK/mm.err")"
+    fails=$((fails + 1))
+fi
+wait "$SRV" || true
+SRV=""
+
+if "$PERF" bogus_test >/dev/null 2>&1; then
+    echo "FAIL: an unknown test was accepted"
+    fails=$((fails + 1))
+fi
+
+[ "$fails" = 0 ] && echo "all softub-perf checks passed"
+exit "$fails"

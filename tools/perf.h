@@ -1,0 +1,134 @@
+/*
+ * softub-perf internals: the configuration both sides share, the endpoint, the control
+ * protocol over the bootstrap channel and the result records. See tools/softub_perf.c.
+ */
+#ifndef SOFTUB_PERF_H
+#define SOFTUB_PERF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <softub/softub.h>
+
+#define PERF_MAGIC     0x50455246u /* "PERF" */
+#define PERF_VERSION   1u
+#define PERF_MAX_JETTY 64u
+#define PERF_MIN_SWEEP 2u
+#define PERF_MAX_SIZE  (8u << 20)
+#define PERF_TOKEN     0x5eedf00dull
+#define PERF_CTL_MAX   65536u
+
+enum perf_test {
+    T_READ_LAT = 0,
+    T_WRITE_LAT,
+    T_SEND_LAT,
+    T_ATOMIC_LAT,
+    T_READ_BW,
+    T_WRITE_BW,
+    T_SEND_BW,
+    T_ATOMIC_BW,
+    T_COUNT
+};
+
+enum perf_dev { DEV_UDP = 0, DEV_SHM = 1 };
+
+/* What the client decides and ships to the server (same binary on both sides). */
+struct perf_cfg {
+    uint32_t magic, version;
+    uint32_t test;      /* enum perf_test */
+    uint32_t dev;       /* enum perf_dev */
+    uint64_t size;      /* bytes per operation (without sweep) */
+    uint32_t sweep;     /* -a: 2 B .. 8 MiB */
+    uint32_t max_size;  /* --max-size for the sweep */
+    uint64_t iters;     /* -n (0: default) */
+    uint32_t duration;  /* -D seconds (0: by iterations) */
+    uint32_t jettys;    /* -q */
+    uint32_t tx_depth;  /* -t */
+    uint32_t rx_depth;  /* -r */
+    uint32_t post_list; /* -l */
+    uint32_t inline_sz; /* -I */
+    uint32_t order;     /* 0 NO, 1 RO, 2 SO */
+    uint32_t tm;        /* 0 RUD, 1 ROD */
+    uint32_t paths;     /* udp paths (0: 1) */
+    uint32_t event;     /* -e: automatic progress + completion events */
+    uint32_t bidir;     /* -b */
+    uint32_t mtu;       /* --mtu: the engine's largest datagram (0: the device's) */
+    uint32_t warmup;    /* lat: unmeasured iterations first */
+    char cc[16], lb[16];
+    char server_ip[64]; /* the address the client reached the server at (udp binds there) */
+    char udp_opts[96];  /* --udp-opts: extra keys for the udp URI (docs/device-udp.md) */
+};
+
+/* Control messages over the bootstrap connection. */
+enum perf_msg { M_CFG = 1, M_DESC, M_RUN, M_READY, M_DONE, M_RESULT, M_QUIT, M_ERROR };
+
+struct perf_run {
+    uint32_t type; /* M_RUN */
+    uint32_t pad;
+    uint64_t size, iters;
+    uint32_t duration_ms, pad2;
+};
+
+struct perf_result {
+    uint32_t type; /* M_RESULT */
+    uint32_t ok;
+    uint64_t ops, bytes, ns;
+    double peak_mbs;
+};
+
+struct perf_ep {
+    struct perf_cfg cfg;
+    bool server;
+    int timeout_ms; /* bound on any wait */
+    char local_ip[64];
+    ub_bootstrap *b;
+    ub_context *ctx;
+    ub_jfce *jfce;
+    ub_jfc *jfc;
+    ub_jetty *jetty[PERF_MAX_JETTY];
+    ub_tjetty *tj[PERF_MAX_JETTY];
+    ub_seg *seg;
+    ub_tseg *ts;
+    uint8_t *buf; /* [0, half): peers write/read/atomic here, receives land here; [half, 2 half):
+                     local sources and sinks */
+    size_t half;
+    uint64_t rbase;    /* the peer's [0, half); its control word is at rbase + 2 half */
+    uint64_t ctl_seq;  /* control flags written to the peer so far */
+    uint64_t ctl_seen; /* control flags the peer wrote into ours */
+    uint32_t outstanding[PERF_MAX_JETTY];
+    uint64_t recvs;     /* receive records seen (RECV, RECV_WRITE_IMM) */
+    uint64_t completed; /* own requests completed (counting cq_mod-covered ones) */
+    uint64_t recv_posted;
+    int failed; /* a record with an error status came */
+};
+
+/* ---- perf_run.c ---- */
+int perf_setup(struct perf_ep *e);
+int perf_connect_peer(struct perf_ep *e, const uint8_t *desc, size_t len);
+int perf_export(struct perf_ep *e, uint8_t *desc, size_t cap);
+void perf_teardown(struct perf_ep *e);
+/* Client: one size. Latency tests fill samples (ns, one per measured iteration). */
+int perf_client_lat(struct perf_ep *e, const struct perf_run *r, uint64_t **samples, size_t *n);
+int perf_client_bw(struct perf_ep *e, const struct perf_run *r, struct perf_result *mine,
+                   struct perf_result *peer);
+/* Client: tells the server a run is over and serves until its result comes. */
+int perf_client_done(struct perf_ep *e, struct perf_result *peer);
+/* Server: serves one RUN (until the client's DONE); fills the result it sends back. */
+int perf_server_run(struct perf_ep *e, const struct perf_run *r);
+
+/* ---- perf_stats.c ---- */
+struct perf_lat {
+    double min, max, median, avg, stdev, p99, p999, p9999; /* us */
+};
+void perf_lat_stats(uint64_t *ns, size_t n, double scale, struct perf_lat *out);
+bool perf_is_lat(enum perf_test t);
+bool perf_is_half_rtt(enum perf_test t);
+const char *perf_test_name(enum perf_test t);
+int perf_test_parse(const char *s);
+uint64_t perf_now_ns(void);
+
+/* ---- perf_knobs.c: what the public attributes do not carry yet ---- */
+int perf_set_cc_lb(ub_context *ctx, const char *cc, const char *lb);
+
+#endif

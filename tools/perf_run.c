@@ -1,0 +1,617 @@
+/*
+ * softub-perf: the endpoint (context, jettys, one segment) and the measurement loops.
+ *
+ * Memory: one registered region of 2 * half bytes. [0, half) is the target area: the
+ * peer WRITEs into it, READs from it, applies atomics at its first word, and every
+ * receive buffer points at it (as perftest does, all receives share one buffer).
+ * [half, 2 half) holds local sources (WRITE, SEND) and sinks (READ, atomic results).
+ *
+ * A control word after the two halves (2 half) is where the peer WRITEs a sequence number
+ * to say "done" (client) or "my result is on its way" (server): the waiting side polls
+ * memory, never a socket, then reads the control message with a blocking call.
+ *
+ * Waiting: in polling mode (manual progress) ub_poll_jfc drives the context, so the
+ * loops simply poll; in event mode (-e: automatic progress) they poll once, rearm the
+ * JFC and sleep in ub_wait_jfc. Every wait is bounded by the endpoint's timeout counted
+ * from the last packet received.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+#define MAX_LIST 64u
+#define MS       ((uint64_t)1000000)
+
+static int msg_send(struct perf_ep *e, const void *m, size_t len)
+{
+    return ub_bootstrap_send(e->b, m, len, e->timeout_ms);
+}
+
+/* ---- setup ------------------------------------------------------------------------------ */
+
+static int post_recv(struct perf_ep *e, uint32_t j)
+{
+    struct ub_sge sg = {e->buf, (uint32_t)(e->half > UINT32_MAX ? UINT32_MAX : e->half), e->seg};
+    struct ub_rwr rw;
+    memset(&rw, 0, sizeof(rw));
+    rw.user_ctx = j;
+    rw.sge = &sg;
+    rw.num_sge = 1;
+    int rc = ub_post_jetty_recv(e->jetty[j], &rw, NULL);
+    if (rc == 0)
+        e->recv_posted++;
+    return rc;
+}
+
+static int fail(const char *what, int rc)
+{
+    fprintf(stderr, "softub-perf: %s: %s\n", what, ub_strerror(rc));
+    return rc < 0 ? rc : UB_EIO;
+}
+
+int perf_setup(struct perf_ep *e)
+{
+    const struct perf_cfg *c = &e->cfg;
+    char uri[256];
+    if (c->dev == DEV_SHM)
+        snprintf(uri, sizeof(uri), "shm://0");
+    else
+        snprintf(uri, sizeof(uri), "udp://%s:0?paths=%u%s%s", e->local_ip, c->paths ? c->paths : 1,
+                 c->udp_opts[0] ? "&" : "", c->udp_opts);
+    struct ub_context_attr ca;
+    memset(&ca, 0, sizeof(ca));
+    ca.progress = c->event ? UB_PROGRESS_AUTO : UB_PROGRESS_MANUAL;
+    ca.mtu = c->mtu;
+    int rc = ub_context_open(uri, &ca, &e->ctx);
+    if (rc)
+        return fail(uri, rc);
+    if ((c->cc[0] || c->lb[0]) && (rc = perf_set_cc_lb(e->ctx, c->cc, c->lb)) != 0)
+        return fail("congestion control / load balancer", rc);
+    size_t top = c->sweep ? c->max_size : c->size;
+    if (top < 8)
+        top = 8;
+    e->half = (top + 4095) & ~(size_t)4095;
+    size_t total = 2 * e->half + 4096; /* + the control words */
+    e->buf = aligned_alloc(4096, total);
+    if (!e->buf)
+        return fail("memory", UB_ENOMEM);
+    memset(e->buf, 0, total);
+    uint32_t all = UB_ACCESS_LOCAL_WRITE | UB_ACCESS_READ | UB_ACCESS_WRITE | UB_ACCESS_ATOMIC;
+    if ((rc = ub_seg_register(e->ctx, e->buf, total, all, PERF_TOKEN, &e->seg)) != 0)
+        return fail("ub_seg_register", rc);
+    if (c->event && (rc = ub_jfce_create(e->ctx, &e->jfce)) != 0)
+        return fail("ub_jfce_create", rc);
+    struct ub_jfc_attr fa = {.depth = c->jettys * (c->tx_depth + c->rx_depth) + 64,
+                             .jfce = e->jfce};
+    if ((rc = ub_jfc_create(e->ctx, &fa, &e->jfc)) != 0)
+        return fail("ub_jfc_create", rc);
+    for (uint32_t j = 0; j < c->jettys; j++) {
+        struct ub_jetty_attr ja;
+        memset(&ja, 0, sizeof(ja));
+        ja.jfs.depth = c->tx_depth;
+        ja.jfs.jfc = e->jfc;
+        ja.jfs.max_sge = 1;
+        ja.jfs.max_inline = c->inline_sz ? c->inline_sz : 1;
+        ja.jfs.tm = c->tm ? UB_TM_ROD : UB_TM_RUD;
+        ja.jfr.depth = c->rx_depth;
+        ja.jfr.max_sge = 1;
+        ja.jfr.jfc = e->jfc;
+        if ((rc = ub_jetty_create(e->ctx, &ja, &e->jetty[j])) != 0)
+            return fail("ub_jetty_create", rc);
+        for (uint32_t i = 0; i < c->rx_depth; i++)
+            if ((rc = post_recv(e, j)) != 0)
+                return fail("ub_post_jetty_recv", rc);
+    }
+    return 0;
+}
+
+int perf_export(struct perf_ep *e, uint8_t *desc, size_t cap)
+{
+    size_t need = (size_t)(e->cfg.jettys + 1) * 64;
+    if (cap < need)
+        return UB_ELENGTH;
+    for (uint32_t j = 0; j < e->cfg.jettys; j++)
+        if (ub_jetty_export(e->jetty[j], desc + 64 * j, 64) < 0)
+            return UB_EIO;
+    if (ub_seg_export(e->seg, desc + 64 * e->cfg.jettys, 64) < 0)
+        return UB_EIO;
+    return (int)need;
+}
+
+int perf_connect_peer(struct perf_ep *e, const uint8_t *desc, size_t len)
+{
+    if (len != (size_t)(e->cfg.jettys + 1) * 64)
+        return fail("peer descriptors", UB_ELENGTH);
+    int rc;
+    for (uint32_t j = 0; j < e->cfg.jettys; j++)
+        if ((rc = ub_jetty_import(e->ctx, desc + 64 * j, 64, &e->tj[j])) != 0)
+            return fail("ub_jetty_import", rc);
+    if ((rc = ub_seg_import(e->ctx, desc + 64 * e->cfg.jettys, 64, PERF_TOKEN, &e->ts)) != 0)
+        return fail("ub_seg_import", rc);
+    e->rbase = ub_tseg_base(e->ts);
+    return 0;
+}
+
+void perf_teardown(struct perf_ep *e)
+{
+    if (e->ctx)
+        ub_context_close(e->ctx); /* destroys everything created from it */
+    e->ctx = NULL;
+    free(e->buf);
+    e->buf = NULL;
+    if (e->b)
+        ub_bootstrap_close(e->b);
+    e->b = NULL;
+}
+
+/* ---- completions and waiting ------------------------------------------------------------ */
+
+static void handle(struct perf_ep *e, const struct ub_cr *cr)
+{
+    if (cr->status != UB_CR_SUCCESS) {
+        if (cr->status == UB_CR_FLUSHED)
+            return;
+        if (!e->failed)
+            fprintf(stderr, "softub-perf: completion record: %s\n", ub_cr_status_str(cr->status));
+        e->failed++;
+    }
+    if (cr->opcode == UB_CR_OP_RECV || cr->opcode == UB_CR_OP_RECV_WRITE_IMM) {
+        uint32_t j = (uint32_t)cr->user_ctx;
+        e->recvs++;
+        if (j < e->cfg.jettys && post_recv(e, j) != 0)
+            e->failed++;
+        return;
+    }
+    uint32_t j = (uint32_t)cr->user_ctx;
+    if (j < PERF_MAX_JETTY && e->outstanding[j])
+        e->outstanding[j]--;
+    e->completed++;
+}
+
+static int drain(struct perf_ep *e)
+{
+    struct ub_cr cr[64];
+    int n = ub_poll_jfc(e->jfc, 64, cr);
+    for (int i = 0; i < n; i++)
+        handle(e, &cr[i]);
+    return n;
+}
+
+/* One step of a wait: poll (manual progress runs inside), or sleep on the event channel. */
+static int step(struct perf_ep *e)
+{
+    int n = drain(e);
+    if (n != 0 || !e->cfg.event)
+        return n;
+    ub_rearm_jfc(e->jfc, false);
+    if ((n = drain(e)) != 0)
+        return n;
+    ub_jfc *fired[8];
+    int k = ub_wait_jfc(e->jfce, 8, 1, fired);
+    if (k > 0)
+        ub_ack_jfc(e->jfc, (uint32_t)k);
+    return 0;
+}
+
+/* A bound on waiting that restarts whenever packets come in. */
+struct bound {
+    uint64_t deadline, rx, next_check;
+    unsigned k;
+};
+
+static void bound_init(struct perf_ep *e, struct bound *b, uint64_t extra_ns)
+{
+    memset(b, 0, sizeof(*b));
+    uint64_t t = perf_now_ns();
+    b->deadline = t + (uint64_t)e->timeout_ms * MS + extra_ns;
+    b->next_check = t + MS;
+}
+
+/* Every so often: 1 when a millisecond passed (the caller may look at its control channel),
+ * UB_ETIMEDOUT when nothing arrived for the whole bound, else 0. */
+static int bound_tick(struct perf_ep *e, struct bound *b)
+{
+    if (++b->k % 256)
+        return 0;
+    uint64_t t = perf_now_ns();
+    if (t < b->next_check)
+        return 0;
+    b->next_check = t + MS;
+    struct ub_context_stats st;
+    if (ub_context_stats(e->ctx, &st) == 0 && st.rx_pkts != b->rx) {
+        b->rx = st.rx_pkts;
+        b->deadline = t + (uint64_t)e->timeout_ms * MS;
+    }
+    if (t > b->deadline) {
+        fprintf(stderr, "softub-perf: nothing received for %d ms: giving up\n", e->timeout_ms);
+        return UB_ETIMEDOUT;
+    }
+    return 1;
+}
+
+#define WAIT_UNTIL(e, cond)                      \
+    do {                                         \
+        struct bound bd_;                        \
+        bound_init(e, &bd_, 0);                  \
+        while (!(cond)) {                        \
+            int rc_ = step(e);                   \
+            if (rc_ < 0)                         \
+                return fail("ub_poll_jfc", rc_); \
+            if (e->failed)                       \
+                return UB_EIO;                   \
+            if ((rc_ = bound_tick(e, &bd_)) < 0) \
+                return rc_;                      \
+        }                                        \
+    } while (0)
+
+static volatile uint64_t *ctl_word(struct perf_ep *e)
+{
+    return (volatile uint64_t *)(void *)(e->buf + 2 * e->half);
+}
+
+/* Runs the endpoint (serving the peer's requests) until the peer's next control flag, then
+ * reads its control message (blocking, bounded). */
+static int serve_until_msg(struct perf_ep *e, void *msg, size_t cap, uint64_t extra_ns)
+{
+    struct bound bd;
+    bound_init(e, &bd, extra_ns);
+    uint64_t want = e->ctl_seen + 1;
+    while (*ctl_word(e) < want) {
+        int rc = step(e);
+        if (rc < 0)
+            return fail("ub_poll_jfc", rc);
+        if ((rc = bound_tick(e, &bd)) < 0)
+            return rc;
+    }
+    e->ctl_seen = want;
+    return ub_bootstrap_recv(e->b, msg, cap, e->timeout_ms);
+}
+
+static uint64_t in_flight(const struct perf_ep *e)
+{
+    uint64_t n = 0;
+    for (uint32_t j = 0; j < e->cfg.jettys; j++)
+        n += e->outstanding[j];
+    return n;
+}
+
+/* WRITEs our next control flag into the peer's control word and waits for its completion. */
+static int raise_flag(struct perf_ep *e)
+{
+    uint64_t *src = (uint64_t *)(void *)(e->buf + 2 * e->half + 64);
+    *src = ++e->ctl_seq;
+    struct ub_sge sg = {src, 8, e->seg};
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = UB_OP_WRITE;
+    wr.flags = UB_WR_COMPLETE | UB_WR_INLINE;
+    wr.sge = &sg;
+    wr.num_sge = 1;
+    wr.u.rma.tseg = e->ts;
+    wr.u.rma.addr = e->rbase + 2 * e->half;
+    /* Alone in flight, so its completion is the next one. */
+    WAIT_UNTIL(e, in_flight(e) == 0);
+    uint64_t done0 = e->completed;
+    int rc;
+    WAIT_UNTIL(e, (rc = ub_post_jetty_send(e->jetty[0], &wr, NULL)) != UB_EFULL);
+    if (rc)
+        return fail("ub_post_jetty_send", rc);
+    e->outstanding[0]++;
+    WAIT_UNTIL(e, e->completed > done0);
+    return 0;
+}
+
+/* ---- requests ----------------------------------------------------------------------------- */
+
+static enum ub_opcode base_op(enum perf_test t)
+{
+    switch (t) {
+    case T_READ_LAT:
+    case T_READ_BW:
+        return UB_OP_READ;
+    case T_WRITE_LAT:
+    case T_WRITE_BW:
+        return UB_OP_WRITE;
+    case T_SEND_LAT:
+    case T_SEND_BW:
+        return UB_OP_SEND;
+    default:
+        return UB_OP_ATOMIC_FADD;
+    }
+}
+
+static void build(struct perf_ep *e, struct ub_wr *wr, struct ub_sge *sg, enum ub_opcode op,
+                  uint64_t size, uint32_t j)
+{
+    memset(wr, 0, sizeof(*wr));
+    wr->user_ctx = j;
+    wr->opcode = op;
+    wr->flags = UB_WR_COMPLETE;
+    if (e->cfg.order == 1)
+        wr->flags |= UB_WR_ORDER_RO;
+    else if (e->cfg.order == 2)
+        wr->flags |= UB_WR_ORDER_SO;
+    sg->addr = e->buf + e->half;
+    sg->len = (uint32_t)size;
+    sg->seg = e->seg;
+    wr->sge = sg;
+    wr->num_sge = 1;
+    switch (op) {
+    case UB_OP_READ:
+    case UB_OP_WRITE:
+        wr->u.rma.tseg = e->ts;
+        wr->u.rma.addr = e->rbase;
+        break;
+    case UB_OP_WRITE_IMM:
+        wr->u.rma.tseg = e->ts;
+        wr->u.rma.addr = e->rbase;
+        wr->tjetty = e->tj[j];
+        wr->imm_data = 0x50e4f;
+        break;
+    case UB_OP_SEND:
+        wr->tjetty = e->tj[j];
+        break;
+    default: /* FADD on the peer's first word (one per jetty) */
+        wr->sge = NULL;
+        wr->num_sge = 0;
+        wr->u.atomic.tseg = e->ts;
+        wr->u.atomic.addr = e->rbase + 8ull * j;
+        wr->u.atomic.operand = 1;
+        wr->u.atomic.result = (uint64_t *)(void *)(e->buf + e->half + 8ull * j);
+        break;
+    }
+    if ((op == UB_OP_WRITE || op == UB_OP_WRITE_IMM || op == UB_OP_SEND) &&
+        size <= e->cfg.inline_sz)
+        wr->flags |= UB_WR_INLINE;
+}
+
+/* Posts a chain of k requests on jetty j; returns how many it took (0 when full). */
+static int post_ops(struct perf_ep *e, uint32_t j, enum ub_opcode op, uint64_t size, uint32_t k)
+{
+    struct ub_wr wr[MAX_LIST];
+    struct ub_sge sg[MAX_LIST];
+    for (uint32_t i = 0; i < k; i++) {
+        build(e, &wr[i], &sg[i], op, size, j);
+        wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
+    }
+    struct ub_wr *bad = NULL;
+    int rc = ub_post_jetty_send(e->jetty[j], wr, &bad);
+    uint32_t took = rc == 0 ? k : bad ? (uint32_t)(bad - wr) : 0;
+    e->outstanding[j] += took;
+    if (rc && rc != UB_EFULL)
+        return fail("ub_post_jetty_send", rc);
+    return (int)took;
+}
+
+static int post_one(struct perf_ep *e, enum ub_opcode op, uint64_t size)
+{
+    int n;
+    WAIT_UNTIL(e, (n = post_ops(e, 0, op, size, 1)) != 0);
+    return n < 0 ? n : 0;
+}
+
+/* ---- latency ------------------------------------------------------------------------------ */
+
+int perf_client_lat(struct perf_ep *e, const struct perf_run *r, uint64_t **samples, size_t *n)
+{
+    enum perf_test t = (enum perf_test)e->cfg.test;
+    enum ub_opcode op = base_op(t);
+    /* Ping-pong: WRITE is noticed by polling the last byte, unless in event mode, where it
+     * carries an immediate so the receiver gets a record to wake for. */
+    bool memwait = t == T_WRITE_LAT && !e->cfg.event;
+    if (t == T_WRITE_LAT && e->cfg.event)
+        op = UB_OP_WRITE_IMM;
+    bool pingpong = t == T_WRITE_LAT || t == T_SEND_LAT;
+    uint64_t size = r->size;
+    size_t cap = r->duration_ms ? 65536 : (size_t)r->iters;
+    uint64_t *s = malloc((cap ? cap : 1) * sizeof(*s));
+    *samples = s;
+    *n = 0;
+    if (!s)
+        return fail("memory", UB_ENOMEM);
+    volatile uint8_t *tgt = e->buf + size - 1;
+    uint8_t *src = e->buf + e->half + size - 1;
+    uint64_t w = e->cfg.warmup, end = 0;
+    for (uint64_t i = 0;; i++) {
+        if (i == w && r->duration_ms)
+            end = perf_now_ns() + r->duration_ms * MS;
+        if (!r->duration_ms && i >= w + r->iters)
+            break;
+        if (end && perf_now_ns() >= end)
+            break;
+        uint8_t v = (uint8_t)(i % 255 + 1);
+        *src = v;
+        uint64_t recvs0 = e->recvs, done0 = e->completed;
+        uint64_t t0 = perf_now_ns();
+        int rc = post_one(e, op, size);
+        if (rc)
+            return rc;
+        if (memwait)
+            WAIT_UNTIL(e, *tgt == v);
+        else if (pingpong)
+            WAIT_UNTIL(e, e->recvs > recvs0);
+        else
+            WAIT_UNTIL(e, e->completed > done0);
+        uint64_t t1 = perf_now_ns();
+        if (i < w)
+            continue;
+        if (*n == cap) {
+            uint64_t *g = realloc(s, 2 * cap * sizeof(*s));
+            if (!g)
+                return fail("memory", UB_ENOMEM);
+            *samples = s = g;
+            cap *= 2;
+        }
+        s[(*n)++] = t1 - t0;
+    }
+    return 0;
+}
+
+/* The server's half of a ping-pong: answers every ping until the client's DONE. */
+static int pong(struct perf_ep *e, const struct perf_run *r, void *msg, size_t cap)
+{
+    enum perf_test t = (enum perf_test)e->cfg.test;
+    bool memwait = t == T_WRITE_LAT && !e->cfg.event;
+    enum ub_opcode op = t == T_SEND_LAT ? UB_OP_SEND : memwait ? UB_OP_WRITE : UB_OP_WRITE_IMM;
+    uint64_t size = r->size, answered = e->recvs;
+    volatile uint8_t *tgt = e->buf + size - 1;
+    uint8_t *src = e->buf + e->half + size - 1;
+    struct bound bd;
+    bound_init(e, &bd, 0);
+    for (uint64_t i = 0;;) {
+        uint8_t v = (uint8_t)(i % 255 + 1);
+        bool ping = memwait ? *tgt == v : e->recvs > answered;
+        if (ping) {
+            *src = v;
+            answered++;
+            i++;
+            int rc = post_one(e, op, size);
+            if (rc)
+                return rc;
+            continue;
+        }
+        if (*ctl_word(e) > e->ctl_seen) {
+            e->ctl_seen++;
+            return ub_bootstrap_recv(e->b, msg, cap, e->timeout_ms);
+        }
+        int rc = step(e);
+        if (rc < 0)
+            return fail("ub_poll_jfc", rc);
+        if ((rc = bound_tick(e, &bd)) < 0)
+            return rc;
+    }
+}
+
+/* ---- bandwidth ---------------------------------------------------------------------------- */
+
+static int bw_active(struct perf_ep *e, const struct perf_run *r, struct perf_result *res)
+{
+    enum ub_opcode op = base_op((enum perf_test)e->cfg.test);
+    uint64_t size = op == UB_OP_ATOMIC_FADD ? 8 : r->size;
+    uint32_t depth = e->cfg.tx_depth, list = e->cfg.post_list;
+    if (list > MAX_LIST)
+        list = MAX_LIST;
+    if (list > depth)
+        list = depth;
+    if (!list)
+        list = 1;
+    uint64_t total = r->duration_ms ? UINT64_MAX : r->iters, posted = 0;
+    uint64_t done0 = e->completed;
+    uint64_t t0 = perf_now_ns(), end = r->duration_ms ? t0 + r->duration_ms * MS : 0;
+    uint64_t win_t = t0, win_done = 0;
+    double peak = 0;
+    bool stop = false;
+    struct bound bd;
+    bound_init(e, &bd, 0);
+    while (!stop || e->completed - done0 < posted) {
+        if (!stop) {
+            for (uint32_t j = 0; j < e->cfg.jettys && posted < total; j++) {
+                while (e->outstanding[j] + list <= depth && posted < total) {
+                    uint64_t k = total - posted < list ? total - posted : list;
+                    int took = post_ops(e, j, op, size, (uint32_t)k);
+                    if (took < 0)
+                        return took;
+                    posted += (uint64_t)took;
+                    if ((uint64_t)took < k)
+                        break;
+                }
+            }
+            if (posted >= total)
+                stop = true;
+        }
+        int rc = step(e);
+        if (rc < 0)
+            return fail("ub_poll_jfc", rc);
+        if (e->failed)
+            return UB_EIO;
+        if ((rc = bound_tick(e, &bd)) < 0)
+            return rc;
+        if (rc == 1) {
+            uint64_t t = perf_now_ns(), d = e->completed - done0;
+            if (end && t >= end)
+                stop = true;
+            if (t - win_t >= 10 * MS) {
+                double mbs = (double)(d - win_done) * (double)size * 1e3 / (double)(t - win_t);
+                if (mbs > peak)
+                    peak = mbs;
+                win_t = t;
+                win_done = d;
+            }
+        }
+    }
+    uint64_t t1 = perf_now_ns();
+    res->ops = e->completed - done0;
+    res->bytes = res->ops * size;
+    res->ns = t1 - t0;
+    double avg = res->ns ? (double)res->bytes * 1e3 / (double)res->ns : 0;
+    res->peak_mbs = peak > avg ? peak : avg;
+    return 0;
+}
+
+int perf_client_bw(struct perf_ep *e, const struct perf_run *r, struct perf_result *mine,
+                   struct perf_result *peer)
+{
+    memset(mine, 0, sizeof(*mine));
+    mine->type = M_RESULT;
+    int rc = bw_active(e, r, mine);
+    if (rc)
+        return rc;
+    mine->ok = 1;
+    return perf_client_done(e, peer);
+}
+
+int perf_client_done(struct perf_ep *e, struct perf_result *peer)
+{
+    uint32_t done = M_DONE;
+    int rc = raise_flag(e);
+    if (rc)
+        return rc;
+    rc = msg_send(e, &done, sizeof(done));
+    if (rc)
+        return fail("bootstrap", rc);
+    /* Keep serving the peer (its own traffic when bidirectional) until its result. */
+    uint8_t msg[256];
+    int m = serve_until_msg(e, msg, sizeof(msg), 0);
+    if (m < (int)sizeof(*peer))
+        return fail("waiting for the server's result", m < 0 ? m : UB_EBADMSG);
+    memcpy(peer, msg, sizeof(*peer));
+    return peer->type == M_RESULT && peer->ok ? 0 : UB_EIO;
+}
+
+int perf_server_run(struct perf_ep *e, const struct perf_run *r)
+{
+    enum perf_test t = (enum perf_test)e->cfg.test;
+    memset(e->buf, 0, e->half); /* a stale last byte must not look like a ping */
+    struct perf_result res;
+    memset(&res, 0, sizeof(res));
+    res.type = M_RESULT;
+    uint32_t ready = M_READY;
+    int rc = msg_send(e, &ready, sizeof(ready));
+    if (rc)
+        return fail("bootstrap", rc);
+    uint8_t msg[256];
+    int m;
+    uint64_t extra = r->duration_ms * MS;
+    if (t == T_SEND_LAT || t == T_WRITE_LAT) {
+        m = pong(e, r, msg, sizeof(msg));
+    } else {
+        if (!perf_is_lat(t) && e->cfg.bidir && (rc = bw_active(e, r, &res)) != 0)
+            return rc;
+        m = serve_until_msg(e, msg, sizeof(msg), extra);
+    }
+    if (m < 4)
+        return fail("waiting for the client", m < 0 ? m : UB_EBADMSG);
+    uint32_t type;
+    memcpy(&type, msg, 4);
+    if (type != M_DONE)
+        return fail("control message out of place", UB_EPROTO);
+    res.ok = !e->failed;
+    if ((rc = raise_flag(e)) != 0)
+        return rc;
+    if ((rc = msg_send(e, &res, sizeof(res))) != 0)
+        return fail("bootstrap", rc);
+    return e->failed ? UB_EIO : 0;
+}

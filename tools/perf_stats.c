@@ -1,0 +1,80 @@
+/* softub-perf: latency statistics, test names, the clock. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "perf.h"
+
+static const char *const names[T_COUNT] = {"read_lat", "write_lat", "send_lat", "atomic_lat",
+                                           "read_bw",  "write_bw",  "send_bw",  "atomic_bw"};
+
+const char *perf_test_name(enum perf_test t)
+{
+    return (unsigned)t < T_COUNT ? names[t] : "?";
+}
+
+int perf_test_parse(const char *s)
+{
+    for (int i = 0; i < (int)T_COUNT; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+bool perf_is_lat(enum perf_test t)
+{
+    return t <= T_ATOMIC_LAT;
+}
+
+/* SEND and WRITE latency is reported as half the round trip (ping-pong); READ and atomics
+ * are one request and its response: the full round trip. */
+bool perf_is_half_rtt(enum perf_test t)
+{
+    return t == T_WRITE_LAT || t == T_SEND_LAT;
+}
+
+uint64_t perf_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The q-quantile (nearest rank) of sorted v[0..n). */
+static double rank(const uint64_t *v, size_t n, double q)
+{
+    double r = ceil(q * (double)n);
+    size_t i = r < 1 ? 0 : (size_t)r - 1;
+    return (double)v[i < n ? i : n - 1];
+}
+
+void perf_lat_stats(uint64_t *ns, size_t n, double scale, struct perf_lat *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!n)
+        return;
+    qsort(ns, n, sizeof(*ns), cmp_u64);
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += (double)ns[i];
+    double avg = sum / (double)n;
+    for (size_t i = 0; i < n; i++)
+        sq += ((double)ns[i] - avg) * ((double)ns[i] - avg);
+    double k = scale / 1000.0; /* ns -> us, halved for half round trips */
+    out->min = (double)ns[0] * k;
+    out->max = (double)ns[n - 1] * k;
+    out->median = rank(ns, n, 0.5) * k;
+    out->avg = avg * k;
+    out->stdev = sqrt(sq / (double)n) * k;
+    out->p99 = rank(ns, n, 0.99) * k;
+    out->p999 = rank(ns, n, 0.999) * k;
+    out->p9999 = rank(ns, n, 0.9999) * k;
+}

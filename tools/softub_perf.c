@@ -1,0 +1,658 @@
+/*
+ * softub-perf: latency and bandwidth of softub between two processes, in the manner of
+ * perftest (ib_write_lat, ib_write_bw) and urma_perftest.
+ *
+ *   softub-perf TEST [options]              server: waits for one client
+ *   softub-perf TEST [options] SERVER_IP    client: runs the test, prints the results
+ *
+ * TEST: read_lat write_lat send_lat atomic_lat read_bw write_bw send_bw atomic_bw.
+ * The client decides every parameter and ships it to the server over the bootstrap
+ * channel (TCP, --port); descriptors travel the same way. Latency lines are
+ *   bytes iterations t_min t_max t_median t_avg t_stdev 99% 99.9% 99.99%   (microseconds;
+ *   SEND and WRITE: half the round trip of a ping-pong, READ and atomics: the round trip)
+ * and bandwidth lines
+ *   bytes iterations BW_peak BW_average (MB/s = 10^6 B/s) MsgRate (Mpps).
+ * docs/benchmarks.md has the details and the latest comparison with other transports.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "perf.h"
+
+struct opts {
+    struct perf_cfg cfg;
+    const char *server;
+    const char *bind;
+    const char *local;
+    int port;
+    int timeout_ms;
+    bool json;
+    bool set_size, set_iters, set_tx, set_inline;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: softub-perf TEST [options] [SERVER_IP]\n"
+               "TEST: read_lat write_lat send_lat atomic_lat read_bw write_bw send_bw atomic_bw\n"
+               "Without SERVER_IP: server (waits for one client); with it: client.\n"
+               "  -p, --port N          bootstrap TCP port (18515)\n"
+               "      --bind IP         server: listen on IP (0.0.0.0)\n"
+               "      --local IP        client: its own address (the route to SERVER_IP)\n"
+               "  -d, --device udp|shm  (udp)\n"
+               "  -s, --size BYTES      bytes per operation (lat 8, bw 65536; atomics 8)\n"
+               "  -a, --all             sweep sizes 2 B .. --max-size (8 MiB) by powers of 2\n"
+               "      --max-size BYTES\n"
+               "  -n, --iters N         iterations (lat 1000, bw 5000; at most 1 GiB per size)\n"
+               "  -D, --duration SEC    run for SEC seconds instead\n"
+               "      --warmup N        unmeasured latency iterations first (16)\n"
+               "  -q, --jettys N        jettys (each its JFS and JFR; bw spreads over them) (1)\n"
+               "  -t, --tx-depth N      requests in flight per jetty (lat 16, bw 128)\n"
+               "  -r, --rx-depth N      receive buffers per jetty (256)\n"
+               "  -l, --post-list N     requests per post call (1; at most 64)\n"
+               "  -I, --inline BYTES    WRITE/SEND of at most this many bytes go inline (128)\n"
+               "      --order no|ro|so  ordering class of every request (no)\n"
+               "      --tm rud|rod      delivery mode of the jettys (rud)\n"
+               "      --cc NAME         congestion control: none nscc dcqcn caqm (nscc)\n"
+               "      --lb NAME         load balancer: single oblivious random reps bitmap (reps)\n"
+               "      --paths N         udp paths (source ports) (1)\n"
+               "      --mtu BYTES       largest datagram (the device's)\n"
+               "      --udp-opts K=V&.. more udp device keys (docs/device-udp.md)\n"
+               "  -e, --event           automatic progress, sleep on completion events\n"
+               "                        (default: manual progress, busy polling)\n"
+               "  -b, --bidir           bandwidth in both directions at once\n"
+               "      --timeout MS      give up after MS without a packet (10000)\n"
+               "      --json            one JSON object on stdout instead of the table\n");
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (end == s)
+        return -1;
+    uint64_t mul = 1;
+    if (*end == 'k' || *end == 'K')
+        mul = 1024, end++;
+    else if (*end == 'm' || *end == 'M')
+        mul = 1024 * 1024, end++;
+    if (*end)
+        return -1;
+    *out = (uint64_t)v * mul;
+    return 0;
+}
+
+static int parse_u32(const char *s, uint32_t *out, uint32_t lo, uint32_t hi)
+{
+    uint64_t v;
+    if (parse_u64(s, &v) || v < lo || v > hi)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+    enum {
+        O_MAX = 256,
+        O_WARM,
+        O_ORDER,
+        O_TM,
+        O_CC,
+        O_LB,
+        O_PATHS,
+        O_MTU,
+        O_UDPO,
+        O_TIMEOUT,
+        O_JSON,
+        O_BIND,
+        O_LOCAL
+    };
+    static const struct option lo[] = {{"port", 1, 0, 'p'},       {"bind", 1, 0, O_BIND},
+                                       {"local", 1, 0, O_LOCAL},  {"device", 1, 0, 'd'},
+                                       {"size", 1, 0, 's'},       {"all", 0, 0, 'a'},
+                                       {"max-size", 1, 0, O_MAX}, {"iters", 1, 0, 'n'},
+                                       {"duration", 1, 0, 'D'},   {"warmup", 1, 0, O_WARM},
+                                       {"jettys", 1, 0, 'q'},     {"tx-depth", 1, 0, 't'},
+                                       {"rx-depth", 1, 0, 'r'},   {"post-list", 1, 0, 'l'},
+                                       {"inline", 1, 0, 'I'},     {"order", 1, 0, O_ORDER},
+                                       {"tm", 1, 0, O_TM},        {"cc", 1, 0, O_CC},
+                                       {"lb", 1, 0, O_LB},        {"paths", 1, 0, O_PATHS},
+                                       {"mtu", 1, 0, O_MTU},      {"udp-opts", 1, 0, O_UDPO},
+                                       {"event", 0, 0, 'e'},      {"bidir", 0, 0, 'b'},
+                                       {"json", 0, 0, O_JSON},    {"timeout", 1, 0, O_TIMEOUT},
+                                       {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
+    struct perf_cfg *c = &o->cfg;
+    uint64_t v;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "p:d:s:an:D:q:t:r:l:I:ebh", lo, NULL)) != -1) {
+        int bad = 0;
+        switch (ch) {
+        case 'p':
+            bad = parse_u64(optarg, &v) || !v || v > 65535;
+            o->port = (int)v;
+            break;
+        case O_BIND:
+            o->bind = optarg;
+            break;
+        case O_LOCAL:
+            o->local = optarg;
+            break;
+        case 'd':
+            if (strcmp(optarg, "udp") == 0)
+                c->dev = DEV_UDP;
+            else if (strcmp(optarg, "shm") == 0)
+                c->dev = DEV_SHM;
+            else
+                bad = 1;
+            break;
+        case 's':
+            bad = parse_u64(optarg, &c->size) || !c->size || c->size > PERF_MAX_SIZE;
+            o->set_size = true;
+            break;
+        case 'a':
+            c->sweep = 1;
+            break;
+        case O_MAX:
+            bad = parse_u32(optarg, &c->max_size, PERF_MIN_SWEEP, PERF_MAX_SIZE);
+            break;
+        case 'n':
+            bad = parse_u64(optarg, &c->iters) || !c->iters;
+            o->set_iters = true;
+            break;
+        case 'D':
+            bad = parse_u32(optarg, &c->duration, 1, 86400);
+            break;
+        case O_WARM:
+            bad = parse_u32(optarg, &c->warmup, 0, 1u << 30);
+            break;
+        case 'q':
+            bad = parse_u32(optarg, &c->jettys, 1, PERF_MAX_JETTY);
+            break;
+        case 't':
+            bad = parse_u32(optarg, &c->tx_depth, 1, 4096);
+            o->set_tx = true;
+            break;
+        case 'r':
+            bad = parse_u32(optarg, &c->rx_depth, 1, 4096);
+            break;
+        case 'l':
+            bad = parse_u32(optarg, &c->post_list, 1, 64);
+            break;
+        case 'I':
+            bad = parse_u32(optarg, &c->inline_sz, 0, 65536);
+            o->set_inline = true;
+            break;
+        case O_ORDER:
+            c->order = strcmp(optarg, "no") == 0 ? 0 : strcmp(optarg, "ro") == 0 ? 1 : 2;
+            bad = c->order == 2 && strcmp(optarg, "so") != 0;
+            break;
+        case O_TM:
+            c->tm = strcmp(optarg, "rod") == 0;
+            bad = !c->tm && strcmp(optarg, "rud") != 0;
+            break;
+        case O_CC:
+            bad = strlen(optarg) >= sizeof(c->cc);
+            if (!bad)
+                strcpy(c->cc, optarg);
+            break;
+        case O_LB:
+            bad = strlen(optarg) >= sizeof(c->lb);
+            if (!bad)
+                strcpy(c->lb, optarg);
+            break;
+        case O_PATHS:
+            bad = parse_u32(optarg, &c->paths, 1, 64);
+            break;
+        case O_MTU:
+            bad = parse_u32(optarg, &c->mtu, 64, 65536);
+            break;
+        case O_UDPO:
+            bad = strlen(optarg) >= sizeof(c->udp_opts);
+            if (!bad)
+                strcpy(c->udp_opts, optarg);
+            break;
+        case 'e':
+            c->event = 1;
+            break;
+        case 'b':
+            c->bidir = 1;
+            break;
+        case O_JSON:
+            o->json = true;
+            break;
+        case O_TIMEOUT:
+            bad = parse_u64(optarg, &v) || !v || v > 3600000;
+            o->timeout_ms = (int)v;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
+        }
+        if (bad) {
+            fprintf(stderr, "softub-perf: bad value for option -%c: %s\n", ch < 256 ? ch : '-',
+                    optarg ? optarg : "");
+            return -1;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return -1;
+    }
+    int t = perf_test_parse(argv[optind++]);
+    if (t < 0) {
+        fprintf(stderr, "softub-perf: unknown test %s\n", argv[optind - 1]);
+        return -1;
+    }
+    c->test = (uint32_t)t;
+    if (optind < argc)
+        o->server = argv[optind++];
+    if (optind < argc) {
+        usage(stderr);
+        return -1;
+    }
+    bool lat = perf_is_lat((enum perf_test)t);
+    if (!o->set_size)
+        c->size = lat ? 8 : 65536;
+    if (t == T_ATOMIC_LAT || t == T_ATOMIC_BW) {
+        c->size = 8;
+        c->sweep = 0;
+    }
+    if (!o->set_tx)
+        c->tx_depth = lat ? 16 : 128;
+    if (!o->set_inline)
+        c->inline_sz = 128;
+    if (c->bidir && lat) {
+        fprintf(stderr, "softub-perf: -b is for bandwidth tests\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Iterations for one size: as asked, or the default capped at 1 GiB moved. */
+static uint64_t iters_for(const struct opts *o, uint64_t size)
+{
+    const struct perf_cfg *c = &o->cfg;
+    if (o->set_iters)
+        return c->iters;
+    uint64_t n = perf_is_lat((enum perf_test)c->test) ? 1000 : 5000;
+    uint64_t cap = (1ull << 30) / size;
+    if (n > cap)
+        n = cap < 64 ? 64 : cap;
+    return n;
+}
+
+/* ---- output ----------------------------------------------------------------------------- */
+
+static void banner(const struct opts *o, const char *peer)
+{
+    const struct perf_cfg *c = &o->cfg;
+    const char *rule = "-------------------------------------------------------------------"
+                       "--------------------------------";
+    printf("%s\n", rule);
+    printf(" softub-perf %s  device %s  peer %s  %s progress\n", perf_test_name(c->test),
+           c->dev == DEV_SHM ? "shm" : "udp", peer, c->event ? "automatic (events)" : "polling");
+    printf(" jettys %u  tx depth %u  rx depth %u  post list %u  inline %u  order %s  tm %s\n",
+           c->jettys, c->tx_depth, c->rx_depth, c->post_list, c->inline_sz,
+           c->order == 1   ? "ro"
+           : c->order == 2 ? "so"
+                           : "no",
+           c->tm ? "rod" : "rud");
+    if (c->dev == DEV_UDP)
+        printf(" paths %u  cc %s  lb %s  mtu %u%s%s\n", c->paths ? c->paths : 1,
+               c->cc[0] ? c->cc : "default", c->lb[0] ? c->lb : "default", c->mtu,
+               c->bidir ? "  bidirectional" : "", c->mtu ? "" : " (device's)");
+    if (perf_is_lat((enum perf_test)c->test)) {
+        printf(" latency in microseconds, %s\n", perf_is_half_rtt((enum perf_test)c->test)
+                                                     ? "half round trip (ping-pong)"
+                                                     : "full round trip");
+        printf("%s\n", rule);
+        printf(" %-10s %-11s %10s %10s %10s %10s %10s %10s %10s %10s\n", "#bytes", "#iterations",
+               "t_min", "t_max", "t_median", "t_avg", "t_stdev", "99%", "99.9%", "99.99%");
+    } else {
+        printf("%s\n", rule);
+        printf(" %-10s %-11s %14s %17s %14s\n", "#bytes", "#iterations", "BW peak[MB/s]",
+               "BW average[MB/s]", "MsgRate[Mpps]");
+    }
+    fflush(stdout);
+}
+
+struct json {
+    char *buf;
+    size_t len, cap;
+};
+
+static void jappend(struct json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void jappend(struct json *j, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(j->buf ? j->buf + j->len : NULL, j->buf ? j->cap - j->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if (j->buf && (size_t)n < j->cap - j->len) {
+            j->len += (size_t)n;
+            return;
+        }
+        size_t ncap = (j->cap + (size_t)n + 1) * 2;
+        char *g = realloc(j->buf, ncap);
+        if (!g)
+            return;
+        j->buf = g;
+        j->cap = ncap;
+    }
+}
+
+/* ---- the two roles ---------------------------------------------------------------------- */
+
+static int recv_msg(struct perf_ep *e, void *buf, size_t cap, uint32_t want)
+{
+    int m = ub_bootstrap_recv(e->b, buf, cap, e->timeout_ms);
+    if (m < 4) {
+        fprintf(stderr, "softub-perf: control channel: %s\n",
+                m < 0 ? ub_strerror(m) : "short message");
+        return -1;
+    }
+    uint32_t type;
+    memcpy(&type, buf, 4);
+    if (type == M_ERROR) {
+        fprintf(stderr, "softub-perf: peer: %.*s\n", m - 4, (const char *)buf + 4);
+        return -1;
+    }
+    if (want && type != want) {
+        fprintf(stderr, "softub-perf: unexpected control message %u\n", type);
+        return -1;
+    }
+    return m;
+}
+
+/* Exchanges descriptors: the server sends first. */
+static int exchange(struct perf_ep *e)
+{
+    static uint8_t msg[4 + (PERF_MAX_JETTY + 1) * 64];
+    uint32_t type = M_DESC;
+    memcpy(msg, &type, 4);
+    int n = perf_export(e, msg + 4, sizeof(msg) - 4);
+    if (n < 0)
+        return -1;
+    uint8_t in[sizeof(msg)];
+    int m;
+    if (e->server) {
+        if (ub_bootstrap_send(e->b, msg, (size_t)n + 4, e->timeout_ms) ||
+            (m = recv_msg(e, in, sizeof(in), M_DESC)) < 0)
+            return -1;
+    } else {
+        if ((m = recv_msg(e, in, sizeof(in), M_DESC)) < 0 ||
+            ub_bootstrap_send(e->b, msg, (size_t)n + 4, e->timeout_ms))
+            return -1;
+    }
+    return perf_connect_peer(e, in + 4, (size_t)m - 4) ? -1 : 0;
+}
+
+static void send_error(struct perf_ep *e, const char *text)
+{
+    uint8_t msg[256];
+    uint32_t type = M_ERROR;
+    memcpy(msg, &type, 4);
+    size_t l = strlen(text) < sizeof(msg) - 4 ? strlen(text) : sizeof(msg) - 4;
+    memcpy(msg + 4, text, l);
+    ub_bootstrap_send(e->b, msg, l + 4, 1000);
+}
+
+static int server(struct opts *o)
+{
+    struct perf_ep e;
+    memset(&e, 0, sizeof(e));
+    e.server = true;
+    e.timeout_ms = o->timeout_ms;
+    char uri[128];
+    snprintf(uri, sizeof(uri), "tcp://%s:%d", o->bind ? o->bind : "0.0.0.0", o->port);
+    int rc = ub_bootstrap_listen(uri, &e.b);
+    if (rc) {
+        fprintf(stderr, "softub-perf: listen on %s: %s\n", uri, ub_strerror(rc));
+        return 1;
+    }
+    fprintf(stderr, "softub-perf: %s server waiting on %s\n", perf_test_name(o->cfg.test), uri);
+    /* A server waits for its client longer than for a packet. */
+    if ((rc = ub_bootstrap_accept(e.b, o->timeout_ms * 12)) != 0) {
+        fprintf(stderr, "softub-perf: no client: %s\n", ub_strerror(rc));
+        perf_teardown(&e);
+        return 1;
+    }
+    uint8_t msg[4 + sizeof(struct perf_cfg)];
+    int m = recv_msg(&e, msg, sizeof(msg), M_CFG);
+    int ret = 1;
+    if (m != (int)sizeof(msg)) {
+        fprintf(stderr, "softub-perf: bad configuration from the client\n");
+        goto out;
+    }
+    memcpy(&e.cfg, msg + 4, sizeof(e.cfg));
+    if (e.cfg.magic != PERF_MAGIC || e.cfg.version != PERF_VERSION) {
+        send_error(&e, "version mismatch");
+        goto out;
+    }
+    if (e.cfg.test != o->cfg.test) {
+        char t[128];
+        snprintf(t, sizeof(t), "the server runs %s, not %s", perf_test_name(o->cfg.test),
+                 perf_test_name(e.cfg.test));
+        send_error(&e, t);
+        fprintf(stderr, "softub-perf: %s\n", t);
+        goto out;
+    }
+    e.cfg.server_ip[sizeof(e.cfg.server_ip) - 1] = '\0';
+    snprintf(e.local_ip, sizeof(e.local_ip), "%s", e.cfg.server_ip);
+    if (perf_setup(&e)) {
+        send_error(&e, "server setup failed");
+        goto out;
+    }
+    if (exchange(&e))
+        goto out;
+    for (;;) {
+        struct perf_run r;
+        m = recv_msg(&e, &r, sizeof(r), 0);
+        if (m < 0)
+            goto out;
+        if (r.type == M_QUIT)
+            break;
+        if (r.type != M_RUN || m != (int)sizeof(r) || perf_server_run(&e, &r))
+            goto out;
+    }
+    ret = 0;
+out:
+    perf_teardown(&e);
+    return ret;
+}
+
+/* The local address the kernel would use toward ip (a connected UDP socket's name). */
+static int route_src(const char *ip, char *out, size_t len)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    socklen_t sl;
+    int fam;
+    if (strchr(ip, ':')) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons(9);
+        if (inet_pton(AF_INET6, ip, &s6->sin6_addr) != 1)
+            return -1;
+        sl = sizeof(*s6);
+        fam = AF_INET6;
+    } else {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons(9);
+        if (inet_pton(AF_INET, ip, &s4->sin_addr) != 1)
+            return -1;
+        sl = sizeof(*s4);
+        fam = AF_INET;
+    }
+    int fd = socket(fam, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_storage me;
+    socklen_t ml = sizeof(me);
+    int rc = -1;
+    if (connect(fd, (struct sockaddr *)&ss, sl) == 0 &&
+        getsockname(fd, (struct sockaddr *)&me, &ml) == 0) {
+        const void *a = fam == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)&me)->sin6_addr
+                                        : (const void *)&((struct sockaddr_in *)&me)->sin_addr;
+        rc = inet_ntop(fam, a, out, (socklen_t)len) ? 0 : -1;
+    }
+    close(fd);
+    return rc;
+}
+
+static int client(struct opts *o)
+{
+    struct perf_ep e;
+    memset(&e, 0, sizeof(e));
+    e.timeout_ms = o->timeout_ms;
+    e.cfg = o->cfg;
+    struct perf_cfg *c = &e.cfg;
+    snprintf(c->server_ip, sizeof(c->server_ip), "%s", o->server);
+    if (o->local)
+        snprintf(e.local_ip, sizeof(e.local_ip), "%s", o->local);
+    else if (route_src(o->server, e.local_ip, sizeof(e.local_ip))) {
+        fprintf(stderr, "softub-perf: %s is not an IP address (or has no route)\n", o->server);
+        return 1;
+    }
+    char uri[128];
+    snprintf(uri, sizeof(uri), strchr(o->server, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", o->server,
+             o->port);
+    int rc = ub_bootstrap_connect(uri, o->timeout_ms, &e.b);
+    if (rc) {
+        fprintf(stderr, "softub-perf: connect to %s: %s\n", uri, ub_strerror(rc));
+        return 1;
+    }
+    uint8_t msg[4 + sizeof(struct perf_cfg)];
+    uint32_t type = M_CFG;
+    memcpy(msg, &type, 4);
+    memcpy(msg + 4, c, sizeof(*c));
+    int ret = 1;
+    uint64_t *samples = NULL;
+    struct json js = {0};
+    if (ub_bootstrap_send(e.b, msg, sizeof(msg), e.timeout_ms) || perf_setup(&e) || exchange(&e))
+        goto out;
+    enum perf_test t = (enum perf_test)c->test;
+    bool lat = perf_is_lat(t);
+    if (!o->json)
+        banner(o, o->server);
+    else
+        jappend(&js,
+                "{\"tool\":\"softub-perf\",\"test\":\"%s\",\"device\":\"%s\",\"progress\":\"%s\","
+                "\"jettys\":%u,\"tx_depth\":%u,\"rx_depth\":%u,\"post_list\":%u,\"inline\":%u,"
+                "\"paths\":%u,\"bidir\":%s,%s\"results\":[",
+                perf_test_name(t), c->dev == DEV_SHM ? "shm" : "udp",
+                c->event ? "event" : "polling", c->jettys, c->tx_depth, c->rx_depth, c->post_list,
+                c->inline_sz, c->paths ? c->paths : 1, c->bidir ? "true" : "false",
+                lat ? (perf_is_half_rtt(t) ? "\"unit\":\"us\",\"latency\":\"half_rtt\","
+                                           : "\"unit\":\"us\",\"latency\":\"rtt\",")
+                    : "\"unit\":\"MB/s\",");
+    uint64_t lo = c->sweep ? PERF_MIN_SWEEP : c->size, hi = c->sweep ? c->max_size : c->size;
+    int first = 1;
+    for (uint64_t size = lo; size <= hi; size *= 2) {
+        struct perf_run r = {.type = M_RUN,
+                             .size = size,
+                             .iters = iters_for(o, size),
+                             .duration_ms = c->duration * 1000u};
+        memset(e.buf, 0, e.half);
+        if (ub_bootstrap_send(e.b, &r, sizeof(r), e.timeout_ms) ||
+            recv_msg(&e, msg, sizeof(msg), M_READY) < 0)
+            goto out;
+        struct perf_result mine, peer;
+        if (lat) {
+            size_t n = 0;
+            free(samples);
+            samples = NULL;
+            if (perf_client_lat(&e, &r, &samples, &n) || perf_client_done(&e, &peer))
+                goto out;
+            struct perf_lat l;
+            perf_lat_stats(samples, n, perf_is_half_rtt(t) ? 0.5 : 1.0, &l);
+            if (o->json)
+                jappend(&js,
+                        "%s{\"bytes\":%" PRIu64 ",\"iterations\":%zu,\"t_min\":%.3f,"
+                        "\"t_max\":%.3f,\"t_median\":%.3f,\"t_avg\":%.3f,\"t_stdev\":%.3f,"
+                        "\"p99\":%.3f,\"p99_9\":%.3f,\"p99_99\":%.3f}",
+                        first ? "" : ",", size, n, l.min, l.max, l.median, l.avg, l.stdev, l.p99,
+                        l.p999, l.p9999);
+            else
+                printf(" %-10" PRIu64 " %-11zu %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f "
+                       "%10.2f\n",
+                       size, n, l.min, l.max, l.median, l.avg, l.stdev, l.p99, l.p999, l.p9999);
+        } else {
+            if (perf_client_bw(&e, &r, &mine, &peer))
+                goto out;
+            double avg = mine.ns ? (double)mine.bytes * 1e3 / (double)mine.ns : 0;
+            double rate = mine.ns ? (double)mine.ops * 1e3 / (double)mine.ns : 0;
+            double peak = mine.peak_mbs;
+            uint64_t ops = mine.ops;
+            if (c->bidir && peer.ns) {
+                avg += (double)peer.bytes * 1e3 / (double)peer.ns;
+                rate += (double)peer.ops * 1e3 / (double)peer.ns;
+                peak += peer.peak_mbs;
+                ops += peer.ops;
+            }
+            uint64_t bytes = t == T_ATOMIC_BW ? 8 : size;
+            if (o->json)
+                jappend(&js,
+                        "%s{\"bytes\":%" PRIu64 ",\"iterations\":%" PRIu64 ",\"bw_peak\":%.2f,"
+                        "\"bw_avg\":%.2f,\"msg_rate_mpps\":%.4f}",
+                        first ? "" : ",", bytes, ops, peak, avg, rate);
+            else
+                printf(" %-10" PRIu64 " %-11" PRIu64 " %14.2f %17.2f %14.4f\n", bytes, ops, peak,
+                       avg, rate);
+        }
+        first = 0;
+        fflush(stdout);
+    }
+    struct perf_run q = {.type = M_QUIT};
+    ub_bootstrap_send(e.b, &q, sizeof(q), e.timeout_ms);
+    if (o->json) {
+        jappend(&js, "]}\n");
+        if (js.buf)
+            fputs(js.buf, stdout);
+    } else {
+        printf("-------------------------------------------------------------------"
+               "--------------------------------\n");
+    }
+    ret = 0;
+out:
+    free(samples);
+    free(js.buf);
+    perf_teardown(&e);
+    return ret;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    memset(&o, 0, sizeof(o));
+    o.port = 18515;
+    o.timeout_ms = 10000;
+    struct perf_cfg *c = &o.cfg;
+    c->magic = PERF_MAGIC;
+    c->version = PERF_VERSION;
+    c->jettys = 1;
+    c->rx_depth = 256;
+    c->post_list = 1;
+    c->max_size = PERF_MAX_SIZE;
+    c->warmup = 16;
+    if (parse(argc, argv, &o))
+        return 2;
+    return o.server ? client(&o) : server(&o);
+}
