@@ -170,7 +170,9 @@ static double us(uint64_t ps)
 static void test_single_flow_line_rate(void **state)
 {
     (void)state;
-    const uint64_t size = CC_ASAN ? 4000000 : 20000000;
+    /* Full size even under sanitizers: one flow is cheap, and a fixed few-us tail (the last
+     * ACK) would cost a short flow more than the 5 % this test allows. */
+    const uint64_t size = 20000000;
     struct fab f;
     fab_init(&f, 4, 1, "nscc", "reps", 128);
     struct ub_sim *sim = &f.sim;
