@@ -85,8 +85,15 @@ struct ub_context_attr {
      * variable SOFTUB_CMA=0 turns it off for every context of the process.
      */
     uint32_t cma_min;
+    /*
+     * Packing: small requests (WRITE, SEND, atomics, READ requests... with at most this many
+     * payload bytes) queued to one peer on one JFS share a packet (docs/api.md). 0: 1024
+     * bytes; UB_PACK_OFF: one packet per request. SOFTUB_PACK=0 turns it off process-wide.
+     */
+    uint32_t pack_max;
 };
-#define UB_CMA_OFF 0xffffffffu
+#define UB_CMA_OFF  0xffffffffu
+#define UB_PACK_OFF 0xffffffffu
 
 /*
  * Opens an endpoint (docs/api.md, "Devices and addresses"). uri:
@@ -411,8 +418,12 @@ int ub_bootstrap_uri(const ub_bootstrap *b, char *buf, size_t len);
 /* Waits for one peer; the listener then becomes the connection. UB_ETIMEDOUT. */
 int ub_bootstrap_accept(ub_bootstrap *b, int timeout_ms);
 int ub_bootstrap_connect(const char *uri, int timeout_ms, ub_bootstrap **out);
+/* UB_ETIMEDOUT: nothing of msg sent. Once part of it is sent, the call finishes it, waiting
+ * past timeout_ms by at most a second, or fails UB_EIO and the connection is unusable. */
 int ub_bootstrap_send(ub_bootstrap *b, const void *msg, size_t len, int timeout_ms);
-/* Receives one message into buf: its length, UB_ELENGTH if above cap, UB_ETIMEDOUT, UB_EIO. */
+/* Receives one message into buf: its length, UB_ELENGTH if above cap (the message stays:
+ * call again with room for it), UB_ETIMEDOUT, UB_EIO. A message that arrives in part keeps
+ * what came across calls (timeout 0 polls safely). */
 int ub_bootstrap_recv(ub_bootstrap *b, void *buf, size_t cap, int timeout_ms);
 int ub_bootstrap_close(ub_bootstrap *b);
 int ub_bootstrap_file_put(const char *path, const void *msg, size_t len);

@@ -18,13 +18,16 @@ run() { # label, args...
 K4=(--topo fattree --k 4)
 echo "== congestion control (k=4 fat tree, 100 Gb/s, 1 us links, 4 KiB MTU, trimming)"
 for cc in nscc none dcqcn caqm; do
-  run "single 2 MB, cc $cc" "${K4[@]}" --workload single --size 2000000 --paths 128 --pds-cc "$cc"
+  sw=() # C-AQM: the switches mark I/C/hint (--caqm), PDS carries them end to end
+  [ "$cc" = caqm ] && sw=(--caqm)
+  run "single 2 MB, cc $cc" "${K4[@]}" --workload single --size 2000000 --paths 128 --pds-cc "$cc" \
+    "${sw[@]}"
   run "incast 15->1 2 MB, cc $cc" "${K4[@]}" --workload incast --incast 15 --size 2000000 \
-    --paths 128 --pds-cc "$cc"
+    --paths 128 --pds-cc "$cc" "${sw[@]}"
   run "perm 16 hosts 128 paths, cc $cc" "${K4[@]}" --workload perm --size 2000000 --paths 128 \
-    --pds-cc "$cc"
+    --pds-cc "$cc" "${sw[@]}"
   run "perm 16 hosts 1 path, cc $cc" "${K4[@]}" --workload perm --size 2000000 --paths 1 \
-    --pds-cc "$cc"
+    --pds-cc "$cc" "${sw[@]}"
 done
 echo "== load balancing, permutation, 128 hosts (k=8), 1 MB, NSCC"
 for lb in single oblivious reps bitmap; do
@@ -40,10 +43,13 @@ for lb in oblivious reps bitmap single; do
   awk -F, '($2==24 && $3==32) || ($2==32 && $3==24) {b += $6} END {print "    bytes over the degraded link: " b}' "$tmp"
   rm -f "$tmp"
 done
-echo "== 16 -> 1 incast, queue vs 2 BDP (k=4: hosts 1..15 -> 0 is 15 senders; k=6: 16)"
-for cc in nscc caqm; do
-  extra=()
-  [ "$cc" = caqm ] && extra=(--caqm)
-  run "incast 16->1 2 MB k=6, cc $cc" --topo fattree --k 6 --workload incast --incast 16 \
-    --size 2000000 --paths 128 --pds-cc "$cc" "${extra[@]}"
+echo "== 16 -> 1 incast, queue vs 2 BDP = 349920 B (k=6; no-trim: 5 BDP queues that drop)"
+for trim in trim no-trim; do
+  for cc in none nscc caqm; do
+    extra=()
+    [ "$cc" = caqm ] && extra=(--caqm)
+    [ "$trim" = no-trim ] && extra+=(--no-trim)
+    run "incast 16->1 2 MB k=6 $trim, cc $cc" --topo fattree --k 6 --workload incast --incast 16 \
+      --size 2000000 --paths 128 --pds-cc "$cc" "${extra[@]}"
+  done
 done

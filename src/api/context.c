@@ -305,9 +305,18 @@ int ub__ctx_progress_locked(ub_context *ctx)
     uint64_t now = ub__ctx_now(ctx);
     if (x->kind == UB_CTX_LOOP)
         ub__loopnet_set_time(ctx->net->net, now);
+    /*
+     * Posted requests, then receive, timers, the transaction layer again (requests just
+     * received become responses), and one output batch: an ACK and the response to the
+     * request it acknowledges leave in one send call (sendmmsg), not two.
+     */
     ub__ses_pump(&ctx->ses, now);
-    int n = ub__drive_once(&ctx->eng, ctx->dev, now, &ctx->drive);
+    ctx->drive.rounds++;
+    int n = ub__drive_recv(&ctx->eng, ctx->dev, now, &ctx->drive);
+    if (ub__engine_next_deadline(&ctx->eng) <= now)
+        ub__engine_expire(&ctx->eng, now);
     ub__ses_pump(&ctx->ses, now);
+    n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
     if (ub__engine_pending(&ctx->eng))
         n += ub__drive_once(&ctx->eng, ctx->dev, now, &ctx->drive);
     if (!ub__list_empty(&ctx->ses.cmaq))

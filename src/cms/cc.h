@@ -134,6 +134,7 @@ struct ub__cc_caqm {
     uint64_t min_rate;
     uint64_t last_change; /* increases at most once per base RTT */
     uint64_t hold_until;  /* no increase before (after adopting a hint) */
+    bool ramp;            /* start-up: a granted increase doubles the rate */
 };
 
 struct ub__cc_algo;

@@ -1,12 +1,10 @@
 #include "engine/driver.h"
 
-int ub__drive_once(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
+int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
                    struct ub__drive_stats *st)
 {
     struct ub__pkt *batch[UB_DRIVE_BATCH];
     int moved = 0;
-    st->rounds++;
-
     for (;;) {
         int n = ub__dev_recv(dev, batch, UB_DRIVE_BATCH, &e->pool);
         if (n < 0) {
@@ -22,10 +20,14 @@ int ub__drive_once(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
         if (n < UB_DRIVE_BATCH)
             break;
     }
+    return moved;
+}
 
-    if (ub__engine_next_deadline(e) <= now)
-        ub__engine_expire(e, now);
-
+int ub__drive_send(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
+                   struct ub__drive_stats *st)
+{
+    struct ub__pkt *batch[UB_DRIVE_BATCH];
+    int moved = 0;
     for (;;) {
         uint32_t n = ub__engine_output(e, batch, UB_DRIVE_BATCH, now);
         if (n == 0)
@@ -45,4 +47,14 @@ int ub__drive_once(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
             break;
     }
     return moved;
+}
+
+int ub__drive_once(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
+                   struct ub__drive_stats *st)
+{
+    st->rounds++;
+    int moved = ub__drive_recv(e, dev, now, st);
+    if (ub__engine_next_deadline(e) <= now)
+        ub__engine_expire(e, now);
+    return moved + ub__drive_send(e, dev, now, st);
 }

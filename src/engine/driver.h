@@ -28,4 +28,15 @@ struct ub__drive_stats {
 int ub__drive_once(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
                    struct ub__drive_stats *st);
 
+/*
+ * The two halves of a round, for a driver that runs its own layer in between (the API
+ * context: responses created from what was just received leave in the same send batch as the
+ * ACKs): receive what the device has into the engine; hand the engine's output to the device.
+ * ub__drive_once is recv, the due timers, send. Both return the packets moved.
+ */
+int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
+                   struct ub__drive_stats *st);
+int ub__drive_send(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
+                   struct ub__drive_stats *st);
+
 #endif

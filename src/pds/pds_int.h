@@ -46,7 +46,18 @@ struct ub__pds_slot {
     uint8_t retx; /* retransmissions so far */
     uint8_t state;
     uint8_t ack_req;
-    uint8_t why; /* what declared it lost: WHY_* */
+    uint8_t why;   /* what declared it lost: WHY_* */
+    uint8_t cand;  /* detect_losses: already collected this round */
+    uint32_t pnext, pprev; /* SLOT_INFLIGHT: its path's FIFO (txseq order), slot indices */
+};
+
+#define UB_PDS_NOSLOT UINT32_MAX
+
+/* Per path (entropy value) at the initiator: loss detection by per-path order. */
+struct ub__pds_path {
+    uint64_t acked_txseq; /* highest txseq acknowledged on it */
+    uint32_t head, tail;  /* its SLOT_INFLIGHT slots, oldest transmission first */
+    bool dirty;           /* acked_txseq rose since the last detect_losses: on ipdc->dirty */
 };
 
 /* Why a slot is being retransmitted (for the counters). */
@@ -93,7 +104,11 @@ struct ub__pds_ipdc {
     uint64_t srtt, rttvar, rto_ns;
     uint64_t txseq;
     uint64_t last_progress;
-    uint64_t *path_acked_txseq;      /* per path: highest txseq acknowledged */
+    struct ub__pds_path *paths;      /* num_paths entries */
+    uint16_t *dirty;                 /* paths whose acked_txseq rose: ndirty entries */
+    uint32_t ndirty;
+    uint32_t ooo_scan; /* every slot in [una, ooo_scan) is out of flight or was resent since */
+    uint32_t *cand;    /* detect_losses' scratch: wmask + 1 entries */
     struct ub__pkt *q_head, *q_tail; /* waiting for a PSN, linked through pkt->next */
     uint32_t qlen;
     uint32_t wmask; /* slots: wmask + 1 entries, indexed by PSN */
@@ -124,6 +139,10 @@ struct ub__pds_tpdc {
     uint32_t last_nack_psn; /* ROD: the expected PSN we last NACKed, to avoid NACK storms */
     bool nacked;
     bool ecn_seen;
+    /* C-AQM echo since the last ACK (ACK_CC cc_type CAQM): any request with the fields, C on
+     * any, I kept on all, the hint (lowest of the C-marked ones, else the latest). */
+    bool caqm_seen, caqm_c, caqm_i;
+    uint16_t caqm_hint;
     uint32_t rcv_nxt;    /* every PSN before it has arrived */
     uint32_t last_psn;   /* the PSN that triggers the next ACK */
     uint32_t unacked;    /* packets since the last ACK */

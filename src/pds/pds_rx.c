@@ -44,6 +44,26 @@ static inline void bit_clear(struct ub__pds_tpdc *t, uint32_t psn, uint32_t mask
     t->bits[i / 64] &= ~(1ull << (i % 64));
 }
 
+/*
+ * The 64 bits of PSNs base .. base + 63 (base >= rcv_nxt), from the receive bitmap's words
+ * with two shifts (the bitmap is a ring of mp_range bits, mp_range a power of two and a
+ * multiple of 64); PSNs at or beyond rcv_nxt + mp_range are not tracked and read as 0.
+ */
+static uint64_t sack_bits(const struct ub__pds_tpdc *t, uint32_t base, uint32_t mask)
+{
+    uint32_t nw = words(t->pds);
+    uint32_t i = base & mask, w = i / 64, b = i % 64;
+    uint64_t bm = t->bits[w] >> b;
+    if (b)
+        bm |= t->bits[(w + 1) % nw] << (64 - b);
+    int32_t room = (int32_t)t->pds->cfg.mp_range - ub__seq_diff(base, t->rcv_nxt);
+    if (room <= 0)
+        return 0;
+    if (room < 64)
+        bm &= (1ull << room) - 1;
+    return bm;
+}
+
 static bool bitmap_empty(const struct ub__pds_tpdc *t)
 {
     for (uint32_t i = 0; i < words(t->pds); i++)
@@ -92,6 +112,51 @@ static void send_nack_f(struct ub__pds *pds, const struct ub__addr *to, uint16_t
     ub__pds_ctl_push(pds, p);
 }
 
+/* ---- C-AQM echo (docs/algorithms.md section 5) ------------------------------------- */
+
+/*
+ * A request's C-AQM fields, as the switches left them. A request carries them when its sender
+ * runs C-AQM (I set, or its rate in the hint) or a switch marked it (C). Over the requests since
+ * the last ACK: C if any had it, I if every one kept it, and the most congested hint (the
+ * lowest of the C-marked ones; without C, the latest).
+ */
+static void caqm_note(struct ub__pds_tpdc *t, const struct ub__wire_dgram *d)
+{
+    const struct ub__ext *e = &d->ext;
+    if (!d->has_ext || !(e->aqm_increase || e->aqm_congestion || e->aqm_hint))
+        return;
+    bool first = !t->caqm_seen;
+    t->caqm_seen = true;
+    t->caqm_i = (first || t->caqm_i) && e->aqm_increase;
+    if (e->aqm_congestion) {
+        if (!t->caqm_c || (e->aqm_hint && (t->caqm_hint == 0 || e->aqm_hint < t->caqm_hint)))
+            t->caqm_hint = e->aqm_hint;
+        t->caqm_c = true;
+    } else if (!t->caqm_c) {
+        t->caqm_hint = e->aqm_hint;
+    }
+}
+
+/* Turns the ACK being built into ACK_CC cc_type CAQM when there is a C-AQM echo; resets it. */
+static void caqm_echo(struct ub__pds_tpdc *t, struct ub__pds_ack *a)
+{
+    if (!t->caqm_seen)
+        return;
+    struct ub__pds_nscc_state n = a->cc.nscc;
+    a->cc_type = UB_PDS_CC_CAQM;
+    a->cc.caqm = (struct ub__pds_caqm_state){
+        .service_time = n.service_time,
+        .restore_cwnd = n.restore_cwnd,
+        .rcv_cwnd_pend = n.rcv_cwnd_pend,
+        .c = t->caqm_c,
+        .i = t->caqm_i,
+        .hint = t->caqm_hint,
+        .ooo_count = n.ooo_count,
+    };
+    t->caqm_seen = t->caqm_c = t->caqm_i = false;
+    t->caqm_hint = 0;
+}
+
 static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
 {
     struct ub__pds *pds = t->pds;
@@ -119,14 +184,23 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
     uint32_t base = t->rcv_nxt;
     if (ub__seq_diff(t->last_psn, base) >= 64)
         base = t->last_psn - 63;
-    uint64_t bm = 0;
-    for (uint32_t i = 0; i < 64; i++) {
-        uint32_t psn = base + i;
-        if (ub__seq_diff(psn, t->rcv_nxt) >= (int32_t)pds->cfg.mp_range)
-            break;
-        if (bit_get(t, psn, mask))
-            bm |= 1ull << i;
+    uint64_t bm = sack_bits(t, base, mask);
+#ifdef UB_PDS_CHECK_DETECT
+    {
+        uint64_t slow = 0;
+        for (uint32_t i = 0; i < 64; i++) {
+            uint32_t psn = base + i;
+            if (ub__seq_diff(psn, t->rcv_nxt) >= (int32_t)pds->cfg.mp_range)
+                break;
+            if (bit_get(t, psn, mask))
+                slow |= 1ull << i;
+        }
+        if (slow != bm)
+            abort();
+        if (bitmap_empty(t) != (t->held == 0))
+            abort();
     }
+#endif
     a->sack_psn_offset = (int16_t)(base - cack);
     a->sack_bitmap = bm;
     /*
@@ -139,6 +213,7 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
     a->cc.nscc.rcvd_bytes = (uint32_t)(t->rcvd_bytes & UB_PDS_RCVD_BYTES_MAX);
     uint64_t held_ns = now > t->trig_at ? now - t->trig_at : 0;
     a->cc.nscc.service_time = (uint16_t)UB_MIN(held_ns / UB_PDS_SERVICE_TIME_NS, 0xffffu);
+    caqm_echo(t, a);
     if (ub__pds_encode_into(pds, p, &d)) {
         ub__pkt_free(p);
         return;
@@ -399,6 +474,7 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
             pds->st.rx_ce++;
             t->ecn_seen = true;
         }
+        caqm_note(t, d);
         send_ack(t, now);
         return;
     }
@@ -437,11 +513,12 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
         pds->st.rx_ce++;
         t->ecn_seen = true;
     }
+    caqm_note(t, d); /* a C mark, like CE, is echoed at once */
     deliver(pds, p, d, t->id, mode, psn, now);
     /* The upcall may not free t (only our own code does), so t is still valid here. */
-    bool gap = !in_order || !bitmap_empty(t);
+    bool gap = !in_order || t->held != 0; /* held counts the bits set: the bitmap is not empty */
     if ((r->flags & UB_PDS_REQ_F_AR) || t->unacked >= pds->cfg.ack_every || gap || retx ||
-        t->ecn_seen)
+        t->ecn_seen || t->caqm_c)
         send_ack(t, now);
     else if (!ub__timer_armed(&t->ack_timer))
         ub__timer_arm(pds->timers, &t->ack_timer, now + pds->cfg.ack_delay_ns);

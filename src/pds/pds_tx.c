@@ -33,6 +33,35 @@ static inline uint32_t inflight(const struct ub__pds_ipdc *c)
     return c->nxt - c->una;
 }
 
+/* ---- per-path FIFOs of the slots in flight (txseq order) -------------------------------- */
+
+static void path_link(struct ub__pds_ipdc *c, uint32_t psn)
+{
+    uint32_t idx = psn & c->wmask;
+    struct ub__pds_slot *s = &c->slots[idx];
+    struct ub__pds_path *pa = &c->paths[s->path];
+    s->pnext = UB_PDS_NOSLOT;
+    s->pprev = pa->tail;
+    if (pa->tail != UB_PDS_NOSLOT)
+        c->slots[pa->tail].pnext = idx;
+    else
+        pa->head = idx;
+    pa->tail = idx;
+}
+
+static void path_unlink(struct ub__pds_ipdc *c, struct ub__pds_slot *s)
+{
+    struct ub__pds_path *pa = &c->paths[s->path];
+    if (s->pprev != UB_PDS_NOSLOT)
+        c->slots[s->pprev].pnext = s->pnext;
+    else
+        pa->head = s->pnext;
+    if (s->pnext != UB_PDS_NOSLOT)
+        c->slots[s->pnext].pprev = s->pprev;
+    else
+        pa->tail = s->pprev;
+}
+
 static uint64_t peer_key(const struct ub__addr *a, uint8_t mode)
 {
     return ub__addr_hash(a, mode);
@@ -154,6 +183,12 @@ static void start_fresh(struct ub__pds_ipdc *c)
     c->mpr = pds->cfg.mp_range;
     c->nlost = 0;
     c->lost_scan = c->una;
+    c->ooo_scan = c->una;
+    for (uint32_t i = 0; i < pds->cfg.num_paths; i++) {
+        c->paths[i].head = c->paths[i].tail = UB_PDS_NOSLOT;
+        c->paths[i].dirty = false;
+    }
+    c->ndirty = 0;
     c->high_acked = c->una;
     c->any_acked = false;
     c->retries = 0;
@@ -183,11 +218,15 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
         wcap <<= 1;
     c = calloc(1, sizeof(*c));
     struct ub__pds_slot *slots = calloc(wcap, sizeof(*slots));
-    uint64_t *paths = calloc(pds->cfg.num_paths, sizeof(*paths));
-    if (!c || !slots || !paths) {
+    struct ub__pds_path *paths = calloc(pds->cfg.num_paths, sizeof(*paths));
+    uint16_t *dirty = calloc(pds->cfg.num_paths, sizeof(*dirty));
+    uint32_t *cand = calloc(wcap, sizeof(*cand));
+    if (!c || !slots || !paths || !dirty || !cand) {
         free(c);
         free(slots);
         free(paths);
+        free(dirty);
+        free(cand);
         *err = UB_ENOMEM;
         return NULL;
     }
@@ -198,7 +237,9 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
     c->retx_mode = (uint8_t)pds->cfg.retx[mode];
     c->slots = slots;
     c->wmask = wcap - 1;
-    c->path_acked_txseq = paths;
+    c->paths = paths;
+    c->dirty = dirty;
+    c->cand = cand;
     c->rto_ns = pds->cfg.rto_init_ns;
     c->last_progress = now;
     /* ROD stays on one path (random); the others spray as the balancer decides. */
@@ -212,7 +253,9 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
     if ((*err = ub__lb_init(&c->lb, mode == UB_PDS_ROD ? &ub__lb_single : pds->lb_algo, &lp)) ||
         (*err = ccx_attach(c)) != 0) {
         free(c->slots);
-        free(c->path_acked_txseq);
+        free(c->paths);
+        free(c->dirty);
+        free(c->cand);
         free(c);
         return NULL;
     }
@@ -226,7 +269,9 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
         ub__hmap_del(&pds->ipdc_by_peer, key);
         ccx_detach(c);
         free(c->slots);
-        free(c->path_acked_txseq);
+        free(c->paths);
+        free(c->dirty);
+        free(c->cand);
         free(c);
         return NULL;
     }
@@ -274,7 +319,9 @@ void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now)
         p = nx;
     }
     free(c->slots);
-    free(c->path_acked_txseq);
+    free(c->paths);
+    free(c->dirty);
+    free(c->cand);
     free(c);
 }
 
@@ -380,6 +427,26 @@ static uint16_t pick_path(struct ub__pds_ipdc *c, bool retx, uint16_t prev, uint
     return ev;
 }
 
+/*
+ * C-AQM: each (re)transmission asks for more (I) and states the sender's current rate (hint) in
+ * the extension header right after the PDS header, as ub__cc_caqm_tx_fields says; C is cleared
+ * (it is the path's to set). Patched in place: the caller owns the bytes (refcnt 1).
+ */
+static void caqm_stamp(const struct ub__pds_ipdc *c, struct ub__pkt *pkt)
+{
+    if (!c->ccx || c->ccx->cc.algo != &ub__cc_caqm)
+        return;
+    size_t off = req_header_size(c->mode);
+    if (pkt->len < off + UB_EXT_SIZE)
+        return;
+    struct ub__ext e = {0};
+    ub__cc_caqm_tx_fields(&c->ccx->cc, &e);
+    uint8_t *x = pkt->data + off;
+    x[2] = (uint8_t)((x[2] & ~(UB_EXT_B2_I | UB_EXT_B2_C)) | (e.aqm_increase ? UB_EXT_B2_I : 0));
+    x[4] = (uint8_t)(e.aqm_hint >> 8);
+    x[5] = (uint8_t)e.aqm_hint;
+}
+
 /* Hands slot's packet out (a reference for the device); the header is (re)written first. */
 static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx, uint64_t now)
 {
@@ -402,6 +469,7 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
     ub__wcur_init(&w, s->pkt->data, req_header_size(c->mode));
     if (ub__pds_encode(&h, &w) != 0)
         return NULL; /* cannot happen: the fields come from our own state */
+    caqm_stamp(c, s->pkt);
     s->path = pick_path(c, retx, s->path, now);
     s->sent_ns = now;
     s->txseq = ++c->txseq;
@@ -471,6 +539,9 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
             break;
         s->state = SLOT_INFLIGHT;
         c->nlost--;
+        path_link(c, psn);
+        if (ub__seq_lt(psn, c->ooo_scan)) /* in flight again below the out-of-order cursor */
+            c->ooo_scan = psn;
         pkts[n++] = p;
     }
     while (n < max && c->q_head && !c->nlost && ub__pds_ipdc_can_send(c, now)) {
@@ -499,6 +570,7 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
             c->nlost++;
             break;
         }
+        path_link(c, psn);
         pkts[n++] = out;
     }
     if (n && !ub__timer_armed(&c->rto))
@@ -512,6 +584,7 @@ static void mark_lost(struct ub__pds_ipdc *c, uint32_t psn, uint8_t why, uint64_
     if (s->state != SLOT_INFLIGHT)
         return;
     uncount(c, s);
+    path_unlink(c, s);
     /* A loss the sender inferred (out-of-order count, per-path order) is a NACK for the path
      * (go-back-N reports only the first of its run: the rest were not lost on their paths). */
     if (why == WHY_FAST && !gbn(c))
@@ -572,14 +645,22 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *ac
         return false;
     if (s->state == SLOT_LOST)
         c->nlost--;
+    else
+        path_unlink(c, s);
     uncount(c, s);
     *acked += ub__pkt_wire_len(s->pkt);
     ub__lb_on_ack(&c->lb, s->path, ecn, now);
     s->state = SLOT_ACKED;
     if (c->gbn_win < pds->cfg.window)
         c->gbn_win++;
-    if (s->txseq > c->path_acked_txseq[s->path])
-        c->path_acked_txseq[s->path] = s->txseq;
+    struct ub__pds_path *pa = &c->paths[s->path];
+    if (s->txseq > pa->acked_txseq) {
+        pa->acked_txseq = s->txseq;
+        if (!pa->dirty) {
+            pa->dirty = true;
+            c->dirty[c->ndirty++] = s->path;
+        }
+    }
     if (!c->any_acked || ub__seq_lt(c->high_acked, psn))
         c->high_acked = psn;
     c->any_acked = true;
@@ -600,6 +681,8 @@ static void advance_una(struct ub__pds_ipdc *c)
     }
     if (ub__seq_lt(c->lost_scan, c->una))
         c->lost_scan = c->una;
+    if (ub__seq_lt(c->ooo_scan, c->una))
+        c->ooo_scan = c->una;
 }
 
 /*
@@ -618,36 +701,117 @@ static bool after_latest(const struct ub__pds_ipdc *c, uint32_t later, bool retx
     return l->txseq > f->txseq;
 }
 
+static void clear_dirty(struct ub__pds_ipdc *c)
+{
+    for (uint32_t i = 0; i < c->ndirty; i++)
+        c->paths[c->dirty[i]].dirty = false;
+    c->ndirty = 0;
+}
+
+static void sort_u32(uint32_t *a, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t v = a[i], j = i;
+        for (; j > 0 && a[j - 1] > v; j--)
+            a[j] = a[j - 1];
+        a[j] = v;
+    }
+}
+
 /*
  * Fast loss detection after an ACK: out-of-order count and per-path order. Go-back-N ignores
  * selective information, so it looks only at the PSN that triggered the ACK (hint): far enough
  * past una, and sent after una's latest copy, it means una was lost.
+ *
+ * Selective: a slot in flight is lost when high_acked is at least ooo_threshold past it, or a
+ * later transmission on its path was acknowledged. Both are found without scanning the
+ * window: the first from ooo_scan (below it nothing is in flight but what was resent since,
+ * which lowers it) up to high_acked - threshold, the second from the heads of the paths whose
+ * acknowledged txseq rose (their slots in flight are kept in txseq order). The union is marked
+ * in PSN order, exactly as a scan of the whole window from una would.
  */
 static void detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, bool hint_retx,
                           uint64_t now)
 {
-    if (!fast(c))
+    if (!fast(c)) {
+        clear_dirty(c);
         return;
+    }
     const struct ub__pds_cfg *cfg = &c->pds->cfg;
     uint32_t thr = cfg->ooo_threshold;
     if (gbn(c)) {
+        clear_dirty(c);
         if (has_hint && c->una != c->nxt && ub__seq_lt(c->una, hint) && ub__seq_lt(hint, c->nxt) &&
             ub__seq_diff(hint, c->una) >= (int32_t)thr && after_latest(c, hint, hint_retx, c->una))
             go_back(c, c->una, WHY_FAST, now);
         return;
     }
-    if (!c->any_acked)
+    if (!c->any_acked) {
+        clear_dirty(c);
         return;
-    for (uint32_t psn = c->una; psn != c->nxt; psn++) {
-        struct ub__pds_slot *s = slot_of(c, psn);
-        if (s->state != SLOT_INFLIGHT)
+    }
+    uint32_t k = 0;
+    /* Out-of-order count: the slots in flight at or below high_acked - threshold. */
+    uint32_t end = c->high_acked - thr + 1;
+    if (ub__seq_lt(c->nxt, end))
+        end = c->nxt;
+    uint32_t start = ub__seq_lt(c->ooo_scan, c->una) ? c->una : c->ooo_scan;
+    if (ub__seq_lt(start, end)) {
+        for (uint32_t psn = start; psn != end; psn++) {
+            struct ub__pds_slot *s = slot_of(c, psn);
+            if (s->state == SLOT_INFLIGHT) {
+                s->cand = 1;
+                c->cand[k++] = psn - c->una;
+            }
+        }
+        c->ooo_scan = end;
+    }
+    /* One path delivers in order: a later packet on it arrived, so the earlier ones are gone. */
+    bool sorted = true;
+    for (uint32_t i = 0; i < c->ndirty; i++) {
+        struct ub__pds_path *pa = &c->paths[c->dirty[i]];
+        pa->dirty = false;
+        if (cfg->no_ev_loss)
             continue;
-        bool lost = ub__seq_diff(c->high_acked, psn) >= (int32_t)thr;
-        /* One path delivers in order: a later packet on it arrived, so this one is gone. */
-        if (!lost && !cfg->no_ev_loss && s->txseq < c->path_acked_txseq[s->path])
-            lost = true;
-        if (!lost)
-            continue;
+        for (uint32_t idx = pa->head; idx != UB_PDS_NOSLOT && c->slots[idx].txseq < pa->acked_txseq;
+             idx = c->slots[idx].pnext) {
+            struct ub__pds_slot *s = &c->slots[idx];
+            if (s->cand)
+                continue;
+            s->cand = 1;
+            /* The slot's PSN: the one in [una, nxt) that maps to idx. */
+            uint32_t off = (idx - c->una) & c->wmask;
+            if (k && off < c->cand[k - 1])
+                sorted = false;
+            c->cand[k++] = off;
+        }
+    }
+    c->ndirty = 0;
+#ifdef UB_PDS_CHECK_DETECT
+    {
+        uint32_t want = 0;
+        for (uint32_t psn = c->una; psn != c->nxt; psn++) {
+            struct ub__pds_slot *s = slot_of(c, psn);
+            if (s->state != SLOT_INFLIGHT)
+                continue;
+            bool lost = ub__seq_diff(c->high_acked, psn) >= (int32_t)thr;
+            if (!lost && !cfg->no_ev_loss && s->txseq < c->paths[s->path].acked_txseq)
+                lost = true;
+            if (lost) {
+                want++;
+                if (!s->cand)
+                    abort();
+            }
+        }
+        if (want != k)
+            abort();
+    }
+#endif
+    if (!sorted)
+        sort_u32(c->cand, k);
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t psn = c->una + c->cand[i];
+        slot_of(c, psn)->cand = 0;
         mark_lost(c, psn, WHY_FAST, now);
     }
 }
@@ -673,6 +837,20 @@ static void finish_close(struct ub__pds_ipdc *c, uint64_t now)
     ub__pds_ipdc_free(c, UB_ECLOSED, now);
 }
 
+/*
+ * An ACK_CC of cc_type CAQM (softub's): the target's echo of our requests' C-AQM fields as the
+ * switches left them, plus NSCC's service time and destination penalty.
+ */
+static void caqm_ack(struct ub__cc_ack *ev, const struct ub__pds_caqm_state *s)
+{
+    ev->has_nscc = true;
+    ev->rcv_cwnd_pend = s->rcv_cwnd_pend;
+    ev->service_ns = (uint32_t)s->service_time * UB_PDS_SERVICE_TIME_NS;
+    ev->caqm_c = s->c;
+    ev->caqm_i = s->i && !s->c;
+    ev->caqm_hint = s->c && s->hint ? ub__caqm_hint_decode(s->hint) : 0;
+}
+
 void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__pds_ack *a,
                     uint64_t now)
 {
@@ -695,7 +873,8 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
             finish_close(c, now);
         return;
     }
-    if (a->cc_type == UB_PDS_CC_NSCC && a->mpr) /* ACK_CC advertises MP_RANGE */
+    if ((a->cc_type == UB_PDS_CC_NSCC || a->cc_type == UB_PDS_CC_CAQM) &&
+        a->mpr) /* ACK_CC advertises MP_RANGE */
         c->mpr = (uint32_t)a->mpr * UB_PDS_MPR_UNIT;
     /* An RTT sample from the PSN that triggered the ACK, if it went out only once (Karn). */
     uint32_t ack_psn = ub__seq_add(cack, a->ack_psn_offset);
@@ -734,7 +913,8 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
     if (news)
         progress(c, now);
     /* One congestion event per ACK: the bytes it newly acknowledged, its RTT sample, its mark. */
-    if (c->ccx && (acked || ecn)) {
+    bool caqm = a->type == UB_PDS_TYPE_ACK_CC && a->cc_type == UB_PDS_CC_CAQM;
+    if (c->ccx && (acked || ecn || (caqm && a->cc.caqm.c))) {
         bool nscc = a->type == UB_PDS_TYPE_ACK_CC && a->cc_type == UB_PDS_CC_NSCC;
         struct ub__cc_ack ev = {
             .acked_bytes = acked,
@@ -745,6 +925,8 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
             .rcv_cwnd_pend = nscc ? a->cc.nscc.rcv_cwnd_pend : 0,
             .service_ns = nscc ? (uint32_t)a->cc.nscc.service_time * UB_PDS_SERVICE_TIME_NS : 0,
         };
+        if (caqm)
+            caqm_ack(&ev, &a->cc.caqm);
         ub__cc_on_ack(&c->ccx->cc, &ev, now);
     }
     detect_losses(c, true, ack_psn, (a->flags & UB_PDS_ACK_F_RETX) != 0, now);

@@ -65,6 +65,8 @@ static void on_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
         ub__ses_rndv_on_data(s, rx, &t, now); /* data of a READ this side issued (rendezvous) */
     } else if (d->ses_kind == UB_PDS_NH_RSP_DATA)
         ub__ses_on_rsp(s, rx, now);
+    else if (d->ses_kind == UB_PDS_NH_REQ_STD && ub__ses_is_pack(d))
+        ub__ses_pack_on_req(s, rx, now); /* several requests: each runs as if alone */
     else if (d->ses_kind == UB_PDS_NH_REQ_STD)
         ub__ses_on_req(s, rx, now);
     else
@@ -75,7 +77,9 @@ static void on_acked(void *arg, uint64_t cookie, uint64_t now)
 {
     /* Completion comes with the target's response, not the PDS ACK; the ACK (re)starts the
      * bound on that response. */
-    if (cookie)
+    if ((cookie >> 40) == 0 && (cookie & UB_SES_PACK_COOKIE))
+        ub__ses_pack_acked(arg, cookie, now);
+    else if (cookie)
         ub__ses_on_acked(arg, cookie, now);
 }
 
@@ -110,12 +114,18 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx)
     s->eager_max = ctx->attr.eager_max ? ctx->attr.eager_max : UB_SES_EAGER_MAX;
     s->rsp_timeout_ns =
         ctx->attr.rsp_timeout_ms ? ctx->attr.rsp_timeout_ms * 1000000ull : UB_SES_RSP_TIMEOUT_NS;
+    /* Packing: on unless the context says UB_PACK_OFF or the environment SOFTUB_PACK=0. */
+    s->pack_max = ctx->attr.pack_max ? ctx->attr.pack_max : UB_SES_PACK_MAX;
+    const char *env = getenv("SOFTUB_PACK");
+    if (ctx->attr.pack_max == UB_PACK_OFF || (env && env[0] == '0' && env[1] == 0))
+        s->pack_max = 0;
     uint64_t seed = ub__rng_next(&s->eng->rng);
     int rc;
     if ((rc = ub__hmap_init(&s->tstreams, 16, 0, seed)) ||
         (rc = ub__hmap_init(&s->ostreams_by_id, 16, 0, seed + 1)) ||
         (rc = ub__hmap_init(&s->pending, 64, 0, seed + 2)) ||
-        (rc = ub__hmap_init(&s->rndv, 4, 0, seed + 3))) {
+        (rc = ub__hmap_init(&s->rndv, 4, 0, seed + 3)) ||
+        (rc = ub__hmap_init(&s->packs, 16, 0, seed + 4))) {
         ub__ses_fini(s);
         return rc;
     }
@@ -128,21 +138,24 @@ void ub__ses_fini(struct ub__tl *s)
 {
     ub__ses_tgt_fini(s);
     ub__ses_rndv_fini(s);
+    ub__ses_pack_fini(s);
     ub__hmap_fini(&s->tstreams);
     ub__hmap_fini(&s->ostreams_by_id);
     ub__hmap_fini(&s->pending);
     ub__hmap_fini(&s->rndv);
+    ub__hmap_fini(&s->packs);
 }
 
 void ub__ses_pump(struct ub__tl *s, uint64_t now)
 {
     /* Requests in posting order; one that cannot go on waits at the head (fair, in order). */
-    struct ub__list *it, *tmp;
-    UB_LIST_FOR_EACH_SAFE(it, tmp, &s->txq)
-    {
+    for (struct ub__list *it = s->txq.next; it != &s->txq;) {
         struct ub__wr *w = UB_CONTAINER_OF(it, struct ub__wr, txq);
-        if (!ub__ses_wr_pump(s, w, now))
+        struct ub__list *prev = it->prev; /* stays: members of a pack come after w */
+        int pk = s->pack_max ? ub__ses_pack_pump(s, w, now) : UB_PACK_NONE;
+        if (pk == UB_PACK_STOP || (pk == UB_PACK_NONE && !ub__ses_wr_pump(s, w, now)))
             break;
+        it = w->on_txq ? w->txq.next : prev->next;
     }
     if (ub__ses_rd_pump(s, now))
         ub__ses_rndv_pump(s, now);

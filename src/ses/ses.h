@@ -13,7 +13,7 @@
  * extension header (version 1) carries the stream, order_seq, the execution
  * order (NO/RO/SO, fence, in-order completion) and a 12-byte tail:
  *
- *   so_delta(16) | ro_count(16) | send_seq(32) | S(1) D(1) R(1) C(1) rsv(4) | aux(24)
+ *   so_delta(16) | ro_count(16) | send_seq(32) | S(1) D(1) R(1) C(1) P(1) rsv(3) | aux(24)
  *
  *   so_delta  order_seq - (order_seq of the last SO before it); stream start
  *             counts as an SO at order_seq -1 that has executed
@@ -23,6 +23,7 @@
  *   C         single copy: the payload describes the initiator's memory (ses_cma.c)
  *   S D R     solicited; deferrable (DEFERRED instead of RNR); rendezvous READ or its
  *             data (send_seq then names the target's read)
+ *   P         packed: the payload is several whole requests (ses_pack.c)
  *   aux       WRITE_IMM: the target JFR id whose buffer the record consumes
  *
  * docs/api.md ("Transaction layer") is the reference.
@@ -68,12 +69,18 @@
 #define UB_SES_CMA_CHUNK        (4u << 20)  /* bytes per system call at the target */
 #define UB_SES_CMA_BUDGET       (32u << 20) /* bytes copied per pump call */
 #define UB_SES_CMA_NS_PER_BYTE  4           /* response bound grows by this per byte (250 MB/s) */
+#define UB_SES_PACK_MAX         1024 /* default: requests with at most this many payload bytes pack */
+#define UB_SES_PACK_RECS        64   /* records per packed packet, at most */
+#define UB_SES_PACK_LEN         2    /* record length prefix */
+#define UB_SES_PACK_SCAN        256          /* queued requests a pack looks through for members */
+#define UB_SES_PACK_COOKIE      (1ull << 32) /* PDS cookie of a pack: this bit | pack id (32) */
 
 /* Flags in byte 8 of the extension tail. */
 #define UB_SES_TAIL_S      0x80u /* solicited */
 #define UB_SES_TAIL_D      0x40u /* deferrable: the target may answer DEFERRED instead of RNR */
 #define UB_SES_TAIL_R      0x20u /* rendezvous READ, or its data: send_seq is the target's read id */
 #define UB_SES_TAIL_C      0x10u /* single copy: the payload describes the initiator's memory */
+#define UB_SES_TAIL_P      0x08u /* packed: the payload is whole requests (records, ses_pack.c) */
 #define UB_SES_ASYNC_QUEUE 256
 
 /*
@@ -318,6 +325,9 @@ struct ub__ses_stats {
     uint64_t cma_fallbacks;       /* initiator: refused by the target, sent again as packets */
     uint64_t cma_done, cma_bytes; /* target: single copies executed, bytes moved */
     uint64_t cma_refused, cma_errors, cma_expired; /* target: refused, failed, too late */
+    uint64_t pack_pkts, pack_reqs;       /* initiator: packed packets sent, requests in them */
+    uint64_t rx_pack_pkts, rx_pack_recs; /* target: packed packets received, records run */
+    uint64_t rx_pack_bad;                /* target: packed packets refused whole (malformed) */
 };
 
 /*
@@ -357,6 +367,9 @@ struct ub__tl {
     struct ub__ses_cma cma; /* single copy hooks (peer NULL: off) */
     uint32_t cma_min;       /* RMA of at least this many bytes goes by single copy */
     struct ub__list cmaq;   /* target: single copies being executed */
+    uint32_t pack_max;      /* requests of at most this many payload bytes pack (0: off) */
+    struct ub__hmap packs;  /* pack id -> struct ub__pack: packets PDS has not acked/failed */
+    uint32_t next_pack;
     struct ub__ses_stats st;
 };
 
@@ -430,6 +443,43 @@ int ub__ses_send_rdata(struct ub__tl *s, const struct ub__addr *dst, uint16_t st
 /* Hands out this request's next packets; false when PDS or the pool is full. */
 bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now);
 void ub__ses_wr_init_timer(struct ub__wr *w);
+
+/* The PDS cookie of w's packets, and the active request a cookie names (or NULL). */
+uint64_t ub__ses_wr_cookie(const struct ub__wr *w);
+struct ub__wr *ub__ses_wr_of_cookie(struct ub__tl *s, uint64_t cookie);
+/* Appends w's SES header and bytes [off, off+n) to p (one request packet, or one record). */
+int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
+                      uint32_t n);
+/* w's softub extension (version 1; tail: UB_SES_TAIL_LEN bytes the extension points to). */
+void ub__ses_wr_ext(const struct ub__wr *w, struct ub__ext *ext, uint8_t *tail);
+/* n more bytes of w went to PDS (arms the response bound once all are out). */
+void ub__ses_wr_sent(struct ub__tl *s, struct ub__wr *w, uint32_t n, uint64_t now);
+
+/* ---- ses_pack.c: several small requests in one packet (docs/wire-format.md 6.1) ---- */
+enum { UB_PACK_NONE = 0, UB_PACK_SENT, UB_PACK_BUSY, UB_PACK_STOP };
+/* Initiator: sends w with the queued requests of its stream that fit behind one PDS header:
+ * UB_PACK_NONE (w goes alone), _SENT, _BUSY (its peer is busy), _STOP (out of buffers). */
+int ub__ses_pack_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now);
+/* Initiator: PDS acked / failed a packed packet: every member request learns it. */
+void ub__ses_pack_acked(struct ub__tl *s, uint64_t cookie, uint64_t now);
+void ub__ses_pack_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now);
+void ub__ses_pack_fini(struct ub__tl *s);
+/* Target: a packed packet arrived: all records well-formed, then each run as if alone. */
+void ub__ses_pack_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
+/* Whether a delivered packet is a packed one (version-1 extension with the P bit). */
+bool ub__ses_is_pack(const struct ub__wire_dgram *d);
+/* One parsed record: its extension, SES header and payload (pointing into the packet). */
+struct ub__ses_prec {
+    struct ub__ext ext;
+    struct ub__ses ses;
+    const uint8_t *payload;
+    uint32_t payload_len;
+};
+/* Parses the record at *p (n bytes left); its size, or UB_EBADMSG / UB_ETRUNC. */
+int ub__ses_pack_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec);
+/* Checks a packed payload: 1..UB_SES_PACK_RECS well-formed records filling exactly n bytes.
+ * Their count, or UB_EBADMSG / UB_ETRUNC. */
+int ub__ses_pack_check(const uint8_t *p, size_t n);
 
 /* ---- ses_tgt.c: the target ---- */
 void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);

@@ -17,13 +17,13 @@ static uint64_t pend_key(uint16_t stream, uint32_t seq)
     return ((uint64_t)stream << 32) | seq;
 }
 
-static uint64_t wr_cookie(const struct ub__wr *w)
+uint64_t ub__ses_wr_cookie(const struct ub__wr *w)
 {
     return ((uint64_t)w->jfs->id << 40) | ((uint64_t)w->idx << 24) | (w->gen & 0xffffffu);
 }
 
 /* The request a PDS cookie names, if it is still the same active request. */
-static struct ub__wr *wr_of_cookie(struct ub__tl *s, uint64_t cookie)
+struct ub__wr *ub__ses_wr_of_cookie(struct ub__tl *s, uint64_t cookie)
 {
     uint32_t jfs_id = (uint32_t)(cookie >> 40);
     uint16_t idx = (uint16_t)(cookie >> 24);
@@ -540,8 +540,8 @@ static uint64_t get_be64(const uint8_t *b)
 }
 
 /* One request packet: bytes [off, off+n) of w. */
-static int build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
-                     uint32_t n)
+int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
+                      uint32_t n)
 {
     struct ub__ses h;
     memset(&h, 0, sizeof(h));
@@ -641,34 +641,22 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         struct ub__pkt *p = ub__pkt_alloc(&e->pool);
         if (!p)
             return false;
-        int rc = build_req(s, w, p, w->sent, n);
+        int rc = ub__ses_build_req(s, w, p, w->sent, n);
         if (rc) {
             ub__pkt_free(p);
             finish(s, w, UB_CR_REM_OP_ERR);
             return true;
         }
         uint8_t tail[UB_SES_TAIL_LEN];
-        uint32_t aux = w->aux | ((w->flags & UB_WR_SOLICITED) ? UB_SES_TAIL_S << 24 : 0) |
-                       (w->deferrable ? UB_SES_TAIL_D << 24 : 0) |
-                       (w->cma ? UB_SES_TAIL_C << 24 : 0);
-        struct ub__ses_tail t = {w->so_delta, w->ro_count, w->send_seq, aux};
-        ub__ses_tail_put(tail, &t);
         bool last = single || w->sent + n >= wire_len;
         struct ub__pds_tx tx = {
             .dst = &w->dst,
             .mode = w->mode,
             .ses_kind = UB_PDS_NH_REQ_STD,
             .ack_req = last,
-            .cookie = wr_cookie(w),
+            .cookie = ub__ses_wr_cookie(w),
         };
-        tx.ext.version = 1;
-        tx.ext.exec_order = w->eo;
-        tx.ext.fence = (w->flags & UB_WR_FENCE) != 0;
-        tx.ext.inorder_completion = (w->flags & UB_WR_INORDER_COMP) != 0;
-        tx.ext.stream = w->os->id;
-        tx.ext.order_seq = w->seq;
-        tx.ext.tail = tail;
-        tx.ext.tail_len = UB_SES_TAIL_LEN;
+        ub__ses_wr_ext(w, &tx.ext, tail);
         rc = ub__pds_send(e->pds, &tx, p, now);
         if (rc) {
             ub__pkt_free(p);
@@ -678,16 +666,41 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
             return true;
         }
         s->st.tx_req_pkts++;
-        w->first_sent = true;
-        w->sent += n;
-        if (w->first_sent && (single || w->sent >= wire_len))
-            ub__ses_wr_arm_rsp(s, w, now); /* all out: the response is due within the bound */
+        ub__ses_wr_sent(s, w, n, now);
     }
     if (w->on_txq) {
         ub__list_remove(&w->txq);
         w->on_txq = false;
     }
     return true;
+}
+
+void ub__ses_wr_ext(const struct ub__wr *w, struct ub__ext *ext, uint8_t *tail)
+{
+    uint32_t aux = w->aux | ((w->flags & UB_WR_SOLICITED) ? UB_SES_TAIL_S << 24 : 0) |
+                   (w->deferrable ? UB_SES_TAIL_D << 24 : 0) | (w->cma ? UB_SES_TAIL_C << 24 : 0);
+    struct ub__ses_tail t = {w->so_delta, w->ro_count, w->send_seq, aux};
+    ub__ses_tail_put(tail, &t);
+    memset(ext, 0, sizeof(*ext));
+    ext->version = 1;
+    ext->next_hdr = UB_PDS_NH_REQ_STD;
+    ext->exec_order = w->eo;
+    ext->fence = (w->flags & UB_WR_FENCE) != 0;
+    ext->inorder_completion = (w->flags & UB_WR_INORDER_COMP) != 0;
+    ext->stream = w->os->id;
+    ext->order_seq = w->seq;
+    ext->tail = tail;
+    ext->tail_len = UB_SES_TAIL_LEN;
+}
+
+void ub__ses_wr_sent(struct ub__tl *s, struct ub__wr *w, uint32_t n, uint64_t now)
+{
+    uint64_t wire_len = w->eager ? w->eager : w->len;
+    bool single = w->ses_op == UB_SES_OP_READ || w->ses_op == UB_SES_OP_FETCHING_ATOMIC || w->cma;
+    w->first_sent = true;
+    w->sent += n;
+    if (single || w->sent >= wire_len)
+        ub__ses_wr_arm_rsp(s, w, now); /* all out: the response is due within the bound */
 }
 
 /* ---- responses ----------------------------------------------------------------------------- */
@@ -787,7 +800,7 @@ void ub__ses_wr_arm_rsp(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)
 {
-    struct ub__wr *w = wr_of_cookie(s, cookie);
+    struct ub__wr *w = ub__ses_wr_of_cookie(s, cookie);
     /* Only once everything went out: the bound counts from the last sign of life. */
     if (w && ub__timer_armed(&w->rsp_timer))
         ub__ses_wr_arm_rsp(s, w, now);
@@ -932,11 +945,15 @@ static void fail_peer(struct ub__tl *s, const struct ub__addr *dst)
 
 void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now)
 {
+    if ((cookie >> 40) == 0 && (cookie & UB_SES_PACK_COOKIE)) { /* several requests */
+        ub__ses_pack_failed(s, cookie, err, now);
+        return;
+    }
     if ((cookie >> 40) == 0) { /* no JFS: a READ this side issued for a rendezvous */
         ub__ses_rndv_failed(s, (uint32_t)cookie, now);
         return;
     }
-    struct ub__wr *w = wr_of_cookie(s, cookie);
+    struct ub__wr *w = ub__ses_wr_of_cookie(s, cookie);
     if (!w)
         return;
     struct ub__addr dst = w->dst;

@@ -253,6 +253,30 @@ int ub__pds_rccc_unpack(struct ub__pds_rccc_state *s, uint64_t v)
     return 0;
 }
 
+int ub__pds_caqm_pack(const struct ub__pds_caqm_state *s, uint64_t *out)
+{
+    if (s->rcv_cwnd_pend > UB_PDS_CWND_PEND_MAX)
+        return UB_EOVERFLOW;
+    *out = ((uint64_t)s->service_time << 48) | ((uint64_t)(s->restore_cwnd ? 1u : 0u) << 47) |
+           ((uint64_t)s->rcv_cwnd_pend << 40) | ((uint64_t)(s->c ? 1u : 0u) << 39) |
+           ((uint64_t)(s->i ? 1u : 0u) << 38) | ((uint64_t)s->hint << 16) | s->ooo_count;
+    return 0;
+}
+
+int ub__pds_caqm_unpack(struct ub__pds_caqm_state *s, uint64_t v)
+{
+    if (v & 0x0000003f00000000ull)
+        return UB_EBADMSG; /* reserved 6 bits */
+    s->service_time = (uint16_t)(v >> 48);
+    s->restore_cwnd = ((v >> 47) & 1u) != 0;
+    s->rcv_cwnd_pend = (uint8_t)((v >> 40) & 0x7fu);
+    s->c = ((v >> 39) & 1u) != 0;
+    s->i = ((v >> 38) & 1u) != 0;
+    s->hint = (uint16_t)(v >> 16);
+    s->ooo_count = (uint16_t)(v & 0xffffu);
+    return 0;
+}
+
 /* ---- ACK, ACK_CC, ACK_CCX ------------------------------------------------ */
 
 static bool is_ack_type(uint8_t t)
@@ -282,6 +306,8 @@ int ub__pds_ack_encode(const struct ub__pds_ack *h, struct ub__wcur *w)
             rc = ub__pds_nscc_pack(&h->cc.nscc, &state);
         else if (h->cc_type == UB_PDS_CC_RCCC)
             rc = ub__pds_rccc_pack(&h->cc.rccc, &state);
+        else if (h->cc_type == UB_PDS_CC_CAQM)
+            rc = ub__pds_caqm_pack(&h->cc.caqm, &state);
         else
             rc = UB_EINVAL;
         if (rc)
@@ -356,6 +382,8 @@ int ub__pds_ack_decode(struct ub__pds_ack *h, struct ub__rcur *r)
             ub__pds_nscc_unpack(&h->cc.nscc, state);
         else if (h->cc_type == UB_PDS_CC_RCCC)
             return ub__pds_rccc_unpack(&h->cc.rccc, state);
+        else if (h->cc_type == UB_PDS_CC_CAQM)
+            return ub__pds_caqm_unpack(&h->cc.caqm, state);
         else
             return UB_EBADMSG;
     }

@@ -103,6 +103,9 @@
 /* ---- congestion-control types in ACK_CC --------------------------------- */
 #define UB_PDS_CC_NSCC 0
 #define UB_PDS_CC_RCCC 1 /* receiver credit ("CREDIT") */
+/* softub's own (UET 1.0 reserves 2..15): NSCC's state with rcvd_bytes replaced by the C-AQM
+ * echo (docs/wire-format.md section 3.4). */
+#define UB_PDS_CC_CAQM 15
 
 /* ---- NACK codes --------------------------------------------------------- */
 #define UB_PDS_NACK_TRIMMED         0x01
@@ -209,6 +212,21 @@ struct ub__pds_rccc_state {
     uint16_t ooo_count;
 };
 
+/*
+ * C-AQM view of the 64-bit ACK_CC congestion state (cc_type UB_PDS_CC_CAQM, softub's): NSCC's
+ * layout with rcvd_bytes replaced by the echo of the requests' C-AQM fields.
+ *   | service_time (16) |R| rcv_cwnd_pend (7) |C|I| rsvd (6) | hint (16) | ooo_count (16) |
+ */
+struct ub__pds_caqm_state {
+    uint16_t service_time;
+    bool restore_cwnd;
+    uint8_t rcv_cwnd_pend; /* 7 bits */
+    bool c;                /* a request since the last ACK arrived with C */
+    bool i;                /* every request since the last ACK kept its I (increase granted) */
+    uint16_t hint;         /* C: the lowest hint of the C-marked requests; else the latest */
+    uint16_t ooo_count;
+};
+
 /* ACK, ACK_CC, ACK_CCX. */
 struct ub__pds_ack {
     uint8_t type;
@@ -228,6 +246,7 @@ struct ub__pds_ack {
     union {
         struct ub__pds_nscc_state nscc; /* ACK_CC, cc_type NSCC */
         struct ub__pds_rccc_state rccc; /* ACK_CC, cc_type RCCC */
+        struct ub__pds_caqm_state caqm; /* ACK_CC, cc_type CAQM (softub) */
     } cc;
     uint8_t ccx_state[UB_PDS_CCX_STATE_SIZE]; /* ACK_CCX: opaque */
 };
@@ -310,5 +329,7 @@ int ub__pds_nscc_pack(const struct ub__pds_nscc_state *s, uint64_t *out);
 void ub__pds_nscc_unpack(struct ub__pds_nscc_state *s, uint64_t v);
 int ub__pds_rccc_pack(const struct ub__pds_rccc_state *s, uint64_t *out);
 int ub__pds_rccc_unpack(struct ub__pds_rccc_state *s, uint64_t v);
+int ub__pds_caqm_pack(const struct ub__pds_caqm_state *s, uint64_t *out);
+int ub__pds_caqm_unpack(struct ub__pds_caqm_state *s, uint64_t v);
 
 #endif

@@ -425,6 +425,17 @@ static void test_caqm(void **state)
     assert_int_equal(ub__cc_init(&cc, ub__cc_algo_find("caqm"), &p), 0);
     struct ub__ext ext;
     memset(&ext, 0, sizeof ext);
+    /* default start: link / 16, window 1.25 x its bytes per base RTT */
+    assert_int_equal(cc.u.caqm.rate, 6250000000ULL);
+    assert_int_equal(ub__cc_cwnd(&cc), 11718);
+    ub__cc_caqm_tx_fields(&cc, &ext);
+    assert_true(ext.aqm_increase);
+    assert_int_equal(ext.aqm_hint, 625);
+    /* init_cwnd sets the start: 1 BDP per base RTT = line rate, window 1.25 BDP */
+    p.init_cwnd = 150000;
+    assert_int_equal(ub__cc_init(&cc, ub__cc_algo_find("caqm"), &p), 0);
+    assert_int_equal(cc.u.caqm.rate, 100000000000ULL);
+    assert_int_equal(ub__cc_cwnd(&cc), 187500);
     ub__cc_caqm_tx_fields(&cc, &ext);
     assert_false(ext.aqm_increase); /* at line rate: nothing to ask */
     assert_int_equal(ext.aqm_hint, 10000);

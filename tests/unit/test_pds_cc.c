@@ -20,6 +20,7 @@
 #include <softub/errors.h>
 #include "cms/cc.h"
 #include "core/clock.h"
+#include "core/seq.h"
 #include "engine/testbed.h"
 #include "wire/datagram.h"
 
@@ -517,6 +518,112 @@ static void test_shared_context(void **state)
     assert_int_equal(ub__engine_init(&e, &ec), UB_EINVAL);
 }
 
+/* Node `to`'s copy of a datagram node `from` sent (the sender keeps its bytes). */
+static struct ub__pkt *hand_over(struct run *r, struct ub__pkt *p, uint32_t from)
+{
+    struct ub__pkt *c = ub__pkt_clone(p);
+    assert_non_null(c);
+    ub__pkt_free(p);
+    c->addr = r->tb.nodes[from].addr;
+    return c;
+}
+
+/*
+ * C-AQM through PDS, driven by hand on the test bed's engines: every request leaves with I and
+ * the sender's rate as hint (link / 16 at the start); a scripted switch marks one request with
+ * C and a 3 Gbit/s hint; the target echoes C and that hint in its ACK_CC (cc_type CAQM), and
+ * the sender's context adopts it: its rate and the hint of its later requests follow.
+ */
+static void test_caqm_echo(void **state)
+{
+    (void)state;
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 14);
+    ec.pds.cc_algo = "caqm";
+    static struct run r;
+    run_init(&r, &nc, &ec);
+    offer(&r, 60, UB_PDS_RUD);
+    struct ub__engine *e0 = &r.tb.nodes[0].eng, *e1 = &r.tb.nodes[1].eng;
+    const struct ub__cc *cc = NULL;
+    const uint16_t mark_hint = ub__caqm_hint_encode(3000000000ull);
+    uint32_t ndata = 0, marked_psn = 0, nack_caqm = 0, nack_c = 0, after = 0;
+    bool marked = false, adopted = false;
+    uint64_t adopted_at = 0;
+    uint64_t now = 1000; /* the loop's RTT is ~0 here: base RTT 12 us (the default) paces */
+    for (int round = 0; round < 2000 && r.nacked < r.n; round++, now += 500) {
+        struct ub__pkt *pk[64];
+        uint32_t n = ub__engine_output(e0, pk, 64, now);
+        cc = ub__pds_cc(e0->pds, &r.tb.nodes[1].addr);
+        for (uint32_t i = 0; i < n; i++) {
+            struct ub__pkt *p = hand_over(&r, pk[i], 0);
+            struct ub__wire_dgram d;
+            assert_int_equal(ub__wire_parse_datagram(&d, p->data, p->len, 0), 0);
+            if (d.pds.type == UB_PDS_TYPE_RUD_REQ) {
+                assert_true(d.has_ext);
+                assert_true(d.ext.aqm_increase); /* below line rate: asks for more */
+                assert_false(d.ext.aqm_congestion);
+                assert_int_equal(d.ext.aqm_hint, ub__caqm_hint_encode(cc->u.caqm.rate));
+                if (ndata == 0)
+                    assert_int_equal(d.ext.aqm_hint, 625); /* 6.25 Gbit/s: link / 16 */
+                if (adopted && now < adopted_at + 12000) { /* held one base RTT */
+                    assert_int_equal(d.ext.aqm_hint, mark_hint);
+                    after++;
+                }
+                if (++ndata == 20) { /* the switch: C and a lower hint, I cleared */
+                    struct ub__ext x = d.ext;
+                    x.aqm_increase = false;
+                    x.aqm_congestion = true;
+                    x.aqm_hint = mark_hint;
+                    struct ub__wcur w;
+                    ub__wcur_init(&w, p->data + d.ext_off, d.ext_len);
+                    assert_int_equal(ub__ext_encode(&x, &w), 0);
+                    marked_psn = d.pds.u.req.psn;
+                    marked = true;
+                }
+            }
+            ub__engine_input(e1, &p, 1, now);
+        }
+        n = ub__engine_output(e1, pk, 64, now);
+        for (uint32_t i = 0; i < n; i++) {
+            struct ub__pkt *p = hand_over(&r, pk[i], 1);
+            struct ub__wire_dgram d;
+            assert_int_equal(ub__wire_parse_datagram(&d, p->data, p->len, 0), 0);
+            const struct ub__pds_ack *a = &d.pds.u.ack;
+            assert_int_equal(a->type, UB_PDS_TYPE_ACK_CC);
+            assert_int_equal(a->cc_type, UB_PDS_CC_CAQM);
+            nack_caqm++;
+            uint32_t trig = ub__seq_add(a->cack_psn, a->ack_psn_offset);
+            if (a->cc.caqm.c) {
+                nack_c++;
+                assert_true(marked && trig == marked_psn); /* C makes the ACK go at once */
+                assert_int_equal(a->cc.caqm.hint, mark_hint);
+                assert_false(a->cc.caqm.i);
+            } else {
+                assert_true(a->cc.caqm.i); /* granted all the way */
+            }
+            ub__engine_input(e0, &p, 1, now);
+            if (a->cc.caqm.c) {
+                assert_int_equal(cc->u.caqm.rate, 3000000000ull);
+                assert_int_equal(ub__cc_pacing_rate(cc), 375000000ull);
+                assert_int_equal(cc->st.hints, 1);
+                adopted = true;
+                adopted_at = now;
+            }
+        }
+        ub__engine_expire(e0, now);
+        ub__engine_expire(e1, now);
+    }
+    assert_int_equal(r.nacked, r.n);
+    assert_int_equal(r.ndeliv, r.n);
+    assert_int_equal(nack_c, 1);
+    assert_true(after > 0);
+    printf("  caqm: %u requests, %u ACK_CC CAQM (1 with C), %u requests after the hint at "
+           "%" PRIu64 " bit/s\n",
+           ndata, nack_caqm, after, cc->u.caqm.rate);
+    ub__testbed_destroy(&r.tb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -524,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_ecn_echo),          cmocka_unit_test(test_pacing_exact),
         cmocka_unit_test(test_lb_steers_away),    cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_trimmed_nacked),    cmocka_unit_test(test_shared_context),
+        cmocka_unit_test(test_caqm_echo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,348 @@
+/*
+ * Several small requests in one packet (docs/wire-format.md section 6.1, docs/api.md
+ * "Packing").
+ *
+ * A packed packet is `PDS | softub extension v1 with the P tail bit | SES standard request
+ * (opcode NO_OP, SOM|EOM, request_length = payload bytes) | records`, each record
+ * `length(16) | softub extension v1 (28 bytes: its own stream, order_seq, order class,
+ * tail) | SES standard request (+ SES extension), SOM | payload`: exactly the bytes the
+ * request's one packet would have had behind its own PDS header. All records of a packet belong to
+ * one JFS and one destination (hence one stream).
+ *
+ * Initiator: PDS sees one packet with one cookie naming a pack group; its ACK or failure
+ * is handed to every member still active (an ACK restarts each response bound, a failure
+ * fails each as if its own packet had failed). Responses stay per request.
+ *
+ * Target: every record is checked before any runs (one malformed record refuses the whole
+ * packet, nothing executed); then each goes through ub__ses_on_req as if it had come alone,
+ * under the packet's PDS-verified source and incarnation: same order engine, exactly-once
+ * window, response cache, protection checks and completion semantics.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <softub/errors.h>
+#include "core/compiler.h"
+#include "ses/ses.h"
+#include "wire/datagram.h"
+
+#define REC_EXT_SIZE (UB_EXT_SIZE + UB_SES_TAIL_LEN)
+#define REC_MIN      (REC_EXT_SIZE + UB_SES_STD_SIZE)
+
+struct ub__pack {
+    uint32_t n;
+    uint64_t member[]; /* the members' own cookies (stale ones name nothing any more) */
+};
+
+/* ---- records ----------------------------------------------------------------------------- */
+
+bool ub__ses_is_pack(const struct ub__wire_dgram *d)
+{
+    return d->ext.version >= 1 && d->ext.tail_len >= UB_SES_TAIL_LEN &&
+           (d->ext.tail[8] & UB_SES_TAIL_P) != 0;
+}
+
+int ub__ses_pack_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
+{
+    if (n < UB_SES_PACK_LEN)
+        return UB_ETRUNC;
+    size_t len = ((size_t)p[0] << 8) | p[1];
+    if (len > n - UB_SES_PACK_LEN)
+        return UB_ETRUNC;
+    if (len < REC_MIN)
+        return UB_EBADMSG;
+    memset(rec, 0, sizeof(*rec));
+    struct ub__rcur r;
+    ub__rcur_init(&r, p + UB_SES_PACK_LEN, len);
+    int rc = ub__ext_decode(&rec->ext, &r);
+    if (rc)
+        return rc == UB_ETRUNC ? UB_EBADMSG : rc; /* a record cut short is malformed */
+    /* A record is a whole request as the transaction layer sends it alone: a version-1
+     * extension naming a standard request, neither packed again nor a rendezvous READ. */
+    if (rec->ext.version < 1 || rec->ext.tail_len < UB_SES_TAIL_LEN ||
+        rec->ext.next_hdr != UB_PDS_NH_REQ_STD ||
+        (rec->ext.tail[8] & (UB_SES_TAIL_P | UB_SES_TAIL_R | UB_SES_TAIL_C)))
+        return UB_EBADMSG;
+    rc = ub__ses_decode(&rec->ses, UB_PDS_NH_REQ_STD, &r);
+    if (rc)
+        return UB_EBADMSG;
+    const struct ub__ses_std *q = &rec->ses.u.std;
+    if (!(q->flags & UB_SES_F_SOM) || q->opcode == UB_SES_OP_NO_OP ||
+        q->opcode == UB_SES_OP_DEFER_RTR)
+        return UB_EBADMSG;
+    size_t pl = ub__rcur_remaining(&r);
+    if (pl > q->request_length)
+        return UB_EBADMSG; /* as for a packet alone: the payload is the request's first bytes */
+    rec->payload = p + UB_SES_PACK_LEN + ub__rcur_offset(&r);
+    rec->payload_len = (uint32_t)pl;
+    return (int)(UB_SES_PACK_LEN + len);
+}
+
+int ub__ses_pack_check(const uint8_t *p, size_t n)
+{
+    int count = 0;
+    struct ub__ses_prec rec;
+    while (n) {
+        if (count == UB_SES_PACK_RECS)
+            return UB_EBADMSG;
+        int k = ub__ses_pack_rec(p, n, &rec);
+        if (k < 0)
+            return k;
+        p += k;
+        n -= (size_t)k;
+        count++;
+    }
+    return count ? count : UB_EBADMSG;
+}
+
+/* ---- target ----------------------------------------------------------------------------- */
+
+void ub__ses_pack_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
+{
+    const struct ub__wire_dgram *d = rx->hdr;
+    const struct ub__ses_std *c = &d->ses.u.std;
+    s->st.rx_pack_pkts++;
+    uint8_t both = UB_SES_F_SOM | UB_SES_F_EOM;
+    if (c->opcode != UB_SES_OP_NO_OP || (c->flags & both) != both ||
+        c->request_length != rx->payload_len ||
+        ub__ses_pack_check(rx->payload, rx->payload_len) < 0) {
+        s->st.rx_pack_bad++; /* refused whole: nothing in it runs */
+        s->st.rx_bad_pkts++;
+        return;
+    }
+    const uint8_t *p = rx->payload;
+    size_t n = rx->payload_len;
+    while (n) {
+        struct ub__ses_prec rec;
+        int k = ub__ses_pack_rec(p, n, &rec); /* checked above: cannot fail */
+        if (k < 0)
+            break;
+        /* The record as a packet alone, with the packet's (PDS-verified) source and
+         * incarnation: the record's own incarnation field is not trusted. */
+        struct ub__wire_dgram rd;
+        memset(&rd, 0, sizeof(rd));
+        rd.has_ext = true;
+        rd.ext = rec.ext;
+        rd.ext.incarnation = rx->incarnation;
+        rd.ses_kind = UB_PDS_NH_REQ_STD;
+        rd.ses = rec.ses;
+        rd.payload_len = rec.payload_len;
+        struct ub__pds_rx one = *rx;
+        one.hdr = &rd;
+        one.payload = rec.payload;
+        one.payload_len = rec.payload_len;
+        s->st.rx_pack_recs++;
+        ub__ses_on_req(s, &one, now);
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+/* ---- initiator --------------------------------------------------------------------------- */
+
+/* Bytes of w's record when it can be packed whole, 0 if it cannot. */
+static uint32_t rec_size(const struct ub__tl *s, const struct ub__wr *w)
+{
+    if (w->state != WR_ACTIVE || w->first_sent || w->sent || w->cma || w->eager || w->deferred)
+        return 0;
+    uint32_t pl, hdr = UB_SES_STD_SIZE;
+    switch (w->ses_op) {
+    case UB_SES_OP_WRITE:
+    case UB_SES_OP_SEND:
+    case UB_SES_OP_DEFER_SEND:
+    case UB_SES_OP_TAGGED_SEND:
+        if (w->len > s->pack_max)
+            return 0;
+        pl = (uint32_t)w->len;
+        break;
+    case UB_SES_OP_READ:
+        pl = 0;
+        break;
+    case UB_SES_OP_FETCHING_ATOMIC:
+        hdr += ub__ses_amo_is_cswap(w->amo_op) ? UB_SES_CSWAP_SIZE : UB_SES_ATOMIC_SIZE;
+        pl = ub__ses_amo_is_cswap(w->amo_op) ? 0 : 8;
+        break;
+    default:
+        return 0;
+    }
+    return UB_SES_PACK_LEN + REC_EXT_SIZE + hdr + pl;
+}
+
+static uint32_t pack_alloc_id(struct ub__tl *s)
+{
+    uint32_t id;
+    do
+        id = ++s->next_pack;
+    while (!id || ub__hmap_get(&s->packs, id));
+    return id;
+}
+
+/* Appends w's record to p; 0 or UB_E*. */
+static int put_rec(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint32_t *n)
+{
+    uint8_t *lenp = ub__pkt_put(p, UB_SES_PACK_LEN);
+    uint8_t *eb = lenp ? ub__pkt_put(p, REC_EXT_SIZE) : NULL;
+    if (!eb)
+        return UB_ENOBUFS;
+    uint32_t start = p->len;
+    uint8_t tail[UB_SES_TAIL_LEN];
+    struct ub__ext ext;
+    ub__ses_wr_ext(w, &ext, tail);
+    struct ub__wcur wc;
+    ub__wcur_init(&wc, eb, REC_EXT_SIZE);
+    int rc = ub__ext_encode(&ext, &wc);
+    if (rc)
+        return rc;
+    *n = w->ses_op == UB_SES_OP_READ || w->ses_op == UB_SES_OP_FETCHING_ATOMIC ? 0
+                                                                               : (uint32_t)w->len;
+    rc = ub__ses_build_req(s, w, p, 0, *n);
+    if (rc)
+        return rc;
+    uint32_t len = REC_EXT_SIZE + (p->len - start);
+    lenp[0] = (uint8_t)(len >> 8);
+    lenp[1] = (uint8_t)len;
+    return 0;
+}
+
+int ub__ses_pack_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
+{
+    struct ub__engine *e = s->eng;
+    uint32_t size = rec_size(s, w);
+    if (!size || !w->os)
+        return UB_PACK_NONE;
+    /* Members: w, then the queued requests of its stream, in posting order, while they fit
+     * (a request of the stream that cannot be packed ends the search: wire order per stream
+     * stays posting order). */
+    struct ub__wr *mem[UB_SES_PACK_RECS];
+    uint32_t k = 0, bytes = size, room = s->max_payload;
+    mem[k++] = w;
+    uint32_t scanned = 0;
+    for (struct ub__list *it = w->txq.next;
+         it != &s->txq && k < UB_SES_PACK_RECS && scanned < UB_SES_PACK_SCAN;
+         it = it->next, scanned++) {
+        struct ub__wr *x = UB_CONTAINER_OF(it, struct ub__wr, txq);
+        if (x->os != w->os)
+            continue;
+        uint32_t l = rec_size(s, x);
+        if (!l || bytes + l > room)
+            break;
+        mem[k++] = x;
+        bytes += l;
+    }
+    if (k < 2)
+        return UB_PACK_NONE; /* alone: no container */
+    if (e->pool.avail <= UB_SES_POOL_RESERVE)
+        return UB_PACK_STOP;
+    if (ub__pds_outstanding(e->pds, &w->dst, w->mode) >= UB_SES_PKT_BUDGET)
+        return UB_PACK_BUSY;
+    struct ub__pack *g = malloc(sizeof(*g) + k * sizeof(g->member[0]));
+    struct ub__pkt *p = g ? ub__pkt_alloc(&e->pool) : NULL;
+    if (!p) {
+        free(g);
+        return UB_PACK_STOP;
+    }
+    uint32_t lens[UB_SES_PACK_RECS];
+    uint8_t *ch = ub__pkt_put(p, UB_SES_STD_SIZE); /* the container, encoded once sized */
+    int rc = ch ? 0 : UB_ENOBUFS;
+    for (uint32_t i = 0; i < k && !rc; i++)
+        rc = put_rec(s, mem[i], p, &lens[i]);
+    uint32_t id = 0;
+    if (!rc) {
+        struct ub__ses h;
+        memset(&h, 0, sizeof(h));
+        h.kind = UB_PDS_NH_REQ_STD;
+        h.u.std.opcode = UB_SES_OP_NO_OP;
+        h.u.std.flags = UB_SES_F_SOM | UB_SES_F_EOM;
+        h.u.std.job_id = e->cfg.job_id;
+        h.u.std.msg_id = (uint16_t)w->seq;
+        h.u.std.initiator = w->jfs->id;
+        h.u.std.request_length = p->len - UB_SES_STD_SIZE;
+        struct ub__wcur wc;
+        ub__wcur_init(&wc, ch, UB_SES_STD_SIZE);
+        rc = ub__ses_encode(&h, &wc);
+    }
+    if (!rc) {
+        id = pack_alloc_id(s);
+        rc = ub__hmap_put(&s->packs, id, g);
+    }
+    if (rc) { /* nothing sent: every member goes alone (and meets the error there) */
+        ub__pkt_free(p);
+        free(g);
+        return UB_PACK_NONE;
+    }
+    g->n = k;
+    for (uint32_t i = 0; i < k; i++)
+        g->member[i] = ub__ses_wr_cookie(mem[i]);
+    uint8_t tail[UB_SES_TAIL_LEN];
+    struct ub__pds_tx tx = {
+        .dst = &w->dst,
+        .mode = w->mode,
+        .ses_kind = UB_PDS_NH_REQ_STD,
+        .ack_req = true,
+        .cookie = UB_SES_PACK_COOKIE | id,
+    };
+    /* The container's extension: w's stream and order_seq (informative), no order class;
+     * the P bit says what the payload is. */
+    struct ub__ses_tail t = {0, 0, 0, UB_SES_TAIL_P << 24};
+    ub__ses_tail_put(tail, &t);
+    tx.ext.version = 1;
+    tx.ext.stream = w->os->id;
+    tx.ext.order_seq = w->seq;
+    tx.ext.tail = tail;
+    tx.ext.tail_len = UB_SES_TAIL_LEN;
+    rc = ub__pds_send(e->pds, &tx, p, now);
+    if (rc) {
+        ub__pkt_free(p);
+        ub__hmap_del(&s->packs, id);
+        free(g);
+        if (rc == UB_EFULL)
+            return UB_PACK_BUSY;
+        if (rc == UB_ENOBUFS)
+            return UB_PACK_STOP;
+        return UB_PACK_NONE; /* w alone meets the error and fails */
+    }
+    s->st.tx_req_pkts++;
+    s->st.pack_pkts++;
+    s->st.pack_reqs += k;
+    for (uint32_t i = 0; i < k; i++) {
+        struct ub__wr *x = mem[i];
+        ub__ses_wr_sent(s, x, lens[i], now);
+        if (x->on_txq) {
+            ub__list_remove(&x->txq);
+            x->on_txq = false;
+        }
+    }
+    return UB_PACK_SENT;
+}
+
+void ub__ses_pack_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)
+{
+    struct ub__pack *g = ub__hmap_del(&s->packs, (uint32_t)cookie);
+    if (!g)
+        return;
+    for (uint32_t i = 0; i < g->n; i++)
+        ub__ses_on_acked(s, g->member[i], now); /* members over already name nothing */
+    free(g);
+}
+
+void ub__ses_pack_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now)
+{
+    struct ub__pack *g = ub__hmap_del(&s->packs, (uint32_t)cookie);
+    if (!g)
+        return;
+    /* Each member fails as if its own packet had (a peer failure fails them all at once;
+     * the later members then name nothing any more). */
+    for (uint32_t i = 0; i < g->n; i++)
+        ub__ses_on_failed(s, g->member[i], err, now);
+    free(g);
+}
+
+void ub__ses_pack_fini(struct ub__tl *s)
+{
+    uint64_t k;
+    void *v;
+    while (s->packs.slots && ub__hmap_next(&s->packs, 0, &k, &v)) {
+        ub__hmap_del(&s->packs, k);
+        free(v);
+    }
+}
