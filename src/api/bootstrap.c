@@ -2,6 +2,12 @@
  * The bootstrap helper: descriptor blobs between processes over a TCP connection or a
  * file. Messages are framed (4-byte big-endian length, then the bytes); every call is
  * bounded by its timeout. Not on any fast path: plain blocking-with-poll code.
+ *
+ * A timeout never cuts a frame in two. The receiver keeps a frame it has begun (the length
+ * bytes it has, then the body) across calls and finishes it on the next one, so polling
+ * with timeout 0 sees every message whole. The sender writes length and body with one
+ * sendmsg; once any byte of a frame is on the stream it finishes the frame, waiting past
+ * the caller's timeout by at most SEND_GRACE_MS, or marks the connection broken.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -17,17 +23,26 @@
 #include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <softub/errors.h>
 #include "api/api.h"
 #include "core/compiler.h"
 
+enum { HDR_LEN = 4, SEND_GRACE_MS = 1000 };
+
 struct ub_bootstrap {
     int fd;
     bool listening;
+    bool broken; /* the framing is lost (a frame cut short, a bad length): UB_EIO from now */
     struct sockaddr_storage sa;
     socklen_t salen;
+    /* The frame being received, kept across calls: its length bytes, then its body. */
+    uint8_t rx_hdr[HDR_LEN];
+    size_t rx_hdr_got;
+    size_t rx_got;
+    uint8_t *rx_body; /* UB_BOOTSTRAP_MAX_MSG bytes, allocated on the first non-empty body */
 };
 
 static uint64_t now_ms(void)
@@ -39,6 +54,20 @@ static int left_ms(uint64_t deadline)
 {
     uint64_t n = now_ms();
     return n >= deadline ? 0 : (int)(deadline - n);
+}
+
+/* Waits up to ms for fd to be readable or writable; UB_EIO if poll fails. */
+static int wait_fd(int fd, bool out, int ms)
+{
+    struct pollfd pf = {.fd = fd, .events = (short)(out ? POLLOUT : POLLIN)};
+    if (poll(&pf, 1, ms) < 0 && errno != EINTR)
+        return UB_EIO;
+    return 0;
+}
+
+static bool would_block(void)
+{
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
 
 /* "tcp://IP:PORT", IPv4 or "[IPv6]". */
@@ -163,8 +192,7 @@ UB_EXPORT int ub_bootstrap_accept(ub_bootstrap *b, int timeout_ms)
         int ms = left_ms(deadline);
         if (!ms)
             return UB_ETIMEDOUT;
-        struct pollfd p = {.fd = b->fd, .events = POLLIN};
-        if (poll(&p, 1, ms) < 0 && errno != EINTR)
+        if (wait_fd(b->fd, false, ms))
             return UB_EIO;
     }
 }
@@ -223,42 +251,83 @@ UB_EXPORT int ub_bootstrap_connect(const char *uri, int timeout_ms, ub_bootstrap
     }
 }
 
-static int xfer_all(int fd, void *buf, size_t len, bool out, uint64_t deadline)
-{
-    uint8_t *p = buf;
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n =
-            out ? send(fd, p + done, len - done, MSG_NOSIGNAL) : recv(fd, p + done, len - done, 0);
-        if (n > 0) {
-            done += (size_t)n;
-            continue;
-        }
-        if (n == 0)
-            return UB_EIO; /* the peer closed */
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            return UB_EIO;
-        int ms = left_ms(deadline);
-        if (!ms)
-            return UB_ETIMEDOUT;
-        struct pollfd pf = {.fd = fd, .events = (short)(out ? POLLOUT : POLLIN)};
-        if (poll(&pf, 1, ms) < 0 && errno != EINTR)
-            return UB_EIO;
-    }
-    return 0;
-}
-
 UB_EXPORT int ub_bootstrap_send(ub_bootstrap *b, const void *msg, size_t len, int timeout_ms)
 {
     if (!b || b->listening || (!msg && len) || len > UB_BOOTSTRAP_MAX_MSG || timeout_ms < 0)
         return UB_EINVAL;
+    if (b->broken)
+        return UB_EIO;
     uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-    uint8_t hdr[4] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
-                      (uint8_t)len};
-    int rc = xfer_all(b->fd, hdr, 4, true, deadline);
-    if (!rc && len)
-        rc = xfer_all(b->fd, (void *)(uintptr_t)msg, len, true, deadline);
-    return rc;
+    bool grace = false;
+    uint8_t hdr[HDR_LEN] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
+                            (uint8_t)len};
+    const size_t total = HDR_LEN + len;
+    size_t done = 0;
+    while (done < total) {
+        struct iovec iov[2];
+        int cnt = 0;
+        if (done < HDR_LEN)
+            iov[cnt++] = (struct iovec){.iov_base = hdr + done, .iov_len = HDR_LEN - done};
+        if (len) {
+            size_t off = done < HDR_LEN ? 0 : done - HDR_LEN;
+            iov[cnt++] =
+                (struct iovec){.iov_base = (uint8_t *)(uintptr_t)msg + off, .iov_len = len - off};
+        }
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+        ssize_t n = sendmsg(b->fd, &mh, MSG_NOSIGNAL);
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n == 0 || !would_block())
+            goto broken;
+        int ms = left_ms(deadline);
+        if (!ms) {
+            if (!done)
+                return UB_ETIMEDOUT; /* nothing of it sent: the stream is intact */
+            if (grace)
+                goto broken;
+            /* Part of the frame is on the stream: finish it, within a bound. */
+            grace = true;
+            deadline = now_ms() + SEND_GRACE_MS;
+            ms = SEND_GRACE_MS;
+        }
+        if (wait_fd(b->fd, true, ms))
+            goto broken;
+    }
+    return 0;
+broken:
+    if (done)
+        b->broken = true; /* the peer would read a torn frame */
+    return UB_EIO;
+}
+
+/*
+ * Reads toward the frame being received: the length bytes, then the body. 1: progress;
+ * 0: nothing to read now; UB_EIO: the peer closed or the connection failed.
+ */
+static int rx_step(ub_bootstrap *b, size_t len)
+{
+    uint8_t *p;
+    size_t want;
+    if (b->rx_hdr_got < HDR_LEN) {
+        p = b->rx_hdr + b->rx_hdr_got;
+        want = HDR_LEN - b->rx_hdr_got;
+    } else {
+        p = b->rx_body + b->rx_got;
+        want = len - b->rx_got;
+    }
+    ssize_t n = recv(b->fd, p, want, 0);
+    if (n > 0) {
+        if (b->rx_hdr_got < HDR_LEN)
+            b->rx_hdr_got += (size_t)n;
+        else
+            b->rx_got += (size_t)n;
+        return 1;
+    }
+    if (n < 0 && would_block())
+        return 0;
+    return UB_EIO; /* n == 0: the peer closed */
 }
 
 UB_EXPORT int ub_bootstrap_recv(ub_bootstrap *b, void *buf, size_t cap, int timeout_ms)
@@ -266,19 +335,39 @@ UB_EXPORT int ub_bootstrap_recv(ub_bootstrap *b, void *buf, size_t cap, int time
     if (!b || b->listening || (!buf && cap) || timeout_ms < 0)
         return UB_EINVAL;
     uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-    uint8_t hdr[4];
-    int rc = xfer_all(b->fd, hdr, 4, false, deadline);
-    if (rc)
-        return rc;
-    uint32_t len =
-        ((uint32_t)hdr[0] << 24) | ((uint32_t)hdr[1] << 16) | ((uint32_t)hdr[2] << 8) | hdr[3];
-    if (len > UB_BOOTSTRAP_MAX_MSG)
-        return UB_EIO; /* not our peer */
-    if (len > cap)
-        return UB_ELENGTH;
-    if (len && (rc = xfer_all(b->fd, buf, len, false, deadline)) != 0)
-        return rc;
-    return (int)len;
+    for (;;) {
+        if (b->broken)
+            return UB_EIO;
+        size_t len = 0;
+        if (b->rx_hdr_got == HDR_LEN) {
+            const uint8_t *h = b->rx_hdr;
+            len = ((size_t)h[0] << 24) | ((size_t)h[1] << 16) | ((size_t)h[2] << 8) | h[3];
+            if (len > UB_BOOTSTRAP_MAX_MSG) {
+                b->broken = true; /* not our peer */
+                return UB_EIO;
+            }
+            if (len > cap)
+                return UB_ELENGTH; /* the message stays pending */
+            if (len && !b->rx_body && !(b->rx_body = malloc(UB_BOOTSTRAP_MAX_MSG)))
+                return UB_ENOMEM;
+            if (b->rx_got == len) {
+                if (len)
+                    memcpy(buf, b->rx_body, len);
+                b->rx_hdr_got = b->rx_got = 0;
+                return (int)len;
+            }
+        }
+        int rc = rx_step(b, len);
+        if (rc < 0)
+            return rc;
+        if (rc)
+            continue;
+        int ms = left_ms(deadline);
+        if (!ms)
+            return UB_ETIMEDOUT; /* a frame begun stays: the next call finishes it */
+        if (wait_fd(b->fd, false, ms))
+            return UB_EIO;
+    }
 }
 
 UB_EXPORT int ub_bootstrap_close(ub_bootstrap *b)
@@ -286,6 +375,7 @@ UB_EXPORT int ub_bootstrap_close(ub_bootstrap *b)
     if (!b)
         return UB_EINVAL;
     close(b->fd);
+    free(b->rx_body);
     free(b);
     return 0;
 }

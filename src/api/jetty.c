@@ -6,6 +6,21 @@
 #include "api/api.h"
 #include "core/compiler.h"
 
+/*
+ * The body of an entry point: UB_EINVAL without obj, else call with the context locked.
+ * The context is read first: the call may free obj.
+ */
+#define LOCKED_CALL(obj, ctx, call)            \
+    do {                                       \
+        if (!(obj))                            \
+            return UB_EINVAL;                  \
+        ub_context *const locked_ctx_ = (ctx); \
+        ub__ctx_lock(locked_ctx_);             \
+        int locked_rc_ = (call);               \
+        ub__ctx_unlock(locked_ctx_);           \
+        return locked_rc_;                     \
+    } while (0)
+
 /* Commits depth berths on jfc; the ring can then never overflow. */
 static int commit(ub_jfc *jfc, uint32_t depth)
 {
@@ -21,6 +36,16 @@ static void uncommit(ub_jfc *jfc, uint32_t depth, uint32_t held)
 {
     jfc->committed -= depth - held;
     jfc->users--;
+}
+
+static void jfs_free(ub_jfs *j)
+{
+    ub__hmap_fini(&j->ostreams);
+    free(j->wrs);
+    free(j->free_stack);
+    free(j->sge_mem);
+    free(j->inl_mem);
+    free(j);
 }
 
 static int jfs_create_impl(ub_context *ctx, const struct ub_jfs_attr *attr, ub_jfs **out)
@@ -79,24 +104,13 @@ static int jfs_create_impl(ub_context *ctx, const struct ub_jfs_attr *attr, ub_j
     *out = j;
     return 0;
 fail:
-    ub__hmap_fini(&j->ostreams);
-    free(j->wrs);
-    free(j->free_stack);
-    free(j->sge_mem);
-    free(j->inl_mem);
-    free(j);
+    jfs_free(j);
     return rc;
 }
 
 UB_EXPORT int ub_jfs_create(ub_context *ctx, const struct ub_jfs_attr *attr, ub_jfs **out)
 {
-    if (!ctx)
-        return UB_EINVAL;
-    ub_context *ctx_ = ctx;
-    ub__ctx_lock(ctx_);
-    int rc = jfs_create_impl(ctx, attr, out);
-    ub__ctx_unlock(ctx_);
-    return rc;
+    LOCKED_CALL(ctx, ctx, jfs_create_impl(ctx, attr, out));
 }
 
 static int jfs_destroy_impl(ub_jfs *j)
@@ -110,24 +124,21 @@ static int jfs_destroy_impl(ub_jfs *j)
     ub__hmap_del(&ctx->objs, ub__obj_key(UB__OBJ_JFS, j->id));
     uncommit(j->jfc, j->attr.depth, j->used);
     ub__list_remove(&j->link);
-    ub__hmap_fini(&j->ostreams);
-    free(j->wrs);
-    free(j->free_stack);
-    free(j->sge_mem);
-    free(j->inl_mem);
-    free(j);
+    jfs_free(j);
     return 0;
 }
 
 UB_EXPORT int ub_jfs_destroy(ub_jfs *j)
 {
-    if (!j)
-        return UB_EINVAL;
-    ub_context *ctx_ = j->ctx;
-    ub__ctx_lock(ctx_);
-    int rc = jfs_destroy_impl(j);
-    ub__ctx_unlock(ctx_);
-    return rc;
+    LOCKED_CALL(j, j->ctx, jfs_destroy_impl(j));
+}
+
+static void jfr_free(ub_jfr *r)
+{
+    free(r->bufs);
+    free(r->free_stack);
+    free(r->sge_mem);
+    free(r);
 }
 
 static int jfr_create_impl(ub_context *ctx, const struct ub_jfr_attr *attr, ub_jfr **out)
@@ -184,22 +195,13 @@ static int jfr_create_impl(ub_context *ctx, const struct ub_jfr_attr *attr, ub_j
     *out = r;
     return 0;
 fail:
-    free(r->bufs);
-    free(r->free_stack);
-    free(r->sge_mem);
-    free(r);
+    jfr_free(r);
     return rc;
 }
 
 UB_EXPORT int ub_jfr_create(ub_context *ctx, const struct ub_jfr_attr *attr, ub_jfr **out)
 {
-    if (!ctx)
-        return UB_EINVAL;
-    ub_context *ctx_ = ctx;
-    ub__ctx_lock(ctx_);
-    int rc = jfr_create_impl(ctx, attr, out);
-    ub__ctx_unlock(ctx_);
-    return rc;
+    LOCKED_CALL(ctx, ctx, jfr_create_impl(ctx, attr, out));
 }
 
 static int jfr_destroy_impl(ub_jfr *r)
@@ -213,22 +215,13 @@ static int jfr_destroy_impl(ub_jfr *r)
     ub__hmap_del(&ctx->objs, ub__obj_key(UB__OBJ_JFR, r->id));
     uncommit(r->jfc, r->attr.depth, r->used);
     ub__list_remove(&r->link);
-    free(r->bufs);
-    free(r->free_stack);
-    free(r->sge_mem);
-    free(r);
+    jfr_free(r);
     return 0;
 }
 
 UB_EXPORT int ub_jfr_destroy(ub_jfr *r)
 {
-    if (!r)
-        return UB_EINVAL;
-    ub_context *ctx_ = r->ctx;
-    ub__ctx_lock(ctx_);
-    int rc = jfr_destroy_impl(r);
-    ub__ctx_unlock(ctx_);
-    return rc;
+    LOCKED_CALL(r, r->ctx, jfr_destroy_impl(r));
 }
 
 static int post_recv_impl(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
@@ -274,13 +267,7 @@ static int post_recv_impl(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
 
 UB_EXPORT int ub_post_recv(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
 {
-    if (!r)
-        return UB_EINVAL;
-    ub_context *ctx_ = r->ctx;
-    ub__ctx_lock(ctx_);
-    int rc = post_recv_impl(r, wr, bad_wr);
-    ub__ctx_unlock(ctx_);
-    return rc;
+    LOCKED_CALL(r, r->ctx, post_recv_impl(r, wr, bad_wr));
 }
 
 static int jetty_create_impl(ub_context *ctx, const struct ub_jetty_attr *attr, ub_jetty **out)
@@ -313,13 +300,7 @@ static int jetty_create_impl(ub_context *ctx, const struct ub_jetty_attr *attr, 
 
 UB_EXPORT int ub_jetty_create(ub_context *ctx, const struct ub_jetty_attr *attr, ub_jetty **out)
 {
-    if (!ctx)
-        return UB_EINVAL;
-    ub_context *ctx_ = ctx;
-    ub__ctx_lock(ctx_);
-    int rc = jetty_create_impl(ctx, attr, out);
-    ub__ctx_unlock(ctx_);
-    return rc;
+    LOCKED_CALL(ctx, ctx, jetty_create_impl(ctx, attr, out));
 }
 
 static int jetty_destroy_impl(ub_jetty *jt)
@@ -339,13 +320,7 @@ static int jetty_destroy_impl(ub_jetty *jt)
 
 UB_EXPORT int ub_jetty_destroy(ub_jetty *jt)
 {
-    if (!jt)
-        return UB_EINVAL;
-    ub_context *ctx_ = jt->ctx;
-    ub__ctx_lock(ctx_);
-    int rc = jetty_destroy_impl(jt);
-    ub__ctx_unlock(ctx_);
-    return rc;
+    LOCKED_CALL(jt, jt->ctx, jetty_destroy_impl(jt));
 }
 
 UB_EXPORT ub_jfs *ub_jetty_jfs(ub_jetty *jt)
@@ -459,13 +434,7 @@ static int jetty_import_impl(ub_context *ctx, const void *desc, size_t len, ub_t
 
 UB_EXPORT int ub_jetty_import(ub_context *ctx, const void *desc, size_t len, ub_tjetty **out)
 {
-    if (!ctx)
-        return UB_EINVAL;
-    ub_context *ctx_ = ctx;
-    ub__ctx_lock(ctx_);
-    int rc = jetty_import_impl(ctx, desc, len, out);
-    ub__ctx_unlock(ctx_);
-    return rc;
+    LOCKED_CALL(ctx, ctx, jetty_import_impl(ctx, desc, len, out));
 }
 
 static int jetty_unimport_impl(ub_tjetty *tj)
@@ -479,11 +448,5 @@ static int jetty_unimport_impl(ub_tjetty *tj)
 
 UB_EXPORT int ub_jetty_unimport(ub_tjetty *tj)
 {
-    if (!tj)
-        return UB_EINVAL;
-    ub_context *ctx_ = tj->ctx;
-    ub__ctx_lock(ctx_);
-    int rc = jetty_unimport_impl(tj);
-    ub__ctx_unlock(ctx_);
-    return rc;
+    LOCKED_CALL(tj, tj->ctx, jetty_unimport_impl(tj));
 }

@@ -20,6 +20,7 @@
 #include "core/compiler.h"
 #include "core/rand.h"
 #include "dev/shm.h"
+#include "dev/spec.h"
 
 /*
  * Object layout (offsets from the start of the mapping):
@@ -179,47 +180,26 @@ static int fifo_path(const char *dir, const char *name, char *buf, size_t len)
 
 /* ---- spec parser --------------------------------------------------------------- */
 
-static int parse_u32(const char *s, size_t len, uint32_t lo, uint32_t hi, uint32_t *out)
+static int parse_option(void *cfg, const char *k, size_t klen, const char *v, size_t vlen)
 {
-    if (len == 0 || len > 10)
-        return UB_EINVAL;
-    uint64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return UB_EINVAL;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (v < lo || v > hi)
-        return UB_EINVAL;
-    *out = (uint32_t)v;
-    return 0;
-}
-
-static bool key_is(const char *k, size_t klen, const char *name)
-{
-    return strlen(name) == klen && memcmp(k, name, klen) == 0;
-}
-
-static int parse_option(struct ub__shm_cfg *c, const char *k, size_t klen, const char *v,
-                        size_t vlen)
-{
+    struct ub__shm_cfg *c = cfg;
     uint32_t x;
-    if (key_is(k, klen, "lanes"))
-        return parse_u32(v, vlen, 1, UB_SHM_MAX_LANES, &c->lanes);
-    if (key_is(k, klen, "slots")) {
-        if (parse_u32(v, vlen, UB_SHM_MIN_SLOTS, UB_SHM_MAX_SLOTS, &x) || (x & (x - 1)))
+    if (ub__spec_key_is(k, klen, "lanes"))
+        return ub__spec_u32(v, vlen, 1, UB_SHM_MAX_LANES, &c->lanes);
+    if (ub__spec_key_is(k, klen, "slots")) {
+        if (ub__spec_u32(v, vlen, UB_SHM_MIN_SLOTS, UB_SHM_MAX_SLOTS, &x) || (x & (x - 1)))
             return UB_EINVAL;
         c->slots = x;
         return 0;
     }
-    if (key_is(k, klen, "mtu"))
-        return parse_u32(v, vlen, UB_SHM_MIN_MTU, UB_SHM_MAX_MTU, &c->mtu);
-    if (key_is(k, klen, "peers"))
-        return parse_u32(v, vlen, 1, UB_SHM_MAX_PEERS, &c->max_peers);
-    if (key_is(k, klen, "paths"))
-        return parse_u32(v, vlen, 1, UB_SHM_MAX_PATHS, &c->num_paths);
-    if (key_is(k, klen, "wake")) {
-        if (parse_u32(v, vlen, 0, 1, &x))
+    if (ub__spec_key_is(k, klen, "mtu"))
+        return ub__spec_u32(v, vlen, UB_SHM_MIN_MTU, UB_SHM_MAX_MTU, &c->mtu);
+    if (ub__spec_key_is(k, klen, "peers"))
+        return ub__spec_u32(v, vlen, 1, UB_SHM_MAX_PEERS, &c->max_peers);
+    if (ub__spec_key_is(k, klen, "paths"))
+        return ub__spec_u32(v, vlen, 1, UB_SHM_MAX_PATHS, &c->num_paths);
+    if (ub__spec_key_is(k, klen, "wake")) {
+        if (ub__spec_u32(v, vlen, 0, 1, &x))
             return UB_EINVAL;
         c->no_wake = x == 0;
         return 0;
@@ -240,24 +220,10 @@ static int parse_spec(const char *spec, struct ub__shm_cfg *cfg)
     const char *q = memchr(s, '?', (size_t)(end - s));
     const char *id_end = q ? q : end;
     uint32_t id = 0;
-    if (id_end > s && parse_u32(s, (size_t)(id_end - s), 0, UINT16_MAX, &id))
+    if (id_end > s && ub__spec_u32(s, (size_t)(id_end - s), 0, UINT16_MAX, &id))
         return UB_EINVAL;
     cfg->id = (uint16_t)id;
-    if (!q)
-        return 0;
-    for (const char *o = q + 1; o <= end;) {
-        const char *amp = memchr(o, '&', (size_t)(end - o));
-        const char *oe = amp ? amp : end;
-        const char *eq = memchr(o, '=', (size_t)(oe - o));
-        if (!eq || eq == o)
-            return UB_EINVAL;
-        if (parse_option(cfg, o, (size_t)(eq - o), eq + 1, (size_t)(oe - eq - 1)))
-            return UB_EINVAL;
-        if (!amp)
-            break;
-        o = amp + 1;
-    }
-    return 0;
+    return q ? ub__spec_options(q + 1, end, parse_option, cfg) : 0;
 }
 
 int ub__shm_cfg_parse(const char *spec, struct ub__shm_cfg *cfg)

@@ -15,6 +15,7 @@
 
 #include <softub/errors.h>
 #include "core/compiler.h"
+#include "dev/spec.h"
 #include "dev/udp.h"
 
 /* Older libc headers lack these; the values are the kernel ABI. */
@@ -164,22 +165,6 @@ static bool same_dst(const struct ub__addr *a, const struct ub__addr *b)
 
 /* ---- spec parser --------------------------------------------------------------- */
 
-static int parse_u32(const char *s, size_t len, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-    if (len == 0 || len > 10)
-        return UB_EINVAL;
-    uint64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return UB_EINVAL;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (v < lo || v > hi)
-        return UB_EINVAL;
-    *out = (uint32_t)v;
-    return 0;
-}
-
 static int parse_host(const char *s, size_t len, bool v6, struct ub__addr *a)
 {
     char buf[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
@@ -200,7 +185,7 @@ static int parse_host(const char *s, size_t len, bool v6, struct ub__addr *a)
         if (sl == 0 || sl >= IF_NAMESIZE)
             return UB_EINVAL;
         if (pct[0] >= '0' && pct[0] <= '9') {
-            if (parse_u32(pct, sl, 1, UINT32_MAX, &a->scope_id))
+            if (ub__spec_u32(pct, sl, 1, UINT32_MAX, &a->scope_id))
                 return UB_EINVAL;
         } else {
             a->scope_id = if_nametoindex(pct);
@@ -214,34 +199,29 @@ static int parse_host(const char *s, size_t len, bool v6, struct ub__addr *a)
     return 0;
 }
 
-static bool key_is(const char *k, size_t klen, const char *name)
+static int parse_option(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
 {
-    return strlen(name) == klen && memcmp(k, name, klen) == 0;
-}
-
-static int parse_option(struct ub__udp_cfg *cfg, const char *k, size_t klen, const char *v,
-                        size_t vlen)
-{
+    struct ub__udp_cfg *cfg = arg;
     uint32_t x;
-    if (key_is(k, klen, "paths"))
-        return parse_u32(v, vlen, 1, UB_UDP_MAX_PATHS, &cfg->num_paths);
-    if (key_is(k, klen, "mtu"))
-        return parse_u32(v, vlen, UB_UDP_MIN_MTU, UB_UDP_MAX_MTU, &cfg->mtu);
-    if (key_is(k, klen, "rcvbuf"))
-        return parse_u32(v, vlen, 0, UB_UDP_MAX_SOCKBUF, &cfg->rcvbuf);
-    if (key_is(k, klen, "sndbuf"))
-        return parse_u32(v, vlen, 0, UB_UDP_MAX_SOCKBUF, &cfg->sndbuf);
-    if (key_is(k, klen, "dscp")) {
-        if (parse_u32(v, vlen, 0, 63, &x))
+    if (ub__spec_key_is(k, klen, "paths"))
+        return ub__spec_u32(v, vlen, 1, UB_UDP_MAX_PATHS, &cfg->num_paths);
+    if (ub__spec_key_is(k, klen, "mtu"))
+        return ub__spec_u32(v, vlen, UB_UDP_MIN_MTU, UB_UDP_MAX_MTU, &cfg->mtu);
+    if (ub__spec_key_is(k, klen, "rcvbuf"))
+        return ub__spec_u32(v, vlen, 0, UB_UDP_MAX_SOCKBUF, &cfg->rcvbuf);
+    if (ub__spec_key_is(k, klen, "sndbuf"))
+        return ub__spec_u32(v, vlen, 0, UB_UDP_MAX_SOCKBUF, &cfg->sndbuf);
+    if (ub__spec_key_is(k, klen, "dscp")) {
+        if (ub__spec_u32(v, vlen, 0, 63, &x))
             return UB_EINVAL;
         cfg->dscp = (uint8_t)x;
         return 0;
     }
-    bool *flag = key_is(k, klen, "gso")   ? &cfg->no_gso
-                 : key_is(k, klen, "gro") ? &cfg->no_gro
-                 : key_is(k, klen, "ecn") ? &cfg->no_ecn
-                                          : NULL;
-    if (!flag || parse_u32(v, vlen, 0, 1, &x))
+    bool *flag = ub__spec_key_is(k, klen, "gso")   ? &cfg->no_gso
+                 : ub__spec_key_is(k, klen, "gro") ? &cfg->no_gro
+                 : ub__spec_key_is(k, klen, "ecn") ? &cfg->no_ecn
+                                                   : NULL;
+    if (!flag || ub__spec_u32(v, vlen, 0, 1, &x))
         return UB_EINVAL;
     *flag = x == 0;
     return 0;
@@ -281,24 +261,13 @@ int ub__udp_cfg_parse(const char *spec, struct ub__udp_cfg *cfg)
     }
     uint32_t port;
     if (colon >= aend || *colon != ':' ||
-        parse_u32(colon + 1, (size_t)(aend - colon - 1), 0, 65535, &port) ||
+        ub__spec_u32(colon + 1, (size_t)(aend - colon - 1), 0, 65535, &port) ||
         parse_host(host, (size_t)(hend - host), v6, &cfg->local))
         goto bad;
     cfg->local.port = (uint16_t)port;
 
-    if (q) {
-        const char *o = q + 1;
-        for (;;) {
-            const char *amp = memchr(o, '&', (size_t)(end - o));
-            const char *oend = amp ? amp : end;
-            const char *eq = memchr(o, '=', (size_t)(oend - o));
-            if (!eq || parse_option(cfg, o, (size_t)(eq - o), eq + 1, (size_t)(oend - eq - 1)))
-                goto bad;
-            if (!amp)
-                break;
-            o = amp + 1;
-        }
-    }
+    if (q && ub__spec_options(q + 1, end, parse_option, cfg))
+        goto bad;
     return 0;
 bad:
     memset(cfg, 0, sizeof(*cfg));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One test bed (2 hosts x 4 links), link p2 of the sender limited by tbf (RATE, default
-# 50mbit, both ends); the same PDS RUD transfer (cc_ratelimit = netns_xfer with --cc/--lb)
-# with the load balancers oblivious, reps, reps-loss and bitmap. Prints the sender's per-link byte
+# 50mbit, both ends); the same PDS RUD transfer (netns_xfer with --cc, --lb and
+# --allow-idle-evs) with the load balancers oblivious, reps, reps-loss and bitmap. Prints the sender's per-link byte
 # counters for each, and the bytes the sender offered to the EVs that hash onto the slow link
 # (its device's per-EV counters, before the tbf drops), and asserts that bitmap and reps-loss
 # offer the slow link a smaller share than oblivious spraying (by MARGIN percent of
@@ -9,7 +9,7 @@
 # Exit 77 (skipped) without root, ip, tc or network namespaces. docs/algorithms.md "Measured".
 set -euo pipefail
 
-xfer=${1:?cc_ratelimit binary}
+xfer=${1:?netns_xfer binary}
 tb=${2:?netns-testbed.sh}
 rate=${SOFTUB_CC_RATE:-50mbit}
 packets=${SOFTUB_CC_PACKETS:-10000}
@@ -20,54 +20,25 @@ prefix="sc$$"
 A="$prefix-h0"
 B="$prefix-h1"
 dport=47000
+# shellcheck source-path=SCRIPTDIR source=common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, veth, tc)"
-command -v ip >/dev/null 2>&1 || skip "no ip command (Debian package iproute2)"
-command -v tc >/dev/null 2>&1 || skip "no tc (Debian package iproute2)"
-if ! ip netns add "$prefix-probe" 2>/dev/null; then
-  skip "cannot create network namespaces here"
-fi
-ip netns del "$prefix-probe"
-
-cleanup() { "$tb" down --prefix "$prefix" >/dev/null 2>&1 || true; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+netns_require "$prefix" "network namespaces, veth, tc" tc
+netns_bed_trap "$tb" "$prefix"
 
 "$tb" up --prefix "$prefix" --hosts 2 --paths "$links" >/dev/null || fail "testbed up"
 "$tb" rate "$rate" --prefix "$prefix" --host 0 --path "$slow" || fail "rate limit"
 
-link_of() {
-  ip -n "$A" route get 10.77.0.2 from 10.77.0.1 ipproto udp sport "$1" dport "$dport" |
-    awk '{for (i = 1; i < NF; i++) if ($i == "dev") {sub(/^p/, "", $(i + 1)); print $(i + 1); exit}}'
-}
 # A base port whose 8 source ports cover every link, with the slow one carrying at least one.
-base=""
-for ((j = 0; j < 64; j++)); do
-  b=$((20000 + 8 * j))
-  declare -A seen=()
-  for ((p = 0; p < 8; p++)); do seen[$(link_of $((b + p)))]=1; done
-  if [ "${#seen[@]}" -eq "$links" ]; then
-    base=$b
-    break
-  fi
-  unset seen
-done
+base=$(netns_base_port "$A" "$dport" 20000 "$links")
 [ -n "$base" ] || fail "no base port whose 8 source ports cover all $links links"
 nslow=0
 map=""
+declare -a ev_link
 for ((p = 0; p < 8; p++)); do
-  l=$(link_of $((base + p)))
-  map+="$p->p$l "
-  [ "$l" = "$slow" ] && nslow=$((nslow + 1))
+  ev_link[p]=$(netns_link_of "$A" $((base + p)) "$dport")
+  map+="$p->p${ev_link[p]} "
+  [ "${ev_link[p]}" = "$slow" ] && nslow=$((nslow + 1))
 done
 echo "sender base port $base: EV -> link $map($nslow of 8 EVs on the slow link p$slow, $rate)"
 
@@ -76,9 +47,9 @@ for lb in oblivious reps reps-loss bitmap; do
   before=$("$tb" counters --prefix "$prefix" | grep -v '^#')
   rc=0
   out=$("$xfer" --ns-a "$A" --ns-b "$B" --a "10.77.0.1:$base" --b "10.77.0.2:$dport" \
-    --packets "$packets" --paths 8 --timeout 60 --cc nscc --lb "$lb") || rc=$?
+    --packets "$packets" --paths 8 --timeout 60 --cc nscc --lb "$lb" --allow-idle-evs) || rc=$?
   after=$("$tb" counters --prefix "$prefix" | grep -v '^#')
-  [ "$rc" -eq 77 ] && skip "cc_ratelimit could not enter the namespaces"
+  [ "$rc" -eq 77 ] && skip "netns_xfer could not enter the namespaces"
   echo "$out" | grep -E '^(transfer|pds_sender)' | sed "s/^/  [$lb] /"
   [ "$rc" -eq 0 ] || {
     echo "$out"
@@ -95,10 +66,10 @@ for lb in oblivious reps reps-loss bitmap; do
   # What the balancer chose: bytes the sender's device sent per EV (before the tbf drops).
   offered=0
   evtotal=0
-  while read -r _ k kv1 kv2 _; do
+  while read -r _ k _ kv2 _; do
     b=${kv2#sender_tx_bytes=}
     evtotal=$((evtotal + b))
-    [ "$(link_of $((base + k)))" = "$slow" ] && offered=$((offered + b))
+    [ "${ev_link[k]}" = "$slow" ] && offered=$((offered + b))
   done < <(echo "$out" | grep '^ev ')
   share[$lb]=$((offered * 1000 / evtotal))
   printf '  %-9s link bytes:%s  slow link %d.%d %% of link bytes; offered to its EVs %d.%d %%\n' \

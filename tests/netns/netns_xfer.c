@@ -9,8 +9,13 @@
  *
  * Every packet carries (magic, id, length, checksum) and a payload derived from its id, so
  * the receiver checks that each arrived exactly once and intact; the sender checks that each
- * was acknowledged exactly once and none failed. It prints key=value lines (per-EV counters,
- * PDS retransmissions, ack latencies, recovery after the failure) for the runner script.
+ * was acknowledged exactly once and none failed, and that every EV carried traffic. It
+ * prints key=value lines (per-EV counters, PDS retransmissions, ack latencies, recovery
+ * after the failure) for the runner scripts.
+ *
+ * --cc NAME and --lb NAME choose PDS's congestion control and load balancer (its defaults
+ * otherwise); tests/netns/cc_ratelimit.sh compares load balancers with one path rate-limited,
+ * where a balancer may legitimately steer an EV empty: --allow-idle-evs drops that check.
  *
  * Exit: 0 pass, 1 fail, 2 usage, 77 skip (namespaces cannot be entered: no privilege).
  * Every loop is bounded in time (--timeout) and stops by itself.
@@ -57,6 +62,8 @@ struct opts {
     uint32_t fail_at_pct; /* run fail_cmd once this share of packets is acknowledged */
     const char *fail_cmd;
     uint32_t timeout_s;
+    const char *cc, *lb; /* PDS congestion control and load balancing (NULL: defaults) */
+    bool allow_idle_evs; /* an EV that sent nothing is not a failure */
 };
 
 struct xfer {
@@ -175,8 +182,11 @@ static int open_side(struct xfer *x, const char *spec, struct ub__dev **dev, str
         fail_thread(x, 1, "ub__udp_open", rc);
         return -1;
     }
-    struct ub__engine_cfg ec = {
-        .seed = seed, .mtu = X_MTU, .num_paths = x->o.paths, .pool_bufs = X_POOL};
+    struct ub__engine_cfg ec = {.seed = seed,
+                                .mtu = X_MTU,
+                                .num_paths = x->o.paths,
+                                .pool_bufs = X_POOL,
+                                .pds = {.cc_algo = x->o.cc, .lb_algo = x->o.lb}};
     rc = ub__engine_init(e, &ec);
     if (rc) {
         ub__dev_close(*dev);
@@ -534,7 +544,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: netns_xfer --ns-a NS --ns-b NS --a IP:PORT --b IP:PORT [--packets N]\n"
             "       [--paths K] [--payload BYTES (0: 64..1200)] [--fail-at PCT --fail-cmd CMD]\n"
-            "       [--timeout SEC]\n");
+            "       [--timeout SEC] [--cc NAME] [--lb NAME] [--allow-idle-evs]\n");
     exit(2);
 }
 
@@ -552,6 +562,10 @@ static void parse(int argc, char **argv, struct opts *o)
     *o = (struct opts){.packets = 20000, .paths = 8, .payload = 0, .timeout_s = 25};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i];
+        if (!strcmp(k, "--allow-idle-evs")) {
+            o->allow_idle_evs = true;
+            continue;
+        }
         if (i + 1 >= argc)
             usage();
         const char *v = argv[++i];
@@ -575,6 +589,10 @@ static void parse(int argc, char **argv, struct opts *o)
             o->fail_cmd = v;
         else if (!strcmp(k, "--timeout"))
             o->timeout_s = num(v, 1, 3600);
+        else if (!strcmp(k, "--cc"))
+            o->cc = v;
+        else if (!strcmp(k, "--lb"))
+            o->lb = v;
         else
             usage();
     }
@@ -607,7 +625,7 @@ static int verify(const struct xfer *x)
     CHECK(x->nfailed == 0, "%llu packets failed", (unsigned long long)x->nfailed);
     CHECK(x->ack_dup == 0 && x->fail_after_ack == 0, "acked twice (%llu) or failed after ack",
           (unsigned long long)x->ack_dup);
-    for (uint32_t k = 0; k < x->o.paths; k++)
+    for (uint32_t k = 0; k < x->o.paths && !x->o.allow_idle_evs; k++)
         CHECK(x->tx_udp.path[k].tx_pkts > 0, "EV %u (source port socket %u) sent nothing", k, k);
     CHECK(x->rx_udp.rx_truncated == 0, "receiver truncated datagrams");
     if (x->o.fail_cmd)

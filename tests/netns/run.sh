@@ -16,58 +16,30 @@ prefix="sn$$${case_:0:2}"
 A="$prefix-h0"
 B="$prefix-h1"
 dport=47000
+# shellcheck source-path=SCRIPTDIR source=common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, veth, tc, nft)"
-command -v ip >/dev/null 2>&1 || skip "no ip command (Debian package iproute2)"
-if ! ip netns add "$prefix-probe" 2>/dev/null; then
-  skip "cannot create network namespaces here"
-fi
-ip netns del "$prefix-probe"
 case $case_ in
-  loss | pathdown) command -v nft >/dev/null 2>&1 || skip "no nft (Debian package nftables)" ;;
-  rate) command -v tc >/dev/null 2>&1 || skip "no tc (Debian package iproute2)" ;;
-  spread | carrier) ;;
+  loss | pathdown) tools=(nft) ;;
+  rate) tools=(tc) ;;
+  spread | carrier) tools=() ;;
   *) fail "unknown case $case_" ;;
 esac
-
-cleanup() { "$tb" down --prefix "$prefix" >/dev/null 2>&1 || true; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+netns_require "$prefix" "network namespaces, veth, tc, nft" "${tools[@]}"
+netns_bed_trap "$tb" "$prefix"
 
 up_opts=(--prefix "$prefix" --hosts 2 --paths "$links")
 [ "$case_" = loss ] && up_opts+=(--loss 5)
 "$tb" up "${up_opts[@]}" || fail "testbed up"
 [ "$case_" = rate ] && "$tb" rate 50mbit --prefix "$prefix" --host 0 --path 2
 
-# The link host A's route takes for a UDP source port (the kernel's own L4 hash).
-link_of() {
-  ip -n "$A" route get 10.77.0.2 from 10.77.0.1 ipproto udp sport "$1" dport "$dport" |
-    awk '{for (i = 1; i < NF; i++) if ($i == "dev") {sub(/^p/, "", $(i + 1)); print $(i + 1); exit}}'
-}
 # Sender base port: ports base..base+7 must hash onto all links (bounded search).
-base=""
-for ((j = 0; j < 64; j++)); do
-  b=$((20000 + 8 * j))
-  declare -A seen=()
-  for ((p = 0; p < 8; p++)); do seen[$(link_of $((b + p)))]=1; done
-  if [ "${#seen[@]}" -eq "$links" ]; then
-    base=$b
-    break
-  fi
-  unset seen
-done
+base=$(netns_base_port "$A" "$dport" 20000 "$links")
 [ -n "$base" ] || fail "no base port whose 8 source ports cover all $links links"
 echo "sender base port $base: EV -> link" \
-  "$(for ((p = 0; p < 8; p++)); do printf '%d->p%s ' "$p" "$(link_of $((base + p)))"; done)"
+  "$(for ((p = 0; p < 8; p++)); do
+    printf '%d->p%s ' "$p" "$(netns_link_of "$A" $((base + p)) "$dport")"
+  done)"
 
 args=(--ns-a "$A" --ns-b "$B" --a "10.77.0.1:$base" --b "10.77.0.2:$dport"
   --packets "$packets" --paths 8 --timeout 25)

@@ -13,38 +13,21 @@ links=4
 prefix="sa$$${case_:0:2}"
 A="$prefix-h0"
 dport=47040 # a multiple of 8, like any base
+# shellcheck source-path=SCRIPTDIR source=common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
-
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, veth, nft)"
-command -v ip >/dev/null 2>&1 || skip "no ip command (Debian package iproute2)"
-ip netns add "$prefix-probe" 2>/dev/null || skip "cannot create network namespaces here"
-ip netns del "$prefix-probe"
 case $case_ in
-  loss | pathdown) command -v nft >/dev/null 2>&1 || skip "no nft (Debian package nftables)" ;;
-  spread) ;;
+  loss | pathdown) tools=(nft) ;;
+  spread) tools=() ;;
   *) fail "unknown case $case_" ;;
 esac
-cleanup() { "$tb" down --prefix "$prefix" >/dev/null 2>&1 || true; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+netns_require "$prefix" "network namespaces, veth, nft" "${tools[@]}"
+netns_bed_trap "$tb" "$prefix"
 up_opts=(--prefix "$prefix" --hosts 2 --paths "$links")
 [ "$case_" = loss ] && up_opts+=(--loss 5)
 "$tb" up "${up_opts[@]}" >/dev/null || fail "testbed up"
 
-link_of() {
-  ip -n "$A" route get 10.77.0.2 from 10.77.0.1 ipproto udp sport "$1" dport "$dport" |
-    awk '{for (i = 1; i < NF; i++) if ($i == "dev") {sub(/^p/, "", $(i + 1)); print $(i + 1); exit}}'
-}
-base=""
-for ((j = 0; j < 64; j++)); do
-  b=$((21000 + 8 * j))
-  declare -A seen=()
-  for ((p = 0; p < 8; p++)); do seen[$(link_of $((b + p)))]=1; done
-  if [ "${#seen[@]}" -eq "$links" ]; then base=$b; break; fi
-  unset seen
-done
+base=$(netns_base_port "$A" "$dport" 21000 "$links")
 [ -n "$base" ] || fail "no base port whose 8 source ports cover all $links links"
 
 args=(--ns-a "$A" --ns-b "$prefix-h1" --a "10.77.0.1:$base" --b "10.77.0.2:$dport" --mb 8 --timeout 25)
