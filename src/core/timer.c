@@ -83,21 +83,8 @@ int ub__timer_arm(struct ub__timers *ts, struct ub__timer *t, uint64_t deadline)
 {
     if (ts->firing && deadline <= ts->now)
         deadline = ts->now + 1;
-    if (ub__timer_armed(t)) {
-        /*
-         * Re-armed in place: a fresh (deadline, seq) key, then one sift. Later than before (the
-         * usual case: an RTO pushed back by an ACK) moves it down, earlier moves it up. The
-         * order of expiry is the keys' order, the same as removing and inserting it again.
-         */
-        bool later = deadline >= t->deadline;
-        t->deadline = deadline;
-        t->seq = ts->seq++;
-        if (later)
-            sift_down(ts, t->idx);
-        else
-            sift_up(ts, t->idx);
-        return 0;
-    }
+    if (ub__timer_armed(t))
+        remove_at(ts, t->idx);
     if (ts->n == ts->cap) {
         uint32_t cap = ts->cap * 2;
         struct ub__timer **h = realloc(ts->heap, cap * sizeof(*h));

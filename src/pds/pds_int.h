@@ -46,8 +46,8 @@ struct ub__pds_slot {
     uint8_t retx; /* retransmissions so far */
     uint8_t state;
     uint8_t ack_req;
-    uint8_t why;   /* what declared it lost: WHY_* */
-    uint8_t cand;  /* detect_losses: already collected this round */
+    uint8_t why;           /* what declared it lost: WHY_* */
+    uint8_t cand;          /* detect_losses: already collected this round */
     uint32_t pnext, pprev; /* SLOT_INFLIGHT: its path's FIFO (txseq order), slot indices */
 };
 
@@ -104,8 +104,8 @@ struct ub__pds_ipdc {
     uint64_t srtt, rttvar, rto_ns;
     uint64_t txseq;
     uint64_t last_progress;
-    struct ub__pds_path *paths;      /* num_paths entries */
-    uint16_t *dirty;                 /* paths whose acked_txseq rose: ndirty entries */
+    struct ub__pds_path *paths; /* num_paths entries */
+    uint16_t *dirty;            /* paths whose acked_txseq rose: ndirty entries */
     uint32_t ndirty;
     uint32_t ooo_scan; /* every slot in [una, ooo_scan) is out of flight or was resent since */
     uint32_t *cand;    /* detect_losses' scratch: wmask + 1 entries */
