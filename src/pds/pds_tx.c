@@ -515,8 +515,12 @@ static void arm_rto(struct ub__pds_ipdc *c, uint64_t now)
         return;
     }
     uint64_t wait = c->rto_ns;
-    if (!pds->cfg.no_probe && fast(c) && !c->probed && c->srtt) {
-        /* Tail-loss probe: well before the RTO, once per period without progress. */
+    if (!pds->cfg.no_probe && !pds->cfg.trimming && fast(c) && !c->probed && c->srtt) {
+        /*
+         * Tail-loss probe: well before the RTO, once per period without progress. Not on a
+         * trimming fabric: there a loss comes back as a NACK, and a probe would resend a
+         * packet that is most likely still queued.
+         */
         uint64_t pto = UB_MAX(2 * c->srtt, pds->cfg.ack_delay_ns + c->srtt);
         wait = UB_MIN(wait, pto);
     }
@@ -1046,6 +1050,16 @@ void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t
             else
                 mark_lost(c, psn, WHY_NACK, now);
         }
+        /*
+         * A trim proves the target and the path alive: time the RTO from here, as after an
+         * ACK. In a deep incast a flow may go 100 us between ACKs while NACKs keep coming;
+         * an RTO timed from the last ACK would resend whole windows of packets still queued.
+         */
+        if (in_flight) {
+            c->last_progress = now;
+            c->retries = 0;
+            arm_rto(c, now);
+        }
         break;
     case UB_PDS_NACK_ROD_OOO: {
         /*
@@ -1212,7 +1226,8 @@ static void rto_fire(struct ub__timer *t, uint64_t now)
     }
     if (!inflight(c))
         return;
-    if (!cfg->no_probe && fast(c) && !c->probed && c->srtt && now < c->last_progress + c->rto_ns) {
+    if (!cfg->no_probe && !cfg->trimming && fast(c) && !c->probed && c->srtt &&
+        now < c->last_progress + c->rto_ns) {
         /* Tail-loss probe: resend the lowest unacknowledged packet, asking for an ACK. */
         c->probed = true;
         for (uint32_t psn = c->una; psn != c->nxt; psn++) {
