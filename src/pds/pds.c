@@ -39,6 +39,32 @@ static void set_defaults(struct ub__pds_cfg *c)
         c->retx[UB_PDS_ROD] = UB_PDS_RETX_GBN_FAST;
 }
 
+/*
+ * cc_algo: a registered name, or "NAME+rccc" (NAME's window gated by receiver credits). *rccc
+ * says whether credits are on ("rccc" alone: its own fixed window and credits). NULL if unknown.
+ */
+static const struct ub__cc_algo *cc_algo_parse(const char *name, bool *rccc)
+{
+    static const char suffix[] = "+rccc";
+    size_t n = strlen(name), k = sizeof(suffix) - 1;
+    const struct ub__cc_algo *a;
+    *rccc = false;
+    if (n > k && strcmp(name + n - k, suffix) == 0) {
+        char base[32];
+        if (n - k >= sizeof(base))
+            return NULL;
+        memcpy(base, name, n - k);
+        base[n - k] = '\0';
+        *rccc = true;
+        a = ub__cc_algo_find(base);
+    } else {
+        a = ub__cc_algo_find(name);
+    }
+    if (a == &ub__cc_rccc)
+        *rccc = true;
+    return a;
+}
+
 static int check_cfg(const struct ub__pds_cfg *c)
 {
     if (c->mp_range % UB_PDS_MPR_UNIT || c->mp_range > 255u * UB_PDS_MPR_UNIT ||
@@ -50,8 +76,8 @@ static int check_cfg(const struct ub__pds_cfg *c)
     for (int m = 0; m < UB_PDS_MODE_COUNT; m++)
         if (c->retx[m] > UB_PDS_RETX_GBN_TIMEOUT)
             return UB_EINVAL;
-    /* Receiver credits need the RCCC receiver and credit carriage, not wired yet. */
-    if (!ub__cc_algo_find(c->cc_algo) || ub__cc_algo_find(c->cc_algo) == &ub__cc_rccc)
+    bool rccc;
+    if (!cc_algo_parse(c->cc_algo, &rccc))
         return UB_EINVAL;
     const struct ub__lb_algo *lb = ub__lb_algo_find(c->lb_algo);
     if (!lb || (lb == &ub__lb_bitmap && c->num_paths > UB_LB_MAX_EVS))
@@ -78,9 +104,10 @@ int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct u
     }
     pds->timers = timers;
     pds->pool = pool;
-    pds->cc_algo = ub__cc_algo_find(pds->cfg.cc_algo);
-    if (pds->cc_algo == &ub__cc_none)
+    pds->cc_algo = cc_algo_parse(pds->cfg.cc_algo, &pds->rccc);
+    if (pds->cc_algo == &ub__cc_none && !pds->rccc)
         pds->cc_algo = NULL; /* the fixed packet window alone, exactly as without CC */
+    ub__pds_rccc_init(pds);
     pds->lb_algo = ub__lb_algo_find(pds->cfg.lb_algo);
     pds->cc_params = (struct ub__cc_params){
         .link_bps = pds->cfg.link_bps,
@@ -89,6 +116,9 @@ int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct u
         .init_cwnd = pds->cfg.cc_init_cwnd,
         .trimming = pds->cfg.trimming,
         .qa_gate = -1,
+        .rccc = pds->rccc,
+        .init_credit =
+            pds->cfg.rccc_init_credit ? pds->cfg.rccc_init_credit : 8 * (uint64_t)pds->cfg.mtu,
     };
     pds->log = log;
     ub__rng_fork(&pds->rng, rng, 0x706473 /* "pds" */);
@@ -136,6 +166,7 @@ void ub__pds_destroy(struct ub__pds *pds, uint64_t now)
     ub__hmap_fini(&pds->tpdc_by_id);
     ub__hmap_fini(&pds->graves);
     ub__hmap_fini(&pds->ccx_by_key); /* empty: the last PDC of each context freed it */
+    ub__pds_rccc_fini(pds);
     free(pds);
 }
 
@@ -302,6 +333,7 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         c->q_head = pkt;
     c->q_tail = pkt;
     c->qlen++;
+    ub__pds_rccc_enqueue(c, ub__pkt_wire_len(pkt) + UB_PDS_REQ_SIZE); /* demand grows */
     ub__pds_mark_ready(c, now);
     return 0;
 }
@@ -374,13 +406,15 @@ int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wir
 
 bool ub__pds_has_output(const struct ub__pds *pds)
 {
-    return ub__ring_count(&pds->ctlq) || !ub__list_empty(&pds->ready);
+    return ub__ring_count(&pds->ctlq) || !ub__list_empty(&pds->ready) ||
+           !ub__list_empty(&pds->rccc_dirty);
 }
 
 uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now)
 {
     uint32_t n = 0;
     struct ub__pkt *p;
+    ub__pds_rccc_flush(pds, now); /* credit requests first: they open the grants */
     while (n < max && (p = ub__ring_pop(&pds->ctlq)) != NULL)
         pkts[n++] = p;
     /* Round robin over the PDCs with work, a burst each, so one busy peer cannot starve others. */

@@ -78,6 +78,14 @@ struct ub__pds_cfg {
     uint32_t mtu;          /* bytes of a full packet on the wire; 0 = the engine's MTU (4096) */
     uint64_t cc_init_cwnd; /* bytes; 0 = the algorithm's own start (NSCC: 1.5 BDP) */
     bool trimming;         /* the fabric trims packets (NSCC target delay, REPS freeze) */
+    /*
+     * Receiver credits (RCCC; docs/pds.md). Sender: cc_algo "rccc" (credits alone, 1.5 BDP
+     * window) or "NAME+rccc" (e.g. "nscc+rccc": NAME's window AND the credit). Target: always
+     * answers credit requests, granting at rccc_rate_bps in fair shares.
+     */
+    uint64_t rccc_rate_bps;    /* target: credit granted per second in total; 0 = 98 % link */
+    uint32_t rccc_quantum;     /* target: bytes per grant; 0 = 4 x mtu */
+    uint64_t rccc_init_credit; /* sender: speculative credit at start; 0 = 8 x mtu */
 };
 
 /* Set by a device or the simulator on a received datagram whose payload a switch cut off
@@ -114,6 +122,12 @@ struct ub__pds_stats {
     uint64_t rx_trimmed;  /* target: trimmed packets NACKed (TRIMMED), not delivered */
     uint64_t cc_blocked;  /* initiator: sends held back by the congestion window */
     uint64_t cc_paced;    /* initiator: sends held back by the pacer (a timer resumes them) */
+    /* receiver credits (RCCC) */
+    uint64_t credit_req_tx, credit_req_rx;     /* CTRL CREDIT_REQ (demand) sent / received */
+    uint64_t credit_tx, credit_rx;             /* CTRL CREDIT sent / received */
+    uint64_t credit_ack_tx, credit_ack_rx;     /* ACK_CC cc_type RCCC sent / received */
+    uint64_t credit_bytes_tx, credit_bytes_rx; /* bytes granted (both carriers) */
+    uint64_t rccc_full;                        /* target: a sender found no free slot */
 };
 
 /* A delivered packet, as the layer above sees it. Bytes valid during the upcall only. */

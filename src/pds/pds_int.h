@@ -76,6 +76,12 @@ struct ub__pds_ccx {
     uint64_t key;      /* in pds->ccx_by_key: (host, traffic class) */
     uint64_t inflight; /* bytes of the slots in SLOT_INFLIGHT */
     uint32_t refs;
+    /* RCCC sender (pds_rccc.c): demand = queued + lost bytes - credit, told by CTRL CREDIT_REQ */
+    uint64_t rccc_queued;      /* bytes queued for a first transmission */
+    uint64_t rccc_told;        /* demand the target knows of (less the grants received since) */
+    uint64_t rccc_heard;       /* last grant received or request sent, ns */
+    struct ub__list rccc_link; /* on pds->rccc_dirty while rccc_dirty */
+    bool rccc_dirty;
 };
 
 /* Initiator context: one per (peer, mode). */
@@ -185,6 +191,14 @@ struct ub__pds {
     const struct ub__lb_algo *lb_algo;
     struct ub__cc_params cc_params;
     struct ub__pds_stats st;
+    /* RCCC (pds_rccc.c) */
+    bool rccc;                            /* our contexts run on receiver credits */
+    struct ub__list rccc_dirty;           /* contexts whose demand may need telling */
+    struct ub__rccc_rx rccc_rx;           /* target: the grant pacer, over rccc_slots */
+    struct ub__rccc_slot *rccc_slots;     /* NULL until the first CREDIT_REQ */
+    struct ub__pds_rccc_peer *rccc_peers; /* where each sender's grants go: same count */
+    struct ub__timer rccc_timer;          /* the grant pace */
+    uint32_t rccc_npend;                  /* peers with pending credit (ACKs skip the scan) */
 };
 
 /* pds.c */
@@ -207,6 +221,28 @@ void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t
 void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
                           const struct ub__pds_rudi *r, uint64_t now);
 void ub__pds_on_ctrl_close_req(struct ub__pds *pds, const struct ub__pds_ctrl *c, uint64_t now);
+
+/* pds_rccc.c: receiver credits (docs/pds.md, "Receiver credits") */
+#define UB_PDS_RCCC_SLOTS 256 /* senders a target grants to at once */
+struct ub__pds_rccc_peer {
+    uint64_t key;         /* ub__pds_host_key of the sender */
+    struct ub__addr addr; /* where its CTRL CREDIT goes */
+    uint64_t pending;     /* granted, not yet sent */
+    uint16_t path;
+    bool used, old; /* old: pending since the previous grant tick */
+};
+void ub__pds_rccc_init(struct ub__pds *pds);
+void ub__pds_rccc_fini(struct ub__pds *pds);
+void ub__pds_rccc_enqueue(struct ub__pds_ipdc *c, uint64_t bytes);
+void ub__pds_rccc_sent(struct ub__pds_ipdc *c, uint64_t bytes);
+uint64_t ub__pds_rccc_blocked(struct ub__pds_ccx *x, bool idle, uint64_t now);
+void ub__pds_rccc_ccx_gone(struct ub__pds_ccx *x, const struct ub__pds_ipdc *last);
+void ub__pds_rccc_flush(struct ub__pds *pds, uint64_t now);
+void ub__pds_rccc_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__pds_ack *a,
+                         uint64_t now);
+bool ub__pds_rccc_on_ctrl(struct ub__pds *pds, const struct ub__pkt *p,
+                          const struct ub__pds_ctrl *k, uint64_t now);
+void ub__pds_rccc_ack_out(struct ub__pds *pds, const struct ub__addr *to, struct ub__pds_ack *a);
 
 /* pds_rx.c */
 void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d,

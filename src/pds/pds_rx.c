@@ -214,6 +214,7 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
     uint64_t held_ns = now > t->trig_at ? now - t->trig_at : 0;
     a->cc.nscc.service_time = (uint16_t)UB_MIN(held_ns / UB_PDS_SERVICE_TIME_NS, 0xffffu);
     caqm_echo(t, a);
+    ub__pds_rccc_ack_out(pds, &t->peer, a); /* RCCC: pending credit for that host rides here */
     if (ub__pds_encode_into(pds, p, &d)) {
         ub__pkt_free(p);
         return;
@@ -591,8 +592,12 @@ void ub__pds_on_ctrl(struct ub__pds *pds, const struct ub__pkt *p, const struct 
     case UB_PDS_CTRL_CLOSE_REQ:
         ub__pds_on_ctrl_close_req(pds, k, now);
         return;
+    case UB_PDS_CTRL_CREDIT:
+    case UB_PDS_CTRL_CREDIT_REQ:
+        ub__pds_rccc_on_ctrl(pds, p, k, now); /* RCCC (pds_rccc.c) */
+        return;
     default:
-        return; /* NOP, credits, negotiation: nothing to do at this layer yet */
+        return; /* NOP, negotiation: nothing to do at this layer yet */
     }
 }
 

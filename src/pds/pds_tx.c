@@ -122,6 +122,7 @@ static void ccx_detach(struct ub__pds_ipdc *c)
     c->ccx = NULL;
     if (--x->refs)
         return;
+    ub__pds_rccc_ccx_gone(x, c); /* RCCC: the target stops granting to it */
     ub__timer_cancel(c->pds->timers, &x->pace);
     ub__hmap_del(&c->pds->ccx_by_key, x->key);
     free(x);
@@ -153,6 +154,14 @@ static bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
         if (!ub__timer_armed(&x->pace) || x->pace.deadline > at)
             ub__timer_arm(c->pds->timers, &x->pace, at);
         c->pds->st.cc_paced++;
+        return false;
+    }
+    if (x->cc.credit_on && x->cc.credit <= 0) {
+        /* RCCC: never ahead of credit, even alone; maybe ask again, and look again then. */
+        uint64_t again = ub__pds_rccc_blocked(x, x->inflight == 0, now);
+        if (again != UB_TIME_NEVER && (!ub__timer_armed(&x->pace) || x->pace.deadline > again))
+            ub__timer_arm(c->pds->timers, &x->pace, again);
+        c->pds->st.cc_blocked++;
         return false;
     }
     if (x->inflight == 0)
@@ -503,6 +512,7 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
     } else {
         pds->st.tx_pkts++;
         pds->st.tx_bytes += ub__pkt_wire_len(s->pkt);
+        ub__pds_rccc_sent(c, ub__pkt_wire_len(s->pkt)); /* RCCC: demand shrinks */
     }
     return s->pkt;
 }
@@ -858,7 +868,7 @@ static void caqm_ack(struct ub__cc_ack *ev, const struct ub__pds_caqm_state *s)
 void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__pds_ack *a,
                     uint64_t now)
 {
-    (void)p;
+    ub__pds_rccc_on_ack(pds, p, a, now); /* RCCC: a credit rides on ACK_CC, whatever the PDC */
     struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_id, a->dpdcid);
     if (!c || c->mode == UB_PDS_RUDI) {
         pds->st.rx_no_pdc++;

@@ -509,7 +509,7 @@ static void test_shared_context(void **state)
     ub__testbed_destroy(&r.tb);
 
     static struct ub__engine e;
-    ec.pds.cc_algo = "rccc"; /* no credit carriage yet: refused rather than stalling */
+    ec.pds.cc_algo = "bogus+rccc"; /* receiver credits on an unknown window */
     assert_int_equal(ub__engine_init(&e, &ec), UB_EINVAL);
     ec.pds.cc_algo = "bogus";
     assert_int_equal(ub__engine_init(&e, &ec), UB_EINVAL);
