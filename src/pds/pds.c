@@ -67,6 +67,8 @@ static const struct ub__cc_algo *cc_algo_parse(const char *name, bool *rccc)
 
 static int check_cfg(const struct ub__pds_cfg *c)
 {
+    if (c->dest_fc_free_pct > 100)
+        return UB_EINVAL;
     if (c->mp_range % UB_PDS_MPR_UNIT || c->mp_range > 255u * UB_PDS_MPR_UNIT ||
         (c->mp_range & (c->mp_range - 1)))
         return UB_EINVAL;

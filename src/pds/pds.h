@@ -86,6 +86,14 @@ struct ub__pds_cfg {
     uint64_t rccc_rate_bps;    /* target: credit granted per second in total; 0 = 98 % link */
     uint32_t rccc_quantum;     /* target: bytes per grant; 0 = 4 x mtu */
     uint64_t rccc_init_credit; /* sender: speculative credit at start; 0 = 8 x mtu */
+    /*
+     * Destination flow control (docs/pds.md). Target: while the engine's packet pool is short,
+     * every ACK_CC (NSCC state) asks the sender to give back part of what it acknowledges:
+     * rcv_cwnd_pend is 0 with dest_fc_free_pct % of the buffers free or more, rising linearly
+     * to 127 (the whole acked amount) with none free.
+     */
+    bool no_dest_fc;           /* target: rcv_cwnd_pend always 0 */
+    uint32_t dest_fc_free_pct; /* 0 = 25; above 100 counts as 100 */
 };
 
 /* Set by a device or the simulator on a received datagram whose payload a switch cut off

@@ -29,6 +29,7 @@
 #define UB_PDS_DEFAULT_MTU           4096
 #define UB_PDS_DEFAULT_CC            "nscc"
 #define UB_PDS_DEFAULT_LB            "reps"
+#define UB_PDS_DEFAULT_DEST_FC_PCT   25 /* destination flow control below 25 % of the pool free */
 
 /* Initiator PDC states. */
 enum { IPDC_SYN = 0, IPDC_EST, IPDC_CLOSING };

@@ -157,10 +157,33 @@ static void caqm_echo(struct ub__pds_tpdc *t, struct ub__pds_ack *a)
     t->caqm_hint = 0;
 }
 
+/*
+ * Destination flow control (docs/algorithms.md section 2): the receiver is overloaded when its
+ * packet pool runs short, for then arrivals are about to be dropped for want of a buffer. The
+ * penalty is 0 with dest_fc_free_pct % of the buffers free or more and rises linearly to 127
+ * (the sender gives back the whole acked amount) with none free:
+ * floor(127 x (count x pct - avail x 100) / (count x pct)). Sampled when the ACK is built,
+ * before its own buffer is taken.
+ */
+static uint8_t dest_fc_pend(const struct ub__pds *pds)
+{
+    const struct ub__pktpool *pl = pds->pool;
+    if (pds->cfg.no_dest_fc || !pl || !pl->count)
+        return 0;
+    uint32_t pct =
+        pds->cfg.dest_fc_free_pct ? pds->cfg.dest_fc_free_pct : UB_PDS_DEFAULT_DEST_FC_PCT;
+    uint64_t thr = (uint64_t)pl->count * UB_MIN(pct, 100u); /* free buffers x 100 */
+    uint64_t avail = (uint64_t)pl->avail * 100;
+    if (avail >= thr)
+        return 0;
+    return (uint8_t)((thr - avail) * UB_PDS_CWND_PEND_MAX / thr);
+}
+
 static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
 {
     struct ub__pds *pds = t->pds;
     ub__timer_cancel(pds->timers, &t->ack_timer);
+    uint8_t pend = dest_fc_pend(pds);
     struct ub__pkt *p = ub__pds_alloc(pds);
     if (!p)
         return; /* the initiator's RTO or probe asks again */
@@ -207,8 +230,9 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
      * NSCC state: PSNs held beyond the first hole (saturating), the wire bytes accepted so far
      * (24 bits, wrapping: the initiator takes ub__cc_rcvd_bytes_delta), and how long the ACK was
      * held after its triggering packet arrived (units of 16 ns, saturating), which the
-     * initiator takes off its RTT sample. No destination flow control yet: rcv_cwnd_pend 0.
+     * initiator takes off its RTT sample, and the destination flow-control penalty.
      */
+    a->cc.nscc.rcv_cwnd_pend = pend;
     a->cc.nscc.ooo_count = (uint16_t)UB_MIN(t->held, 0xffffu);
     a->cc.nscc.rcvd_bytes = (uint32_t)(t->rcvd_bytes & UB_PDS_RCVD_BYTES_MAX);
     uint64_t held_ns = now > t->trig_at ? now - t->trig_at : 0;

@@ -624,6 +624,136 @@ static void test_caqm_echo(void **state)
     ub__testbed_destroy(&r.tb);
 }
 
+/* A copy of what node `from` sent, in a buffer of node `to`'s pool (as its NIC would receive). */
+static struct ub__pkt *copy_to(struct run *r, struct ub__pkt *p, uint32_t from, uint32_t to)
+{
+    struct ub__pkt *c = ub__pkt_alloc(&r->tb.nodes[to].eng.pool);
+    assert_non_null(c);
+    memcpy(ub__pkt_put(c, p->len), p->data, p->len);
+    c->addr = r->tb.nodes[from].addr;
+    c->path = p->path;
+    ub__pkt_free(p);
+    return c;
+}
+
+/* The target's penalty for a pool of `count` buffers with `avail` free (default 25 %). */
+static uint8_t pend_of(uint32_t count, uint32_t avail)
+{
+    uint64_t thr = (uint64_t)count * 25, free100 = (uint64_t)avail * 100;
+    return (uint8_t)(free100 >= thr ? 0 : (thr - free100) * 127 / thr);
+}
+
+/*
+ * Destination flow control, driven by hand: the test holds most of the target's packet pool
+ * and gives it back a few buffers per round. Every ACK_CC carries rcv_cwnd_pend as the pool
+ * stood when it was built (127 x the shortfall below 25 % free, linearly; 0 above): near 127
+ * at first, 0 at the end. The sender's NSCC context after each ACK equals a copy of it from
+ * just before, fed the same ACK fields by hand, and the penalty cost window (a copy fed 0 ends
+ * larger). With no_dest_fc the same pressure sends 0.
+ */
+static void dest_fc_run(bool off, uint32_t *n_pend, uint32_t *max_pend)
+{
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 18);
+    ec.pds.cc_algo = "nscc";
+    ec.pds.window = 4; /* a few packets a round: the ACKs' buffers stay few */
+    ec.pds.no_dest_fc = off;
+    ec.pool_bufs = 1024;
+    static struct run r;
+    run_init(&r, &nc, &ec);
+    struct ub__engine *e0 = &r.tb.nodes[0].eng, *e1 = &r.tb.nodes[1].eng;
+    const struct ub__addr *dst = &r.tb.nodes[1].addr;
+    static struct ub__pkt *hog[1024];
+    uint32_t nhog = 0;
+    while (e1->pool.avail > 20)
+        hog[nhog++] = ub__pkt_alloc(&e1->pool);
+    offer(&r, 200, UB_PDS_RUD);
+    uint8_t expect[8];
+    uint32_t nack = 0, cost = 0;
+    *n_pend = *max_pend = 0;
+    uint8_t last = 0;
+    uint64_t t = 1000;
+    for (int round = 0; round < 1000 && r.nacked < r.n; round++, t += 2000) {
+        struct ub__pkt *pk[8];
+        uint32_t n = ub__engine_output(e0, pk, 8, t), nd = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            struct ub__pkt *p = copy_to(&r, pk[i], 0, 1);
+            assert_true(nd < 8);
+            /* As send_ack sees the pool: this packet and the ACKs queued so far taken. */
+            expect[nd++] = off ? 0 : pend_of(e1->pool.count, e1->pool.avail);
+            ub__engine_input(e1, &p, 1, t + 1000);
+        }
+        uint32_t na = ub__engine_output(e1, pk, 8, t + 1000);
+        assert_int_equal(na, nd); /* ack_every 1: one ACK per request, in order */
+        for (uint32_t i = 0; i < na; i++) {
+            struct ub__pkt *p = copy_to(&r, pk[i], 1, 0);
+            struct ub__wire_dgram d;
+            assert_int_equal(ub__wire_parse_datagram(&d, p->data, p->len, 0), 0);
+            const struct ub__pds_ack *a = &d.pds.u.ack;
+            assert_int_equal(a->type, UB_PDS_TYPE_ACK_CC);
+            assert_int_equal(a->cc_type, UB_PDS_CC_NSCC);
+            uint8_t pend = a->cc.nscc.rcv_cwnd_pend;
+            assert_int_equal(pend, expect[i]);
+            nack++;
+            last = pend;
+            *n_pend += pend != 0;
+            *max_pend = UB_MAX(*max_pend, pend);
+            const struct ub__cc *cc = ub__pds_cc(e0->pds, dst);
+            assert_non_null(cc);
+            struct ub__cc m = *cc, m0 = *cc;
+            uint32_t acked_before = r.nacked;
+            ub__engine_input(e0, &p, 1, t + 2000);
+            assert_int_equal(r.nacked, acked_before + 1);
+            struct ub__cc_ack ev = {
+                .acked_bytes = wire_size(&r),
+                .inflight = ub__pds_cc_inflight(e0->pds, dst),
+                .rtt_ns = 2000,
+                .has_nscc = true,
+                .rcv_cwnd_pend = pend,
+                .service_ns = (uint32_t)a->cc.nscc.service_time * UB_PDS_SERVICE_TIME_NS,
+            };
+            ub__cc_on_ack(&m, &ev, t + 2000);
+            assert_int_equal(ub__cc_cwnd(cc), ub__cc_cwnd(&m));
+            assert_memory_equal(&cc->st, &m.st, sizeof(cc->st));
+            assert_memory_equal(&cc->u.nscc, &m.u.nscc, sizeof(cc->u.nscc));
+            ev.rcv_cwnd_pend = 0;
+            ub__cc_on_ack(&m0, &ev, t + 2000);
+            if (pend)
+                cost += ub__cc_cwnd(&m0) > ub__cc_cwnd(&m);
+        }
+        for (int k = 0; k < 6 && nhog; k++) /* the target's load eases */
+            ub__pkt_free(hog[--nhog]);
+        ub__engine_expire(e0, t + 2000);
+        ub__engine_expire(e1, t + 1000);
+    }
+    assert_int_equal(r.nacked, r.n);
+    assert_int_equal(r.ndeliv, r.n);
+    assert_int_equal(r.nfailed, 0);
+    assert_int_equal(nack, r.n);
+    assert_int_equal(last, 0); /* the pool back above 25 % free */
+    if (*n_pend)
+        assert_true(cost > 0);
+    printf("  dest fc%s: %u of %u ACKs with rcv_cwnd_pend (max %u), %u cut the window, "
+           "cwnd %" PRIu64 " at the end\n",
+           off ? " off" : "", *n_pend, nack, *max_pend, cost,
+           ub__cc_cwnd(ub__pds_cc(e0->pds, dst)));
+    while (nhog)
+        ub__pkt_free(hog[--nhog]);
+    ub__testbed_destroy(&r.tb);
+}
+
+static void test_dest_fc_penalty(void **state)
+{
+    (void)state;
+    uint32_t n, max;
+    dest_fc_run(false, &n, &max);
+    assert_true(n > 50);
+    assert_true(max >= 110); /* ~19 of 1024 free: 117 */
+    dest_fc_run(true, &n, &max);
+    assert_int_equal(n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -631,7 +761,7 @@ int main(void)
         cmocka_unit_test(test_ecn_echo),          cmocka_unit_test(test_pacing_exact),
         cmocka_unit_test(test_lb_steers_away),    cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_trimmed_nacked),    cmocka_unit_test(test_shared_context),
-        cmocka_unit_test(test_caqm_echo),
+        cmocka_unit_test(test_caqm_echo),         cmocka_unit_test(test_dest_fc_penalty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
