@@ -11,7 +11,8 @@
 #   bench/compare.sh            full run (a few minutes)
 #   QUICK=1 bench/compare.sh    fewer iterations (a smoke run, about a minute)
 # Environment: BUILD_DIR (build-bench), OUT (also write the markdown there), RUN_TIMEOUT
-# (seconds per server/client pair, 90), KEEP=1 (keep every tool's raw output). Installs ucx-utils and libfabric-bin when missing
+# (seconds per server/client pair, 90), KEEP=1 (keep every tool's raw output), SOFTUB_MTU
+# (softub udp datagram size, 9000 for loopback; 1452 is the device's real-network default). Installs ucx-utils and libfabric-bin when missing
 # (as root, or through sudo). Every run is bounded; servers are killed on exit.
 set -euo pipefail
 
@@ -20,6 +21,7 @@ BUILD=${BUILD_DIR:-$ROOT/build-bench}
 QUICK=${QUICK:-0}
 OUT=${OUT:-}
 T=${RUN_TIMEOUT:-90}
+SOFTUB_MTU=${SOFTUB_MTU:-9000}
 WORK=$(mktemp -d /tmp/softub-compare.XXXXXX)
 HOST=127.0.0.1
 PORT_BASE=$((20000 + ($$ % 2000) * 10))
@@ -138,6 +140,7 @@ run_softub() {
     local P=("$PERF")
     local S=(--bind "$HOST" -p PORT --timeout 10000)
     local C=(-p PORT --timeout 10000 -d "$dev")
+    if [ "$dev" = udp ]; then C+=(--mtu "$SOFTUB_MTU"); fi
     if pair "$tr-lat" tcp "${P[@]}" send_lat "${S[@]}" -- "${P[@]}" send_lat "${C[@]}" -s 8 -n "$LAT_N" --warmup 1000 "$HOST"; then
         read -r a b < <(lat_cols "$WORK/$tr-lat.out") && put "$tr" p50 "$a" && put "$tr" p999 "$b"
     fi
@@ -224,7 +227,7 @@ table() {
     local cpu
     cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
     echo "Machine: $(nproc) CPUs ($cpu), Linux $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ);"
-    echo "load average $START_LOAD at start, $END_LOAD at end. Loopback 127.0.0.1 only."
+    echo "load average $START_LOAD at start, $END_LOAD at end. Loopback 127.0.0.1 only; softub udp MTU $SOFTUB_MTU."
     echo "softub $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?'), UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}'), libfabric $(fi_info --version 2>/dev/null | awk '/libfabric:/ {print $2; exit}')"
     echo
     echo "| transport | 8 B lat p50 (us) | 8 B lat p99.9 (us) | 64 KiB BW (MB/s) | 1 MiB BW (MB/s) | 8 B rate (Mpps) |"

@@ -18,6 +18,8 @@
 #define PERF_MAX_SIZE  (8u << 20)
 #define PERF_TOKEN     0x5eedf00dull
 #define PERF_CTL_MAX   65536u
+/* udp MTU towards a loopback peer unless --mtu is given (docs/benchmarks.md; usage()). */
+#define PERF_LOOPBACK_MTU 9000u
 
 enum perf_test {
     T_READ_LAT = 0,

@@ -59,8 +59,10 @@ int perf_setup(struct perf_ep *e)
     if (c->dev == DEV_SHM)
         snprintf(uri, sizeof(uri), "shm://0");
     else
-        snprintf(uri, sizeof(uri), "udp://%s:0?paths=%u%s%s", e->local_ip, c->paths ? c->paths : 1,
-                 c->udp_opts[0] ? "&" : "", c->udp_opts);
+        /* The context's MTU is at most the device's: raise the device's too. */
+        snprintf(uri, sizeof(uri), "udp://%s:0?paths=%u%s%.0u%s%s", e->local_ip,
+                 c->paths ? c->paths : 1, c->mtu ? "&mtu=" : "", c->mtu, c->udp_opts[0] ? "&" : "",
+                 c->udp_opts);
     struct ub_context_attr ca;
     memset(&ca, 0, sizeof(ca));
     ca.progress = c->event ? UB_PROGRESS_AUTO : UB_PROGRESS_MANUAL;

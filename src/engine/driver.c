@@ -26,6 +26,9 @@ int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
 int ub__drive_send(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
                    struct ub__drive_stats *st)
 {
+    /* Nothing to hand out (an idle poll): ub__engine_output would return 0. */
+    if (!ub__engine_pending(e))
+        return 0;
     struct ub__pkt *batch[UB_DRIVE_BATCH];
     int moved = 0;
     for (;;) {

@@ -148,6 +148,11 @@ void ub__ses_fini(struct ub__tl *s)
 
 void ub__ses_pump(struct ub__tl *s, uint64_t now)
 {
+    /* Nothing queued (an idle poll, twice a progress round): every pump below would find
+     * its list empty and do nothing. */
+    if (ub__list_empty(&s->txq) && ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq) &&
+        ub__list_empty(&s->rvq) && ub__list_empty(&s->cmaq))
+        return;
     /* Requests in posting order; one that cannot go on waits at the head (fair, in order). */
     for (struct ub__list *it = s->txq.next; it != &s->txq;) {
         struct ub__wr *w = UB_CONTAINER_OF(it, struct ub__wr, txq);
