@@ -437,6 +437,12 @@ int ub__ses_send_ctl(struct ub__tl *s, const struct ub__addr *dst, const struct 
                      uint16_t stream, uint32_t seq, const struct ub__ses_tail *t, uint64_t cookie,
                      uint64_t now);
 /* Sends a response with data and an R tail (rendezvous READ data or refusal). */
+/*
+ * A packet holding an SES response-with-data header (seq, rc, mod_len, off) and room for n
+ * data bytes at *data. UB_ENOBUFS when the pool is empty.
+ */
+int ub__ses_rsp_data_pkt(struct ub__tl *s, uint32_t seq, uint8_t rc, uint32_t mod_len, uint32_t off,
+                         uint32_t n, struct ub__pkt **out, uint8_t **data);
 int ub__ses_send_rdata(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
                        uint32_t read_id, uint8_t rc, uint32_t mod_len, const struct ub__wr *w,
                        uint64_t off, uint32_t n, uint64_t now);

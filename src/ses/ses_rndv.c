@@ -79,36 +79,13 @@ int ub__ses_send_rdata(struct ub__tl *s, const struct ub__addr *dst, uint16_t st
                        uint64_t off, uint32_t n, uint64_t now)
 {
     struct ub__engine *e = s->eng;
-    struct ub__pkt *p = ub__pkt_alloc(&e->pool);
-    if (!p)
-        return UB_ENOBUFS;
-    struct ub__ses h;
-    memset(&h, 0, sizeof(h));
-    h.kind = UB_PDS_NH_RSP_DATA;
-    struct ub__ses_rsp_data *r = &h.u.rsp_data;
-    r->list = UB_SES_LIST_EXPECTED;
-    r->rc = rc;
-    r->msg_id = (uint16_t)seq;
-    r->job_id = e->cfg.job_id;
-    r->read_req_msg_id = (uint16_t)seq;
-    r->payload_len = (uint16_t)n;
-    r->modified_length = mod_len;
-    r->message_offset = (uint32_t)off;
-    uint8_t *at = ub__pkt_put(p, UB_SES_RSP_DATA_SIZE);
-    struct ub__wcur wc;
-    ub__wcur_init(&wc, at, UB_SES_RSP_DATA_SIZE);
-    int err = ub__ses_encode(&h, &wc);
-    if (!err && n) {
-        uint8_t *d = ub__pkt_put(p, n);
-        if (d)
-            ub__ses_gather(w, off, d, n);
-        else
-            err = UB_ENOBUFS;
-    }
-    if (err) {
-        ub__pkt_free(p);
+    struct ub__pkt *p;
+    uint8_t *room;
+    int err = ub__ses_rsp_data_pkt(s, seq, rc, mod_len, (uint32_t)off, n, &p, &room);
+    if (err)
         return err;
-    }
+    if (n)
+        ub__ses_gather(w, off, room, n);
     uint8_t tail[UB_SES_TAIL_LEN];
     struct ub__ses_tail t = {0, 0, read_id, UB_SES_TAIL_R << 24};
     ub__ses_tail_put(tail, &t);

@@ -217,9 +217,8 @@ void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m)
 
 /* ---- responses ------------------------------------------------------------------------------ */
 
-static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
-                        uint8_t rc, uint32_t mod_len, const uint8_t *data, uint32_t n, uint32_t off,
-                        uint64_t now)
+int ub__ses_rsp_data_pkt(struct ub__tl *s, uint32_t seq, uint8_t rc, uint32_t mod_len, uint32_t off,
+                         uint32_t n, struct ub__pkt **out, uint8_t **data)
 {
     struct ub__engine *e = s->eng;
     struct ub__pkt *p = ub__pkt_alloc(&e->pool);
@@ -241,12 +240,29 @@ static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
     struct ub__wcur w;
     ub__wcur_init(&w, at, UB_SES_RSP_DATA_SIZE);
     int err = ub__ses_encode(&h, &w);
-    if (!err && n)
-        memcpy(ub__pkt_put(p, n), data, n);
+    *data = NULL;
+    if (!err && n && !(*data = ub__pkt_put(p, n)))
+        err = UB_ENOBUFS;
     if (err) {
         ub__pkt_free(p);
         return err;
     }
+    *out = p;
+    return 0;
+}
+
+static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                        uint8_t rc, uint32_t mod_len, const uint8_t *data, uint32_t n, uint32_t off,
+                        uint64_t now)
+{
+    struct ub__engine *e = s->eng;
+    struct ub__pkt *p;
+    uint8_t *room;
+    int err = ub__ses_rsp_data_pkt(s, seq, rc, mod_len, off, n, &p, &room);
+    if (err)
+        return err;
+    if (n)
+        memcpy(room, data, n);
     struct ub__pds_tx tx = {
         .dst = dst, .mode = UB_PDS_RUD, .ses_kind = UB_PDS_NH_RSP_DATA, .ack_req = true};
     tx.ext.stream = stream;
