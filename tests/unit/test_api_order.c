@@ -4,6 +4,7 @@
  * transactions (stale WRITEs, atomics, SENDs) that must not execute twice.
  */
 #include "unit/api_util.h"
+#include "unit/api_tap.h"
 #include "dev/impair.h"
 #include "pds/pds_int.h"
 #include "wire/datagram.h"
@@ -160,67 +161,11 @@ static void test_ab_scenario(void **state)
 
 /* ---- exactly once ------------------------------------------------------------------------ */
 
-struct tap {
-    const struct ub__pds_upcalls *up;
-    void *arg;
-    uint8_t *saved[8];
-    uint32_t saved_len[8];
-    uint32_t n;
-    bool record;
-};
-static struct tap TAP;
-
-static void tap_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
-{
-    (void)arg;
-    if (TAP.record && TAP.n < 8 && rx->hdr->ses_kind == UB_PDS_NH_REQ_STD) {
-        const uint8_t *start = rx->payload - rx->hdr->payload_off;
-        TAP.saved[TAP.n] = malloc(rx->hdr->len);
-        memcpy(TAP.saved[TAP.n], start, rx->hdr->len);
-        TAP.saved_len[TAP.n++] = (uint32_t)rx->hdr->len;
-    }
-    TAP.up->deliver(TAP.arg, rx, now);
-}
-
-static void tap_acked(void *arg, uint64_t c, uint64_t now)
-{
-    (void)arg;
-    TAP.up->acked(TAP.arg, c, now);
-}
-
-static void tap_failed(void *arg, uint64_t c, int err, uint64_t now)
-{
-    (void)arg;
-    TAP.up->failed(TAP.arg, c, err, now);
-}
-
-static const struct ub__pds_upcalls tap_up = {tap_deliver, tap_acked, tap_failed};
-
-/* Delivers saved packet i to node 1's transaction layer again, as a re-established PDC would. */
-static void redeliver(uint32_t i)
-{
-    struct ub__wire_dgram d;
-    assert_int_equal(ub__wire_parse_datagram(&d, TAP.saved[i], TAP.saved_len[i], 0), 0);
-    struct ub__addr src;
-    ub__addr_loop(&src, 0);
-    struct ub__pds_rx rx = {.src = &src,
-                            .incarnation = d.ext.incarnation,
-                            .mode = UB_PDS_RUD,
-                            .hdr = &d,
-                            .payload = TAP.saved[i] + d.payload_off,
-                            .payload_len = (uint32_t)d.payload_len};
-    TAP.up->deliver(TAP.arg, &rx, ub__ctx_now(T.ctx[1]));
-}
-
 static void test_exactly_once(void **state)
 {
     (void)state;
     setup();
-    struct ub__pds *pds = T.ctx[1]->eng.pds;
-    memset(&TAP, 0, sizeof(TAP));
-    TAP.up = pds->up;
-    TAP.arg = pds->up_arg;
-    ub__pds_set_upcalls(pds, &tap_up, NULL);
+    tap_install(T.ctx[1], 8);
     TAP.record = true;
     struct ub_cr cr;
     struct ub_sge sg;
@@ -235,7 +180,7 @@ static void test_exactly_once(void **state)
     memset(M0, 2, 64);
     assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
     assert_int_equal(tnet_wait(&T, 0, &cr), 1);
-    redeliver(0);
+    tap_redeliver(0);
     for (int i = 0; i < 20; i++)
         tnet_step(&T, 1000);
     assert_int_equal(M1[0], 2);
@@ -257,8 +202,8 @@ static void test_exactly_once(void **state)
     TAP.record = false;
     assert_int_equal(old, 100);
     uint64_t resent = T.ctx[1]->ses.st.rsp_resent;
-    redeliver(1);
-    redeliver(1);
+    tap_redeliver(1);
+    tap_redeliver(1);
     for (int i = 0; i < 20; i++)
         tnet_step(&T, 1000);
     assert_int_equal(*word, 105);
@@ -285,12 +230,11 @@ static void test_exactly_once(void **state)
     TAP.record = false;
     assert_int_equal(tnet_wait(&T, 1, &cr), 1);
     assert_int_equal(cr.user_ctx, 1);
-    redeliver(2);
+    tap_redeliver(2);
     for (int i = 0; i < 20; i++)
         tnet_step(&T, 1000);
     assert_int_equal(ub_poll_jfc(T.jfc[1], 1, &cr), 0);
-    for (uint32_t i = 0; i < TAP.n; i++)
-        free(TAP.saved[i]);
+    tap_free();
     teardown();
 }
 

@@ -6,6 +6,7 @@
  * Manual clock, scripted impairments on the loop fabric.
  */
 #include "unit/api_util.h"
+#include "unit/api_tap.h"
 #include "dev/impair.h"
 #include "pds/pds_int.h"
 #include "wire/datagram.h"
@@ -329,88 +330,29 @@ static void test_pack_order(void **state)
 
 /* ---- loss, reordering, duplication, re-delivery ------------------------------------------- */
 
-struct tap {
-    const struct ub__pds_upcalls *up;
-    void *arg;
-    uint8_t *saved[4];
-    uint32_t saved_len[4];
-    uint32_t n;
-    bool record, swallow;
-};
-static struct tap TAP;
-
-static void tap_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
+/* Captures packed requests only; SOFTUB_PACK_CORPUS=DIR also writes them out as fuzz_pack seeds. */
+static bool keep_pack(const struct ub__pds_rx *rx)
 {
-    (void)arg;
-    if (TAP.record && TAP.n < 4 && rx->hdr->ses_kind == UB_PDS_NH_REQ_STD &&
-        ub__ses_is_pack(rx->hdr)) {
-        const uint8_t *start = rx->payload - rx->hdr->payload_off;
-        TAP.saved[TAP.n] = malloc(rx->hdr->len);
-        memcpy(TAP.saved[TAP.n], start, rx->hdr->len);
-        TAP.saved_len[TAP.n++] = (uint32_t)rx->hdr->len;
-        const char *dir = getenv("SOFTUB_PACK_CORPUS"); /* seeds for fuzz_pack */
-        if (dir) {
-            static unsigned seeds;
-            char path[512];
-            snprintf(path, sizeof(path), "%s/captured_%u.bin", dir, ++seeds);
-            FILE *f = fopen(path, "wb");
-            if (f) {
-                fwrite(rx->payload, 1, rx->payload_len, f);
-                fclose(f);
-            }
+    if (!ub__ses_is_pack(rx->hdr))
+        return false;
+    const char *dir = getenv("SOFTUB_PACK_CORPUS");
+    if (dir) {
+        static unsigned seeds;
+        char path[512];
+        snprintf(path, sizeof(path), "%s/captured_%u.bin", dir, ++seeds);
+        FILE *f = fopen(path, "wb");
+        if (f) {
+            fwrite(rx->payload, 1, rx->payload_len, f);
+            fclose(f);
         }
-        if (TAP.swallow)
-            return;
     }
-    TAP.up->deliver(TAP.arg, rx, now);
+    return true;
 }
 
-static void tap_acked(void *arg, uint64_t c, uint64_t now)
+static void tap_install_pack(void)
 {
-    (void)arg;
-    TAP.up->acked(TAP.arg, c, now);
-}
-
-static void tap_failed(void *arg, uint64_t c, int err, uint64_t now)
-{
-    (void)arg;
-    TAP.up->failed(TAP.arg, c, err, now);
-}
-
-static const struct ub__pds_upcalls tap_up = {tap_deliver, tap_acked, tap_failed};
-
-static void tap_install(void)
-{
-    struct ub__pds *pds = T.ctx[1]->eng.pds;
-    for (uint32_t i = 0; i < TAP.n; i++)
-        free(TAP.saved[i]);
-    memset(&TAP, 0, sizeof(TAP));
-    TAP.up = pds->up;
-    TAP.arg = pds->up_arg;
-    ub__pds_set_upcalls(pds, &tap_up, NULL);
-}
-
-static void tap_free(void)
-{
-    for (uint32_t i = 0; i < TAP.n; i++)
-        free(TAP.saved[i]);
-    TAP.n = 0;
-}
-
-/* Delivers saved packet i (or a copy changed by the caller) to node 1's transaction layer. */
-static void redeliver_buf(const uint8_t *buf, uint32_t len)
-{
-    struct ub__wire_dgram d;
-    assert_int_equal(ub__wire_parse_datagram(&d, buf, len, 0), 0);
-    struct ub__addr src;
-    ub__addr_loop(&src, 0);
-    struct ub__pds_rx rx = {.src = &src,
-                            .incarnation = d.ext.incarnation,
-                            .mode = UB_PDS_RUD,
-                            .hdr = &d,
-                            .payload = buf + d.payload_off,
-                            .payload_len = (uint32_t)d.payload_len};
-    TAP.up->deliver(TAP.arg, &rx, ub__ctx_now(T.ctx[1]));
+    tap_install(T.ctx[1], 4);
+    TAP.keep = keep_pack;
 }
 
 /* One post list of 8 SENDs, 8 WRITEs and 8 FADDs on one word. */
@@ -500,7 +442,7 @@ static void test_pack_redelivered(void **state)
     (void)state;
     setup();
     post_recvs(0, 8);
-    tap_install();
+    tap_install_pack();
     TAP.record = true;
     static struct ub_sge sg[24];
     static struct ub_wr wr[24];
@@ -511,7 +453,7 @@ static void test_pack_redelivered(void **state)
     assert_int_equal(TAP.n, 1);
     uint64_t resent = T.ctx[1]->ses.st.rsp_resent, exec = T.ctx[1]->ses.st.executed;
     memset(M1, 0, 64); /* a stale WRITE would show here */
-    redeliver_buf(TAP.saved[0], TAP.saved_len[0]);
+    tap_redeliver_buf(TAP.saved[0], TAP.saved_len[0]);
     for (int i = 0; i < 50; i++)
         tnet_step(&T, 1000);
     assert_int_equal(T.ctx[1]->ses.st.executed, exec);
@@ -581,7 +523,7 @@ static void test_pack_malformed(void **state)
 {
     (void)state;
     setup();
-    tap_install();
+    tap_install_pack();
     TAP.record = true;
     TAP.swallow = true; /* PDS acknowledges it; the transaction layer never sees it */
     static struct ub_sge sg[8];
@@ -613,13 +555,13 @@ static void test_pack_malformed(void **state)
     }
     assert_int_equal(off, d.payload_len);
     pl[last + 1]++;
-    redeliver_buf(bad, TAP.saved_len[0]);
+    tap_redeliver_buf(bad, TAP.saved_len[0]);
     memcpy(bad, TAP.saved[0], TAP.saved_len[0]);
     pl[last + 2 + 16 + 8] |= UB_SES_TAIL_P; /* tail flags of the last record */
-    redeliver_buf(bad, TAP.saved_len[0]);
+    tap_redeliver_buf(bad, TAP.saved_len[0]);
     memcpy(bad, TAP.saved[0], TAP.saved_len[0]);
     pl[2 + 1] = 3; /* first record: extension hlen 3 words, too short */
-    redeliver_buf(bad, TAP.saved_len[0]);
+    tap_redeliver_buf(bad, TAP.saved_len[0]);
     free(bad);
     for (int i = 0; i < 20; i++)
         tnet_step(&T, 1000);
@@ -628,7 +570,7 @@ static void test_pack_malformed(void **state)
     for (int i = 0; i < 64; i++)
         assert_int_equal(M1[i], 0);
     /* The intact pack: all eight run. */
-    redeliver_buf(TAP.saved[0], TAP.saved_len[0]);
+    tap_redeliver_buf(TAP.saved[0], TAP.saved_len[0]);
     struct ub_cr cr[8];
     collect(0, cr, 8);
     for (uint32_t i = 0; i < 8; i++)

@@ -4,6 +4,7 @@
  * toward its completion twice.
  */
 #include "unit/api_util.h"
+#include "unit/api_tap.h"
 #include "core/rand.h"
 #include "dev/impair.h"
 #include "pds/pds_int.h"
@@ -75,56 +76,6 @@ static struct tnet T;
 static uint8_t *M0, *M1;
 static ub_seg *S0, *S1;
 
-struct tap {
-    const struct ub__pds_upcalls *up;
-    void *arg;
-    uint8_t *saved[4];
-    uint32_t saved_len[4];
-    uint32_t n;
-};
-static struct tap TAP;
-
-static void tap_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
-{
-    (void)arg;
-    if (TAP.n < 4 && rx->hdr->ses_kind == UB_PDS_NH_REQ_STD) {
-        const uint8_t *start = rx->payload - rx->hdr->payload_off;
-        TAP.saved[TAP.n] = malloc(rx->hdr->len);
-        memcpy(TAP.saved[TAP.n], start, rx->hdr->len);
-        TAP.saved_len[TAP.n++] = (uint32_t)rx->hdr->len;
-    }
-    TAP.up->deliver(TAP.arg, rx, now);
-}
-
-static void tap_acked(void *arg, uint64_t c, uint64_t now)
-{
-    (void)arg;
-    TAP.up->acked(TAP.arg, c, now);
-}
-
-static void tap_failed(void *arg, uint64_t c, int err, uint64_t now)
-{
-    (void)arg;
-    TAP.up->failed(TAP.arg, c, err, now);
-}
-
-static const struct ub__pds_upcalls tap_up = {tap_deliver, tap_acked, tap_failed};
-
-static void redeliver(uint32_t i)
-{
-    struct ub__wire_dgram d;
-    assert_int_equal(ub__wire_parse_datagram(&d, TAP.saved[i], TAP.saved_len[i], 0), 0);
-    struct ub__addr src;
-    ub__addr_loop(&src, 0);
-    struct ub__pds_rx rx = {.src = &src,
-                            .incarnation = d.ext.incarnation,
-                            .mode = UB_PDS_RUD,
-                            .hdr = &d,
-                            .payload = TAP.saved[i] + d.payload_off,
-                            .payload_len = (uint32_t)d.payload_len};
-    TAP.up->deliver(TAP.arg, &rx, ub__ctx_now(T.ctx[1]));
-}
-
 /* op: a 3-packet WRITE or SEND whose last packet is held back; its first packet is delivered
  * again meanwhile. Byte counting would complete it with a hole; the tracker does not. */
 static void dup_within(bool send)
@@ -136,11 +87,8 @@ static void dup_within(bool send)
     assert_int_equal(ub_seg_register(T.ctx[1], M1, 1 << 20, ALL_ACCESS, 2, &S1), 0);
     ub_tseg *ts = tnet_import_seg(&T, 0, S1, 2);
     ub_tjetty *tj = tnet_import_jetty(&T, 0, 1);
-    struct ub__pds *pds = T.ctx[1]->eng.pds;
-    memset(&TAP, 0, sizeof(TAP));
-    TAP.up = pds->up;
-    TAP.arg = pds->up_arg;
-    ub__pds_set_upcalls(pds, &tap_up, NULL);
+    tap_install(T.ctx[1], 4);
+    TAP.record = true;
     uint32_t len = 2 * T.ctx[0]->ses.max_payload + 1000; /* three packets, the last short */
     fill_pattern(M0, len, 9);
     if (send) {
@@ -169,9 +117,9 @@ static void dup_within(bool send)
         tnet_step(&T, 1000);
     assert_int_equal(TAP.n, 2);
     uint64_t dup = T.ctx[1]->ses.st.dup_bytes;
-    redeliver(0);
-    redeliver(1);
-    redeliver(0);
+    tap_redeliver(0);
+    tap_redeliver(1);
+    tap_redeliver(0);
     assert_true(T.ctx[1]->ses.st.dup_bytes >= dup + 3ull * T.ctx[0]->ses.max_payload);
     for (int i = 0; i < 20; i++)
         tnet_step(&T, 1000);
@@ -197,8 +145,7 @@ static void dup_within(bool send)
             tnet_step(&T, 1000);
         assert_int_equal(ub_poll_jfc(T.jfc[1], 1, &cr), 0); /* one record, not two */
     }
-    for (uint32_t i = 0; i < TAP.n; i++)
-        free(TAP.saved[i]);
+    tap_free();
     tnet_fini(&T);
     free(M0);
     free(M1);
