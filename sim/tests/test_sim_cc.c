@@ -242,21 +242,6 @@ static void incast_run(const char *label, const uint32_t *src, uint32_t n, uint6
             qb[ns] = down->qbytes;
             ns++;
         }
-        if (getenv("CC_TRACE") && ns % 10 == 0) {
-            struct ub__addr d0;
-            ub__addr_loop(&d0, 0);
-            print_message("t %6.0f q %6" PRIu64, us(t), down->qbytes);
-            for (uint32_t i = 0; i < n; i++) {
-                const struct ub__cc *c = ub__pds_cc(ub_sim_softub_engine(f.s, src[i])->pds, &d0);
-                if (!c)
-                    continue;
-                print_message(" | %u w%6" PRIu64 " b%5" PRIu64 " d%5" PRIu64 " md%3" PRIu64
-                              " qa%2" PRIu64,
-                              src[i], c->cwnd, c->u.nscc.base_rtt, c->u.nscc.avg_delay_q8 >> 8,
-                              c->st.md, c->st.quick_adapt);
-            }
-            print_message("\n");
-        }
     }
     assert_true(first >= 40 && first < MAXS);
     uint32_t a = first / 2, b = first - 1;
@@ -428,20 +413,6 @@ static void aqm_incast(const char *cc, bool caqm, uint64_t size, uint64_t warm_u
         if (t == warm_us * UB_SIM_PS_PER_US) {
             all = down->st.max_qbytes;
             down->st.max_qbytes = down->qbytes; /* the peak from here on */
-        }
-        if (getenv("CC_TRACE") && (t / SLICE) % 5 == 0 && !sim->flows_done) {
-            struct ub__addr d0;
-            ub__addr_loop(&d0, 0);
-            print_message("t %5.0f q %.2f drops %" PRIu64, us(t),
-                          (double)down->qbytes / (double)f.bdp, sim->ctr.drops);
-            for (uint32_t i = 1; i <= N; i += 5) {
-                const struct ub__cc *c = ub__pds_cc(ub_sim_softub_engine(f.s, i)->pds, &d0);
-                if (c)
-                    print_message(" | %u r%5.1f w%6" PRIu64 " if%6" PRIu64, i,
-                                  (double)c->rate * 8 / 1e9, c->cwnd,
-                                  ub__pds_cc_inflight(ub_sim_softub_engine(f.s, i)->pds, &d0));
-            }
-            print_message("\n");
         }
         if (t > warm_us * UB_SIM_PS_PER_US && !sim->flows_done) {
             qsum += down->qbytes;
