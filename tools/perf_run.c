@@ -269,6 +269,7 @@ static int serve_until_msg(struct perf_ep *e, void *msg, size_t cap, uint64_t ex
             return rc;
     }
     e->ctl_seen = want;
+    ub_progress(e->ctx); /* what this endpoint still owes the peer leaves first */
     return ub_bootstrap_recv(e->b, msg, cap, e->timeout_ms);
 }
 
@@ -477,6 +478,7 @@ static int pong(struct perf_ep *e, const struct perf_run *r, void *msg, size_t c
         }
         if (*ctl_word(e) > e->ctl_seen) {
             e->ctl_seen++;
+            ub_progress(e->ctx); /* what this endpoint still owes the peer leaves first */
             return ub_bootstrap_recv(e->b, msg, cap, e->timeout_ms);
         }
         int rc = step(e);

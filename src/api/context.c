@@ -96,6 +96,9 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
     uint32_t dpaths = ub__dev_num_paths(ctx->dev);
     ec.num_paths = attr->num_paths && attr->num_paths < dpaths ? attr->num_paths : dpaths;
     failure_bound(attr, &ec.pds);
+    /* Real devices: an ACK, a response and the next request to a peer share one datagram. */
+    const char *nb = getenv("SOFTUB_BUNDLE");
+    ec.bundle = (x->kind == UB_CTX_UDP || x->kind == UB_CTX_MULTI) && !(nb && strcmp(nb, "0") == 0);
     int rc = ub__engine_init(&ctx->eng, &ec);
     if (rc)
         return rc;
@@ -119,6 +122,9 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
     x->wake_fd = -1;
     x->epfd = -1;
     x->spin_ns = (uint64_t)(attr->spin_us ? attr->spin_us : UB_API_DEFAULT_SPIN_US) * UB_NS_PER_US;
+    /* A loop fabric is driven in lock step by tests: nothing held there. */
+    x->hold_off =
+        x->kind == UB_CTX_LOOP || attr->progress == UB_PROGRESS_AUTO || !ub__hold_enabled();
     return 0;
 }
 
@@ -246,7 +252,9 @@ UB_EXPORT int ub_context_close(ub_context *ctx)
         return UB_EINVAL;
     struct ub__ctx *x = ub__ctx_of(ctx);
     ub__progress_stop(x); /* no one else drives it from here on */
+    ub__hold_stop(x);
     ub__ctx_lock(ctx);
+    ub__ctx_flush_held(ctx); /* what the peers are owed (ACKs) still leaves */
     ctx->closing = true;
     struct ub__list *l;
     while (!ub__list_empty(&ctx->jettys))
@@ -299,6 +307,16 @@ UB_EXPORT int ub_context_close(ub_context *ctx)
     return 0;
 }
 
+/* Records waiting in the context's JFCs (nobody polls them during a round). */
+static uint64_t cq_records(const ub_context *ctx)
+{
+    uint64_t n = 0;
+    const struct ub__list *it;
+    UB_LIST_FOR_EACH(it, &ctx->jfcs)
+    n += UB_CONTAINER_OF(it, ub_jfc, link)->count;
+    return n;
+}
+
 int ub__ctx_progress_locked(ub_context *ctx)
 {
     struct ub__ctx *x = ub__ctx_of(ctx);
@@ -309,13 +327,30 @@ int ub__ctx_progress_locked(ub_context *ctx)
      * Posted requests, then receive, timers, the transaction layer again (requests just
      * received become responses), and one output batch: an ACK and the response to the
      * request it acknowledges leave in one send call (sendmmsg), not two.
+     *
+     * Manual progress: when the round produced completion records, the application is
+     * about to react to them, typically by posting: the output waits for that post (or
+     * the next round, or the watchdog), so the ACK, the response and the new request
+     * leave as one datagram bundle (hold.c).
      */
+    bool manual = !x->hold_off && ctx->attr.progress != UB_PROGRESS_AUTO;
+    int n = 0;
+    if (x->tx_held) {
+        x->tx_held = false;
+        n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
+    }
     ub__ses_pump(&ctx->ses, now);
     ctx->drive.rounds++;
-    int n = ub__drive_recv(&ctx->eng, ctx->dev, now, &ctx->drive);
+    uint64_t cq0 = manual ? cq_records(ctx) : 0;
+    n += ub__drive_recv(&ctx->eng, ctx->dev, now, &ctx->drive);
     if (ub__engine_next_deadline(&ctx->eng) <= now)
         ub__engine_expire(&ctx->eng, now);
     ub__ses_pump(&ctx->ses, now);
+    if (manual && ub__engine_pending(&ctx->eng) && cq_records(ctx) > cq0) {
+        ub__ctx_hold(ctx);
+        if (x->tx_held)
+            return n < 0 ? 1 : n + 1;
+    }
     n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
     if (ub__engine_pending(&ctx->eng))
         n += ub__drive_once(&ctx->eng, ctx->dev, now, &ctx->drive);

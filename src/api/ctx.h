@@ -32,6 +32,19 @@ struct ub__ctx {
     struct ub__dev *udp, *shm; /* the devices under c.dev (one of them is c.dev unless MULTI) */
     struct ub__addr shm_addr;  /* alternative address advertised in descriptors (MULTI) */
     uint32_t host_id;          /* this host's boot id hash: shm peers must share it */
+    /*
+     * Held output (hold.c): in manual progress a round that produced completion records
+     * keeps its output (ACKs, responses) for the application's reaction (usually its next
+     * post), so one datagram carries both; a watchdog thread sends what stays held.
+     */
+    bool tx_held;  /* under lock */
+    bool hold_off; /* never hold: automatic progress, loop fabric, SOFTUB_HOLD=0 */
+    bool hold_started;
+    atomic_uint_fast64_t hold_gen; /* holds so far */
+    atomic_bool hold_stop, hold_parked;
+    pthread_t hold_thread;
+    pthread_mutex_t hold_mu;
+    pthread_cond_t hold_cv;
     /* automatic progress */
     pthread_t thread;
     bool thread_started;
@@ -48,6 +61,17 @@ static inline struct ub__ctx *ub__ctx_of(const ub_context *c)
 {
     return (struct ub__ctx *)(uintptr_t)c;
 }
+
+/* ---- hold.c ---- */
+bool ub__hold_enabled(void);
+/* Keeps the engine's output for the application's reaction; the caller holds the lock. */
+void ub__ctx_hold(ub_context *ctx);
+/* Sends output held back, if any; the caller holds the lock. */
+void ub__ctx_flush_held(ub_context *ctx);
+/* Ends the watchdog (context close). */
+void ub__hold_stop(struct ub__ctx *x);
+/* pthread_create with every signal blocked in the new thread (they are the application's). */
+int ub__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* ---- progress.c ---- */
 /* One round at the context's clock; the caller holds the lock. Returns the work done. */

@@ -22,6 +22,8 @@ static int post_send_impl(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
     /* Automatic progress: the packets go out now rather than at the thread's next round. */
     if (ctx->attr.progress == UB_PROGRESS_AUTO && ub__engine_pending(&ctx->eng))
         ub__ctx_progress_locked(ctx);
+    else
+        ub__ctx_flush_held(ctx); /* the request joins the ACKs and responses held for it */
     return rc;
 }
 

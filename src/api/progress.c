@@ -125,6 +125,17 @@ void ub__progress_kick(struct ub__ctx *x)
     }
 }
 
+int ub__thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    /* The thread must not take the application's signals. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 int ub__progress_start(struct ub__ctx *x)
 {
     x->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -141,14 +152,8 @@ int ub__progress_start(struct ub__ctx *x)
             goto fail;
     }
     atomic_store(&x->stop, false);
-    /* The thread must not take the application's signals. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
     x->thread_started = true;
-    int rc = pthread_create(&x->thread, NULL, progress_main, x);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
+    if (ub__thread_create(&x->thread, progress_main, x) != 0) {
         x->thread_started = false;
         goto fail;
     }

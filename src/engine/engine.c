@@ -3,6 +3,7 @@
 #include <softub/errors.h>
 #include "core/clock.h"
 #include "engine/engine.h"
+#include "wire/bundle.h"
 #include "wire/datagram.h"
 
 static void set_defaults(struct ub__engine_cfg *c)
@@ -121,12 +122,129 @@ static void input_one(struct ub__engine *e, struct ub__pkt *p, uint64_t now)
         e->stats.rx_unsupported++;
 }
 
+/*
+ * A bundle: each record runs as a packet of its own, in place (the buffer is borrowed for
+ * the upcall only, nothing below keeps a received packet), with the datagram's source,
+ * path, ECN and time.
+ */
+static void input_bundle(struct ub__engine *e, struct ub__pkt *p, uint64_t now)
+{
+    if (ub__bundle_check(p->data, p->len) < 0) {
+        e->stats.rx_pkts++;
+        e->stats.rx_bytes += p->len;
+        e->stats.rx_malformed++;
+        UB_LOG(e->cfg.log, UB_LOG_DEBUG, "dropped malformed bundle (%u B)", p->len);
+        return;
+    }
+    uint8_t *data = p->data;
+    uint32_t len = p->len, wire = p->wire_len;
+    const uint8_t *rec;
+    size_t off = 0, rlen;
+    e->stats.rx_bundles++;
+    while (ub__bundle_next(data, len, &off, &rec, &rlen)) {
+        p->data = data + (rec - data);
+        p->len = (uint32_t)rlen;
+        p->wire_len = 0;
+        e->stats.rx_bundled++;
+        input_one(e, p, now);
+    }
+    p->data = data;
+    p->len = len;
+    p->wire_len = wire;
+}
+
 void ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n, uint64_t now)
 {
     for (uint32_t i = 0; i < n; i++) {
-        input_one(e, pkts[i], now);
-        ub__pkt_free(pkts[i]);
+        struct ub__pkt *p = pkts[i];
+        if (ub__bundle_is(p->data, p->len))
+            input_bundle(e, p, now);
+        else
+            input_one(e, p, now);
+        ub__pkt_free(p);
     }
+}
+
+static bool bundle_member(const struct ub__pkt *p)
+{
+    return p->len > 0 && p->len <= UB_ENGINE_BUNDLE_MEMBER && !p->wire_len;
+}
+
+/*
+ * Whether q may share a datagram with a bundle for p's destination and path whose ECN
+ * codepoint is *ecn so far. 0 (the device's default: ACKs, control) goes with anything;
+ * the bundle takes the codepoint its data packets ask for.
+ */
+static bool same_hop(const struct ub__engine *e, const struct ub__pkt *p, const struct ub__pkt *q,
+                     uint8_t *ecn)
+{
+    /* Entropy values select a device path modulo the paths there are. */
+    if (q->path % e->cfg.num_paths != p->path % e->cfg.num_paths ||
+        (q->ecn && *ecn && q->ecn != *ecn) || !ub__addr_eq(&q->addr, &p->addr))
+        return false;
+    if (q->ecn)
+        *ecn = q->ecn;
+    return true;
+}
+
+#define BUNDLE_SCAN 64 /* packets of one batch looked at together */
+
+/*
+ * Rewrites pkts[0, n) with the small packets of each (destination, path, ECN) bundled
+ * into one datagram at the place of the first of them (up to the MTU, in their order);
+ * the others keep their places. Returns the new count. Without a free buffer, nothing
+ * is bundled.
+ */
+static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32_t n)
+{
+    uint32_t out = 0;
+    for (uint32_t base = 0; base < n; base += BUNDLE_SCAN) {
+        uint32_t end = n - base < BUNDLE_SCAN ? n : base + BUNDLE_SCAN;
+        uint64_t taken = 0;
+        for (uint32_t i = base; i < end; i++) {
+            if (taken >> (i - base) & 1)
+                continue;
+            struct ub__pkt *p = pkts[i];
+            uint64_t mine = 0;
+            size_t bytes = p->len, cnt = 1;
+            uint8_t ecn = p->ecn;
+            if (bundle_member(p))
+                for (uint32_t j = i + 1; j < end; j++) {
+                    struct ub__pkt *q = pkts[j];
+                    uint8_t e2 = ecn;
+                    if (!(taken >> (j - base) & 1) && bundle_member(q) &&
+                        ub__bundle_size(bytes + q->len, cnt + 1) <= e->cfg.mtu &&
+                        same_hop(e, p, q, &e2)) {
+                        ecn = e2;
+                        mine |= 1ull << (j - base);
+                        bytes += q->len;
+                        cnt++;
+                    }
+                }
+            struct ub__pkt *b = mine ? ub__pkt_alloc(&e->pool) : NULL;
+            if (!b) {
+                pkts[out++] = p;
+                continue;
+            }
+            uint8_t *w = ub__pkt_put(b, (uint32_t)ub__bundle_size(bytes, cnt));
+            w += ub__bundle_put_hdr(w);
+            w += ub__bundle_put_rec(w, p->data, p->len);
+            for (uint32_t j = i + 1; j < end; j++)
+                if (mine >> (j - base) & 1) {
+                    w += ub__bundle_put_rec(w, pkts[j]->data, pkts[j]->len);
+                    ub__pkt_free(pkts[j]);
+                }
+            taken |= mine;
+            b->addr = p->addr;
+            b->path = p->path;
+            b->ecn = ecn;
+            ub__pkt_free(p);
+            e->stats.tx_bundles++;
+            e->stats.tx_bundled += cnt;
+            pkts[out++] = b;
+        }
+    }
+    return out;
 }
 
 uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t max, uint64_t now)
@@ -136,11 +254,13 @@ uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t
     while (n < max && (p = ub__ring_pop(&e->txq)) != NULL)
         pkts[n++] = p;
     n += ub__pds_pull(e->pds, pkts + n, max - n, now);
-    for (uint32_t i = 0; i < n; i++) {
-        pkts[i]->ts = now;
+    for (uint32_t i = 0; i < n; i++)
         e->stats.tx_bytes += pkts[i]->len;
-    }
     e->stats.tx_pkts += n;
+    if (e->cfg.bundle && n > 1)
+        n = bundle_batch(e, pkts, n);
+    for (uint32_t i = 0; i < n; i++)
+        pkts[i]->ts = now;
     return n;
 }
 

@@ -36,11 +36,17 @@
 /* Zero fields take the defaults below. */
 struct ub__engine_cfg {
     uint64_t seed;
-    uint32_t mtu;              /* largest datagram, all headers included */
-    uint32_t num_paths;        /* entropy values the device offers */
-    uint32_t pool_bufs;        /* packet buffers owned by the engine */
-    uint32_t txq_cap;          /* datagrams waiting for the driver */
-    uint32_t job_id;           /* SES job id stamped on outgoing requests (24 bits) */
+    uint32_t mtu;       /* largest datagram, all headers included */
+    uint32_t num_paths; /* entropy values the device offers */
+    uint32_t pool_bufs; /* packet buffers owned by the engine */
+    uint32_t txq_cap;   /* datagrams waiting for the driver */
+    uint32_t job_id;    /* SES job id stamped on outgoing requests (24 bits) */
+    /*
+     * Small packets of one output batch for the same destination and path leave as one
+     * datagram bundle (wire/bundle.h): fewer system calls and trips through the kernel's
+     * stack. Bundles are always accepted on input.
+     */
+    bool bundle;
     const struct ub__log *log; /* may be NULL */
     struct ub__pds_cfg pds;    /* packet delivery; zero fields take its defaults */
 };
@@ -49,9 +55,14 @@ struct ub__engine_cfg {
 #define UB_ENGINE_DEFAULT_PATHS 1
 #define UB_ENGINE_DEFAULT_POOL  4096
 #define UB_ENGINE_DEFAULT_TXQ   1024
-#define UB_ENGINE_HEADROOM      64 /* lower layers may prepend (TSS) without a copy */
+#define UB_ENGINE_HEADROOM      64   /* lower layers may prepend (TSS) without a copy */
+#define UB_ENGINE_BUNDLE_MEMBER 1024 /* packets up to this size are bundled */
 
-/* What the engine counted. Every received datagram lands in exactly one rx_* outcome. */
+/*
+ * What the engine counted. Every received packet lands in exactly one rx_* outcome (the
+ * packets of a bundle one by one; a malformed bundle as one malformed packet). tx_pkts
+ * counts packets before bundling.
+ */
 struct ub__engine_stats {
     uint64_t rx_pkts, rx_bytes;
     uint64_t rx_delivered;   /* handed to a service */
@@ -61,6 +72,8 @@ struct ub__engine_stats {
     uint64_t tx_queue_full; /* sends refused: the output queue was full */
     uint64_t tx_nobufs;     /* sends refused: the packet pool was empty */
     uint64_t timers_fired;
+    uint64_t tx_bundles, tx_bundled; /* bundles sent, packets inside them */
+    uint64_t rx_bundles, rx_bundled; /* well-formed bundles received, packets inside them */
 };
 
 /* A received datagram, as a service sees it. The bytes are valid during the upcall only. */

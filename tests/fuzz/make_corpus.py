@@ -64,6 +64,13 @@ def with_nh(pds, nh):
     return bytes(b)
 
 
+def bundle(*pkts):
+    out = bytes([0xF8])
+    for p in pkts:
+        out += len(p).to_bytes(2, "big") + p
+    return out
+
+
 def flip(b, i, mask):
     b = bytearray(b)
     b[i] ^= mask
@@ -134,6 +141,12 @@ CORPUS = {
         "tss_write": TSS_SSI + with_nh(RUD_REQ, 15) + EXT_RO + STD_SOM + bytes(16) + bytes(16),
         "uud_small": with_nh(UUD, 1) + SMALL + bytes(0x10),
         "bad_len": with_nh(RUD_REQ, 3) + STD_MID + bytes(0xFF),
+    },
+    "fuzz_bundle": {
+        "two": h("f8 0003 400102 0001 17"),
+        "one": h("f8 0001 17"),
+        "nested": h("f8 0004 f8000117"),
+        "ack_write": bundle(with_nh(ACK, 4) + RSP, RUD_REQ + STD_SOM),
     },
 }
 

@@ -10,6 +10,7 @@
 #include <softub/errors.h>
 #include "core/clock.h"
 #include "engine/testbed.h"
+#include "wire/bundle.h"
 #include "wire/datagram.h"
 
 struct rx_log {
@@ -175,6 +176,69 @@ static void test_malformed_and_unsupported(void **state)
     ub__engine_fini(&e);
 }
 
+/*
+ * Bundles: small datagrams of one batch to one destination and path leave as one bundle,
+ * in order, with the datagram of another destination keeping its place; big ones and other
+ * paths do not join. The receiver runs every record; a malformed bundle is one malformed
+ * packet and delivers nothing.
+ */
+static void test_bundles(void **state)
+{
+    (void)state;
+    struct ub__engine tx, rx;
+    struct ub__engine_cfg ec = {.seed = 1, .mtu = 2048, .num_paths = 2, .bundle = true};
+    assert_int_equal(ub__engine_init(&tx, &ec), 0);
+    ec.bundle = false;
+    assert_int_equal(ub__engine_init(&rx, &ec), 0);
+    struct rx_log *log = calloc(1, sizeof(*log));
+    ub__engine_set_upcalls(&rx, &upcalls, log);
+    struct ub__addr a, b;
+    ub__addr_loop(&a, 1);
+    ub__addr_loop(&b, 2);
+    static uint8_t big[1500];
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 10, "x", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &b, 0, 1, 11, "y", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 12, "z", 1, 0), 0); /* other path */
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 13, big, sizeof(big), 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 2, 1, 14, "w", 1, 0), 0); /* path 2 = 0 */
+    struct ub__pkt *p[8];
+    uint32_t n = ub__engine_output(&tx, p, 8, 5);
+    assert_int_equal(n, 4);
+    uint32_t one = UB_PDS_UUD_SIZE + UB_SES_STD_SIZE + 1;
+    assert_true(ub__bundle_is(p[0]->data, p[0]->len)); /* 10 and 14 */
+    assert_int_equal(p[0]->len, ub__bundle_size(2 * one, 2));
+    assert_int_equal(p[0]->ts, 5);
+    assert_true(ub__addr_eq(&p[0]->addr, &a));
+    assert_int_equal(p[1]->len, one); /* 11, to b */
+    assert_int_equal(p[2]->len, one); /* 12, path 1 */
+    assert_int_equal(p[3]->len, one - 1 + sizeof(big));
+    assert_int_equal(tx.stats.tx_pkts, 5);
+    assert_int_equal(tx.stats.tx_bundles, 1);
+    assert_int_equal(tx.stats.tx_bundled, 2);
+    ub__engine_input(&rx, &p[0], 1, 6);
+    assert_int_equal(log->n, 2);
+    assert_int_equal(log->imm[0], 10);
+    assert_int_equal(log->imm[1], 14);
+    assert_int_equal(rx.stats.rx_bundles, 1);
+    assert_int_equal(rx.stats.rx_pkts, 2);
+    assert_int_equal(rx.stats.rx_delivered, 2);
+    for (uint32_t i = 1; i < n; i++)
+        ub__pkt_free(p[i]);
+
+    /* Malformed: a record running past the end. Nothing runs, one packet counted. */
+    struct ub__pkt *q = ub__pkt_alloc(&rx.pool);
+    const uint8_t bad[] = {UB_BUNDLE_MARK, 0x00, 0x40, 0x30};
+    memcpy(ub__pkt_put(q, sizeof(bad)), bad, sizeof(bad));
+    ub__engine_input(&rx, &q, 1, 7);
+    assert_int_equal(rx.stats.rx_malformed, 1);
+    assert_int_equal(rx.stats.rx_pkts, 3);
+    assert_int_equal(log->n, 2);
+    assert_int_equal(rx.pool.avail, rx.pool.count);
+    free(log);
+    ub__engine_fini(&tx);
+    ub__engine_fini(&rx);
+}
+
 /* Runs 3000 datagrams through a 10 %-loss, reordering link; returns the receive log. */
 static void lossy_run(uint64_t seed, struct rx_log *log, struct ub__engine_stats *rx)
 {
@@ -259,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_dgram_bytes),
         cmocka_unit_test(test_send_errors),
         cmocka_unit_test(test_malformed_and_unsupported),
+        cmocka_unit_test(test_bundles),
         cmocka_unit_test(test_testbed_deterministic),
         cmocka_unit_test(test_testbed_time),
     };

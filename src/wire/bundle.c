@@ -1,0 +1,60 @@
+#include "wire/bundle.h"
+
+#include <string.h>
+
+#include <softub/errors.h>
+
+static inline size_t rd16(const uint8_t *p)
+{
+    return (size_t)p[0] << 8 | p[1];
+}
+
+int ub__bundle_check(const uint8_t *buf, size_t len)
+{
+    if (!buf || !ub__bundle_is(buf, len))
+        return UB_EBADMSG;
+    size_t off = UB_BUNDLE_HDR;
+    int n = 0;
+    while (off < len) {
+        if (len - off < UB_BUNDLE_REC_HDR)
+            return UB_ETRUNC;
+        size_t r = rd16(buf + off);
+        off += UB_BUNDLE_REC_HDR;
+        if (r == 0)
+            return UB_EBADMSG;
+        if (r > len - off)
+            return UB_ETRUNC;
+        if (buf[off] == UB_BUNDLE_MARK)
+            return UB_EBADMSG; /* nesting would let one datagram multiply without bound */
+        off += r;
+        n++;
+    }
+    return n ? n : UB_EBADMSG;
+}
+
+int ub__bundle_next(const uint8_t *buf, size_t len, size_t *off, const uint8_t **rec,
+                    size_t *rec_len)
+{
+    size_t o = *off ? *off : UB_BUNDLE_HDR;
+    if (o + UB_BUNDLE_REC_HDR > len)
+        return 0;
+    size_t r = rd16(buf + o);
+    *rec = buf + o + UB_BUNDLE_REC_HDR;
+    *rec_len = r;
+    *off = o + UB_BUNDLE_REC_HDR + r;
+    return 1;
+}
+
+size_t ub__bundle_put_hdr(uint8_t *out)
+{
+    out[0] = UB_BUNDLE_MARK;
+    return UB_BUNDLE_HDR;
+}
+
+size_t ub__bundle_put_rec(uint8_t *out, const uint8_t *rec, size_t rec_len)
+{
+    out[0] = (uint8_t)(rec_len >> 8);
+    out[1] = (uint8_t)rec_len;
+    memcpy(out + UB_BUNDLE_REC_HDR, rec, rec_len);
+    return UB_BUNDLE_REC_HDR + rec_len;
+}

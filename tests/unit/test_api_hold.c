@@ -1,0 +1,169 @@
+/*
+ * Held output and datagram bundles over udp, manual progress: in a SEND ping-pong the
+ * ACK, the response and the answer leave as one datagram per direction; with holding off
+ * (SOFTUB_HOLD=0) they do not. An application that takes a completion and then stops
+ * calling the library still has its ACKs sent (the watchdog), so its peer's requests
+ * complete.
+ */
+#define _GNU_SOURCE
+#include "unit/api_net_util.h"
+
+#define URI   "udp://127.0.0.1:0?paths=1"
+#define PINGS 400u
+
+struct pair {
+    struct node a, b;
+    struct peer pa, pb; /* a's view of b, b's view of a */
+};
+
+static void pair_up(struct pair *p)
+{
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    assert_int_equal(node_open(&p->a, URI, &ca), 0);
+    assert_int_equal(node_open(&p->b, URI, &ca), 0);
+    uint8_t d[NODE_DESC];
+    node_export(&p->b, d);
+    node_import(&p->a, d, &p->pa);
+    node_export(&p->a, d);
+    node_import(&p->b, d, &p->pb);
+}
+
+static void pair_down(struct pair *p)
+{
+    node_close(&p->a);
+    node_close(&p->b);
+}
+
+static void post_send(struct node *n, struct peer *to, uint64_t id)
+{
+    struct ub_sge sg = {n->mem, 8, n->seg};
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = UB_OP_SEND;
+    wr.flags = UB_WR_COMPLETE | UB_WR_INLINE;
+    wr.user_ctx = id;
+    wr.sge = &sg;
+    wr.num_sge = 1;
+    wr.tjetty = to->tj;
+    assert_int_equal(ub_post_jetty_send(n->jetty, &wr, NULL), 0);
+}
+
+/*
+ * Polls n until a receive record arrives, counting send records on the way; other keeps
+ * progressing meanwhile, as a second process polling for its own answer would.
+ */
+static void wait_recv(struct node *n, struct node *other, uint32_t *sends)
+{
+    uint64_t end = t_now() + N_WAIT_NS;
+    struct ub_cr cr;
+    for (;;) {
+        int k = ub_poll_jfc(n->jfc, 1, &cr);
+        if (k == 1) {
+            assert_int_equal(cr.status, UB_CR_SUCCESS);
+            if (cr.opcode == UB_CR_OP_RECV) {
+                assert_int_equal(node_post_recv(n, ub_jetty_jfr(n->jetty), 0, 0, 0), 0);
+                return;
+            }
+            (*sends)++;
+        }
+        ub_progress(other->ctx);
+        assert_true(t_now() < end);
+    }
+}
+
+static uint64_t datagrams(const struct node *n)
+{
+    struct ub_context_stats st;
+    assert_int_equal(ub_context_stats(n->ctx, &st), 0);
+    return st.tx_udp_pkts;
+}
+
+/* A ping-pong between a and b in this thread; returns the datagrams a and b sent. */
+static uint64_t pingpong(struct pair *p, uint32_t pings)
+{
+    for (uint32_t i = 0; i < 16; i++) {
+        assert_int_equal(node_post_recv(&p->a, ub_jetty_jfr(p->a.jetty), 0, 0, 0), 0);
+        assert_int_equal(node_post_recv(&p->b, ub_jetty_jfr(p->b.jetty), 0, 0, 0), 0);
+    }
+    uint32_t sa = 0, sb = 0;
+    uint64_t d0 = datagrams(&p->a) + datagrams(&p->b);
+    for (uint32_t i = 0; i < pings; i++) {
+        post_send(&p->a, &p->pa, i);
+        wait_recv(&p->b, &p->a, &sb);
+        post_send(&p->b, &p->pb, i);
+        wait_recv(&p->a, &p->b, &sa);
+    }
+    uint64_t d = datagrams(&p->a) + datagrams(&p->b) - d0;
+    /* Every send completed (the last ones may still be on their way). */
+    assert_true(sa + 2 >= pings && sb + 2 >= pings);
+    return d;
+}
+
+static void test_pingpong_one_datagram(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_up(&p);
+    uint64_t d = pingpong(&p, PINGS);
+    /* Two directions per ping: one datagram each, plus a few (the start, a timer). */
+    print_message("held: %lu datagrams for %u pings\n", (unsigned long)d, PINGS);
+    assert_true(d <= 2 * PINGS + PINGS / 4);
+    pair_down(&p);
+}
+
+static void test_pingpong_unheld(void **state)
+{
+    (void)state;
+    setenv("SOFTUB_HOLD", "0", 1);
+    struct pair p;
+    pair_up(&p);
+    unsetenv("SOFTUB_HOLD");
+    uint64_t d = pingpong(&p, PINGS);
+    /* Without holding, the ACK and response leave before the answer is posted. */
+    print_message("not held: %lu datagrams for %u pings\n", (unsigned long)d, PINGS);
+    assert_true(d >= 3 * PINGS);
+    pair_down(&p);
+}
+
+/*
+ * b takes a's message and then never calls the library again: its ACK and response were
+ * held for its reaction, and the watchdog sends them, so a's SEND completes successfully
+ * well within the failure bound.
+ */
+static void test_watchdog(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_up(&p);
+    assert_int_equal(node_post_recv(&p.b, ub_jetty_jfr(p.b.jetty), 0, 0, 0), 0);
+    post_send(&p.a, &p.pa, 7);
+    uint64_t end = t_now() + N_WAIT_NS;
+    struct ub_cr cr;
+    int k = 0;
+    while (k == 0) {
+        ub_progress(p.a.ctx);
+        k = ub_poll_jfc(p.b.jfc, 1, &cr);
+        assert_true(t_now() < end);
+    }
+    assert_int_equal(cr.opcode, UB_CR_OP_RECV);
+    /* From here on only a is driven. */
+    uint64_t t0 = t_now();
+    while ((k = ub_poll_jfc(p.a.jfc, 1, &cr)) == 0)
+        assert_true(t_now() < end);
+    uint64_t waited = t_now() - t0;
+    assert_int_equal(cr.status, UB_CR_SUCCESS);
+    assert_int_equal(cr.user_ctx, 7);
+    print_message("completed %lu us after the peer stopped\n", (unsigned long)(waited / 1000));
+    assert_true(waited < 200ull * 1000000ull);
+    pair_down(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pingpong_one_datagram),
+        cmocka_unit_test(test_pingpong_unheld),
+        cmocka_unit_test(test_watchdog),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
