@@ -122,6 +122,7 @@ struct shm_dev {
     uint32_t slot_size, np;
     uint32_t rr;                     /* lane served first by the next recv */
     bool armed;                      /* we set the waiting word and have not seen it cleared */
+    bool busy;                       /* the caller polls again at once: empty receives do not arm */
     uint64_t probe;                  /* the word peers read to probe CMA */
     uint64_t head[UB_SHM_MAX_LANES]; /* our copy of each lane's head (we are its only writer) */
 
@@ -984,8 +985,10 @@ static int shm_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
         return 0;
     bool stalled = false;
     uint32_t n = recv_pass(s, pkts, max, pool, &stalled);
-    if (n == 0 && !stalled && s->rfd >= 0 && arm(s))
-        n = recv_pass(s, pkts, max, pool, &stalled);
+    /* Arm whenever the lanes were drained, not only when they were empty: a caller
+     * that goes to sleep after a receive that found something must be woken too. */
+    if (n < max && !stalled && s->rfd >= 0 && !s->busy && arm(s))
+        n += recv_pass(s, pkts + n, max - n, pool, &stalled);
     return (int)n;
 }
 
@@ -1022,6 +1025,12 @@ int ub__shm_stats(const struct ub__dev *dev, struct ub__shm_stats *out)
         return UB_EINVAL;
     *out = shm_of(dev)->st;
     return 0;
+}
+
+void ub__shm_set_busy_poll(struct ub__dev *dev, bool on)
+{
+    if (dev && dev->ops == &shm_ops)
+        shm_of(dev)->busy = on;
 }
 
 int ub__shm_layout(const struct ub__dev *dev, struct ub__shm_layout *out)

@@ -28,7 +28,10 @@
  * receive that finds nothing sets a "waiting" word in the header (and
  * re-checks the lanes); a producer that publishes and sees the word set
  * clears it and writes one byte to the FIFO. So a consumer is woken only
- * when it asked to be, and a busy consumer costs producers no system call.
+ * when it asked to be, and a busy consumer costs producers no system call:
+ * a caller that busy-polls says so (ub__shm_set_busy_poll) and its empty
+ * receives then leave the word alone, else every message it gets would
+ * cost its producer a write(2) and it a read(2).
  * With wake=0 there is no FIFO: fd() is -1 and the caller busy-polls.
  *
  * Liveness: the owner holds an exclusive flock on its object; it dies with
@@ -179,6 +182,14 @@ struct ub__shm_stats {
     uint32_t peers; /* attached now */
     uint64_t obj_size;
 };
+
+/*
+ * Busy polling on: an empty receive does not ask for a wake-up (the caller
+ * will look again at once, not sleep on fd()); off (the default): it does.
+ * A caller about to sleep must have made one receive with it off. No-op
+ * for other devices.
+ */
+void ub__shm_set_busy_poll(struct ub__dev *dev, bool on);
 
 /* Copies dev's counters. UB_EINVAL when dev is not a shm device. */
 int ub__shm_stats(const struct ub__dev *dev, struct ub__shm_stats *out);
