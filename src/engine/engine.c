@@ -35,6 +35,9 @@ int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
     rc = ub__ring_init(&e->txq, e->cfg.txq_cap);
     if (rc)
         goto fail_ring;
+    rc = ub__ring_init(&e->held, e->cfg.txq_cap);
+    if (rc)
+        goto fail_held;
     e->cfg.pds.num_paths = e->cfg.pds.num_paths ? e->cfg.pds.num_paths : e->cfg.num_paths;
     e->cfg.pds.mtu = e->cfg.pds.mtu ? e->cfg.pds.mtu : e->cfg.mtu; /* congestion control's MTU */
     rc = ub__pds_create(&e->pds, &e->cfg.pds, &e->timers, &e->pool, &e->rng, e->cfg.log);
@@ -42,6 +45,8 @@ int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
         goto fail_pds;
     return 0;
 fail_pds:
+    ub__ring_fini(&e->held);
+fail_held:
     ub__ring_fini(&e->txq);
 fail_ring:
     ub__pktpool_fini(&e->pool);
@@ -55,6 +60,9 @@ void ub__engine_fini(struct ub__engine *e)
     if (e->pds) /* a context may have torn PDS down early (ub_context_close) */
         ub__pds_destroy(e->pds, 0);
     struct ub__pkt *p;
+    while ((p = ub__ring_pop(&e->held)) != NULL)
+        ub__pkt_free(p);
+    ub__ring_fini(&e->held);
     while ((p = ub__ring_pop(&e->txq)) != NULL)
         ub__pkt_free(p);
     ub__ring_fini(&e->txq);
@@ -131,17 +139,38 @@ void ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_
 
 uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t max, uint64_t now)
 {
-    uint32_t n = 0;
+    uint32_t n = 0, h = 0;
     struct ub__pkt *p;
+    while (h < max && (p = ub__ring_pop(&e->held)) != NULL)
+        pkts[h++] = p; /* counted when first handed out */
+    n = h;
     while (n < max && (p = ub__ring_pop(&e->txq)) != NULL)
         pkts[n++] = p;
     n += ub__pds_pull(e->pds, pkts + n, max - n, now);
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = h; i < n; i++) {
         pkts[i]->ts = now;
         e->stats.tx_bytes += pkts[i]->len;
     }
-    e->stats.tx_pkts += n;
+    e->stats.tx_pkts += n - h;
     return n;
+}
+
+uint32_t ub__engine_requeue(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n)
+{
+    uint32_t dropped = 0;
+    bool room = true;
+    for (uint32_t i = 0; i < n; i++) {
+        /* Once one did not fit, none after it is kept either: a lane stays in order. */
+        if (pkts[i]->addr.family == UB_AF_SHM && room && ub__ring_push(&e->held, pkts[i])) {
+            e->stats.tx_held++;
+            continue;
+        }
+        if (pkts[i]->addr.family == UB_AF_SHM)
+            room = false;
+        ub__pkt_free(pkts[i]);
+        dropped++;
+    }
+    return dropped;
 }
 
 uint64_t ub__engine_next_deadline(const struct ub__engine *e)

@@ -60,6 +60,7 @@ struct ub__engine_stats {
     uint64_t tx_pkts, tx_bytes;
     uint64_t tx_queue_full; /* sends refused: the output queue was full */
     uint64_t tx_nobufs;     /* sends refused: the packet pool was empty */
+    uint64_t tx_held;       /* datagrams a full shm lane gave back, kept for the next output */
     uint64_t timers_fired;
 };
 
@@ -84,6 +85,7 @@ struct ub__engine {
     struct ub__timers timers;
     struct ub__pktpool pool;
     struct ub__ring txq;
+    struct ub__ring held; /* given back by the driver (a full shm lane): out first, in order */
     struct ub__engine_stats stats;
     const struct ub__engine_upcalls *up;
     void *up_arg;
@@ -104,8 +106,17 @@ void ub__engine_expire(struct ub__engine *e, uint64_t now);
 /* Whether ub__engine_output has something to hand out now. */
 static inline bool ub__engine_pending(const struct ub__engine *e)
 {
-    return ub__ring_count(&e->txq) || ub__pds_has_output(e->pds);
+    return ub__ring_count(&e->held) || ub__ring_count(&e->txq) || ub__pds_has_output(e->pds);
 }
+
+/*
+ * Takes back datagrams of the last output the device did not accept (a full lane, a full
+ * socket buffer). UB_AF_SHM ones are kept (a lossless carrier: a full lane is back-pressure,
+ * not loss; PDS counts on it) and come out first, in the same order, from the next
+ * ub__engine_output; the others are dropped, like a NIC would, for PDS to repair. Takes every
+ * reference; returns the number dropped.
+ */
+uint32_t ub__engine_requeue(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n);
 
 /*
  * Queues an unreliable datagram to dst: UB_ELENGTH if it does not fit one

@@ -99,6 +99,7 @@ struct ub__pds_ipdc {
     uint8_t state;
     uint8_t retx_mode; /* UB_PDS_RETX_* resolved */
     bool on_ready;
+    bool lossless; /* ub__pds_lossless_peer: no CC, no probes, a long RTO */
     uint32_t start_psn;
     uint32_t una;        /* lowest PSN not cumulatively acknowledged */
     uint32_t nxt;        /* next new PSN */
