@@ -583,7 +583,10 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
         memset(s, 0, sizeof(*s));
         s->pkt = p;
         s->state = SLOT_INFLIGHT;
-        s->ack_req = (p->flags & 1) || !c->q_head; /* the last queued packet asks for an ACK */
+        /* The last queued packet asks for an ACK, to learn of a loss early. A lossless
+         * carrier loses nothing: the target's own pace (ack_every, ack_delay) frees the window
+         * and its ACK leaves the latency path. */
+        s->ack_req = !c->lossless && ((p->flags & 1) || !c->q_head);
         s->first_ns = now;
         struct ub__pkt *out = transmit(c, psn, false, now);
         if (!out) { /* keep it; it goes out as a repair */

@@ -13,6 +13,7 @@
 #include <softub/errors.h>
 #include "core/clock.h"
 #include "pds/pds.h"
+#include "wire/datagram.h"
 
 #define L_MS 1000000ull
 
@@ -71,12 +72,24 @@ static void rig_close(struct lrig *r)
     ub__timers_fini(&r->timers);
 }
 
-/* Sends one packet to dst at time 0 and throws away what PDS hands out: a dead peer. */
-static void send_into_void(struct lrig *r, const struct ub__addr *dst)
+/* A packet PDS can carry and the receiver can parse: an 8-byte SEND with its SES header. */
+static struct ub__pkt *l_pkt(struct lrig *r)
 {
     struct ub__pkt *p = ub__pkt_alloc(&r->pool);
     assert_non_null(p);
-    memset(ub__pkt_put(p, 32), 0, 32);
+    struct ub__ses_std h = {
+        .opcode = UB_SES_OP_SEND, .flags = UB_SES_F_SOM | UB_SES_F_EOM, .request_length = 8};
+    struct ub__wcur w;
+    ub__wcur_init(&w, ub__pkt_put(p, UB_SES_STD_SIZE), UB_SES_STD_SIZE);
+    assert_int_equal(ub__ses_std_encode(&h, &w), 0);
+    memset(ub__pkt_put(p, 8), 0, 8);
+    return p;
+}
+
+/* Sends one packet to dst at time 0 and throws away what PDS hands out: a dead peer. */
+static void send_into_void(struct lrig *r, const struct ub__addr *dst)
+{
+    struct ub__pkt *p = l_pkt(r);
     struct ub__pds_tx tx;
     memset(&tx, 0, sizeof(tx));
     tx.dst = dst;
@@ -159,11 +172,78 @@ static void test_udp_peer_and_no_lossless_keep_short_timers(void **state)
     }
 }
 
+/* Hands every packet src emits to dst as if a device carried it; returns how many. Counts
+ * requests that asked for an ACK (AR) in *ar. */
+static uint32_t carry(struct lrig *src, const struct ub__addr *src_addr, struct lrig *dst,
+                      uint64_t now, uint32_t *ar)
+{
+    struct ub__pkt *out[16];
+    uint32_t n = ub__pds_pull(src->pds, out, 16, now);
+    for (uint32_t i = 0; i < n; i++) {
+        struct ub__pkt *p = out[i];
+        p->addr = *src_addr;
+        struct ub__wire_dgram d;
+        assert_int_equal(ub__wire_parse_datagram(&d, p->data, p->len, 0), 0);
+        if (ar && d.pds.type == UB_PDS_TYPE_RUD_REQ && (d.pds.u.req.flags & UB_PDS_REQ_F_AR))
+            (*ar)++;
+        assert_int_equal(ub__pds_input(dst->pds, p, &d, now), 1);
+        ub__pkt_free(p);
+    }
+    return n;
+}
+
+/*
+ * A lossless PDC does not ask for an ACK per latency-sensitive packet (only while it is
+ * being opened): the target ACKs at its own pace, every ack_every packets, so a ping-pong
+ * of single packets costs a quarter of the ACKs. A udp peer asks every time.
+ */
+static void test_lossless_acks_at_target_pace(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        struct lrig a, b;
+        rig_open(&a, false);
+        rig_open(&b, false);
+        struct ub__addr aa, ba;
+        memset(&aa, 0, sizeof(aa));
+        memset(&ba, 0, sizeof(ba));
+        aa.family = ba.family = k == 0 ? UB_AF_SHM : UB_AF_INET;
+        aa.port = 1;
+        ba.port = 2;
+        uint32_t ar = 0, acks = 0;
+        for (uint32_t i = 0; i < 16; i++) {
+            struct ub__pkt *p = l_pkt(&a);
+            struct ub__pds_tx tx;
+            memset(&tx, 0, sizeof(tx));
+            tx.dst = &ba;
+            tx.mode = UB_PDS_RUD;
+            tx.ses_kind = UB_PDS_NH_REQ_STD;
+            tx.ack_req = true;
+            tx.cookie = 1 + i;
+            assert_int_equal(ub__pds_send(a.pds, &tx, p, 0), 0);
+            assert_int_equal(carry(&a, &aa, &b, 0, i == 0 ? NULL : &ar), 1);
+            acks += carry(&b, &ba, &a, 0, NULL);
+        }
+        if (k == 0) {
+            assert_int_equal(ar, 0);            /* past the first (SYN) packet, none asked */
+            assert_int_equal(acks, 1 + 15 / 4); /* the SYN's, then every fourth */
+            assert_int_equal(a.acked, 1 + 4 * (15 / 4)); /* the rest on b's ACK timer */
+        } else {
+            assert_int_equal(ar, 15);
+            assert_int_equal(acks, 16);
+            assert_int_equal(a.acked, 16);
+        }
+        rig_close(&a);
+        rig_close(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shm_peer_is_lossless),
         cmocka_unit_test(test_udp_peer_and_no_lossless_keep_short_timers),
+        cmocka_unit_test(test_lossless_acks_at_target_pace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
