@@ -915,29 +915,37 @@ static uint32_t recv_lane(struct shm_dev *s, uint32_t i, struct ub__pkt **out, u
 }
 
 /*
- * One round-robin pass over the lanes ever claimed, each taking an equal share first, then
- * (only if some lane filled its share) whatever is left. Visits the claimed lanes' bits
- * only: an empty poll, the busy poller's common case, costs one tail load per lane.
+ * One round-robin pass over the lanes that hold something, each taking an equal share first,
+ * then (only if some lane filled its share) whatever is left. It visits the claimed lanes'
+ * bits only: an empty poll, the busy poller's common case, costs one tail load per lane.
  */
 static uint32_t recv_pass(struct shm_dev *s, struct ub__pkt **pkts, uint32_t max,
                           struct ub__pktpool *pool, bool *stalled)
 {
     uint64_t used = atomic_load_explicit(&s->hdr->used, memory_order_acquire);
-    uint32_t nl = s->cfg.lanes, n = 0, rr = s->rr;
+    uint32_t nl = s->cfg.lanes, rr = s->rr;
     if (!used)
         return 0;
     if (++s->rr >= nl)
         s->rr = 0;
     /* Bit b of rot is lane (rr + b) mod 64: lanes rr.. first, then the ones before it. */
     uint64_t rot = rr ? (used >> rr) | (used << (64 - rr)) : used;
-    uint32_t share = UB_MAX(1u, max / (uint32_t)__builtin_popcountll(used));
+    uint8_t busy[UB_SHM_MAX_LANES];
+    uint32_t k = 0;
+    for (uint64_t m = rot; m; m &= m - 1) {
+        uint32_t i = (rr + (uint32_t)__builtin_ctzll(m)) & 63u;
+        if (atomic_load_explicit(&s->lanes[i].tail, memory_order_relaxed) != s->head[i])
+            busy[k++] = (uint8_t)i;
+    }
+    if (!k)
+        return 0;
+    uint32_t n = 0, share = UB_MAX(1u, max / k);
     for (uint32_t round = 0; round < 2; round++) {
         uint32_t q = round == 0 ? share : max;
         bool more = false;
-        for (uint64_t m = rot; m && n < max && !*stalled; m &= m - 1) {
-            uint32_t i = (rr + (uint32_t)__builtin_ctzll(m)) & 63u;
+        for (uint32_t j = 0; j < k && n < max && !*stalled; j++) {
             uint32_t want = UB_MIN(q, max - n);
-            uint32_t got = recv_lane(s, i, pkts + n, want, pool, stalled);
+            uint32_t got = recv_lane(s, busy[j], pkts + n, want, pool, stalled);
             n += got;
             more |= got == want;
         }
