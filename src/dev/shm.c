@@ -46,6 +46,7 @@
 #define SHM_MAX_OBJ     (4ull << 30) /* refuse layouts above 4 GiB */
 #define SHM_OPEN_TRIES  8            /* create/reclaim races retried */
 #define SHM_DRAIN_MAX   16           /* FIFO reads per drain */
+#define SHM_FULL_PROBE  64           /* full-lane hits per liveness probe of the receiver */
 #define SHM_FLAG_WAKE   1u
 #define SHM_DEFAULT_DIR "/dev/shm"
 
@@ -103,6 +104,7 @@ struct shm_peer {
     int wfd; /* the peer's FIFO, opened read-write so a dead reader cannot raise SIGPIPE */
     pid_t pid;
     uint16_t id;
+    uint16_t full; /* sends that found the lane full since it last took a packet */
     bool used, cma;
 };
 
@@ -821,8 +823,10 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
             continue;
         }
         if (lane_used(cur) > cur->mask) {
-            /* Full. A receiver that died never drains: recognise it rather than stall. */
-            if (peer_gone(cur)) {
+            /* Full. A receiver that died never drains: recognise it rather than stall. The
+             * caller retries a full lane every round, so the liveness probe (a system
+             * call) runs on the first hit and then every SHM_FULL_PROBE-th. */
+            if ((cur->full++ % SHM_FULL_PROBE) == 0 && peer_gone(cur)) {
                 detach(s, cur);
                 s->st.peer_dead++;
                 cur = NULL;
@@ -841,6 +845,7 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
         sl->ecn = p->ecn;
         memcpy(sl + 1, p->data, p->len);
         cur->tail++;
+        cur->full = 0;
         s->st.tx_pkts++;
         s->st.tx_bytes += p->len;
         ub__pkt_free(p);
