@@ -1052,6 +1052,22 @@ int ub__shm_stats(const struct ub__dev *dev, struct ub__shm_stats *out)
     return 0;
 }
 
+bool ub__shm_rx_ready(const struct ub__dev *dev)
+{
+    if (!dev || dev->ops != &shm_ops)
+        return false;
+    const struct shm_dev *s = shm_of(dev);
+    /* Only shared atomics: the lane's published head, not our private copy of it. */
+    uint64_t used = atomic_load_explicit(&s->hdr->used, memory_order_acquire);
+    for (; used; used &= used - 1) {
+        const struct shm_lane *ln = &s->lanes[__builtin_ctzll(used)];
+        if (atomic_load_explicit(&ln->tail, memory_order_acquire) !=
+            atomic_load_explicit(&ln->head, memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
 void ub__shm_set_busy_poll(struct ub__dev *dev, bool on)
 {
     if (dev && dev->ops == &shm_ops)

@@ -191,6 +191,13 @@ struct ub__shm_stats {
  */
 void ub__shm_set_busy_poll(struct ub__dev *dev, bool on);
 
+/*
+ * Whether a lane holds packets, without a system call or a wake-up request: for a thread
+ * that spins between rounds without the engine's lock (it reads shared atomics only).
+ * false for other devices.
+ */
+bool ub__shm_rx_ready(const struct ub__dev *dev);
+
 /* Copies dev's counters. UB_EINVAL when dev is not a shm device. */
 int ub__shm_stats(const struct ub__dev *dev, struct ub__shm_stats *out);
 
