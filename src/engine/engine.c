@@ -141,8 +141,16 @@ uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t
 {
     uint32_t n = 0, h = 0;
     struct ub__pkt *p;
-    while (h < max && (p = ub__ring_pop(&e->held)) != NULL)
+    while (h < max && (p = ub__ring_pop(&e->held)) != NULL) {
+        /* A receiver alive but not draining (stopped) must not keep us spinning: past the
+         * bound the packet is dropped, and PDS's timer takes over as for any loss. */
+        if (now - p->ts > UB_ENGINE_HOLD_MAX_NS) {
+            e->stats.tx_hold_expired++;
+            ub__pkt_free(p);
+            continue;
+        }
         pkts[h++] = p; /* counted when first handed out */
+    }
     n = h;
     while (n < max && (p = ub__ring_pop(&e->txq)) != NULL)
         pkts[n++] = p;
