@@ -101,12 +101,16 @@ struct ub__pds_cfg {
      * so such a PDC has no congestion context, no tail-loss probes, and a retransmission
      * timer of at least UB_PDS_LOSSLESS_RTO_NS: it only notices a dead peer (UB_EUNREACH
      * after max_retries, as anywhere) and never fires because the peer was descheduled for
-     * a while. no_lossless treats those peers like any other.
+     * a while; and it does not ask for immediate ACKs, which the target sends every
+     * UB_PDS_LOSSLESS_ACK_EVERY packets. no_lossless treats those peers like any other.
      */
     bool no_lossless;
 };
 
 #define UB_PDS_LOSSLESS_RTO_NS 50000000ull /* 50 ms: the first RTO of a lossless PDC */
+/* A target ACKs a lossless peer every this many packets at least (or after ack_delay_ns):
+ * the ACK only frees the window and feeds the dead-peer timer there. */
+#define UB_PDS_LOSSLESS_ACK_EVERY 16u
 
 /* Whether PDS treats a PDC to dst as lossless (see no_lossless). */
 static inline bool ub__pds_lossless_peer(const struct ub__pds_cfg *cfg, const struct ub__addr *dst)

@@ -194,12 +194,13 @@ static uint32_t carry(struct lrig *src, const struct ub__addr *src_addr, struct 
 
 /*
  * A lossless PDC does not ask for an ACK per latency-sensitive packet (only while it is
- * being opened): the target ACKs at its own pace, every ack_every packets, so a ping-pong
- * of single packets costs a quarter of the ACKs. A udp peer asks every time.
+ * being opened), and its target ACKs every UB_PDS_LOSSLESS_ACK_EVERY packets (or on its
+ * timer). A udp peer asks every time and is answered every time.
  */
 static void test_lossless_acks_at_target_pace(void **state)
 {
     (void)state;
+    enum { N = 40 };
     for (int k = 0; k < 2; k++) {
         struct lrig a, b;
         rig_open(&a, false);
@@ -211,7 +212,7 @@ static void test_lossless_acks_at_target_pace(void **state)
         aa.port = 1;
         ba.port = 2;
         uint32_t ar = 0, acks = 0;
-        for (uint32_t i = 0; i < 16; i++) {
+        for (uint32_t i = 0; i < N; i++) {
             struct ub__pkt *p = l_pkt(&a);
             struct ub__pds_tx tx;
             memset(&tx, 0, sizeof(tx));
@@ -225,13 +226,20 @@ static void test_lossless_acks_at_target_pace(void **state)
             acks += carry(&b, &ba, &a, 0, NULL);
         }
         if (k == 0) {
-            assert_int_equal(ar, 0);            /* past the first (SYN) packet, none asked */
-            assert_int_equal(acks, 1 + 15 / 4); /* the SYN's, then every fourth */
-            assert_int_equal(a.acked, 1 + 4 * (15 / 4)); /* the rest on b's ACK timer */
+            uint32_t every = UB_PDS_LOSSLESS_ACK_EVERY;
+            assert_int_equal(ar, 0); /* past the first (SYN) packet, none asked */
+            assert_int_equal(acks, 1 + (N - 1) / every); /* the SYN's, then every 16th */
+            assert_int_equal(a.acked, 1 + every * ((N - 1) / every));
+            /* The rest on b's ACK timer. */
+            uint64_t t = ub__timers_next(&b.timers);
+            assert_true(t != UB_TIME_NEVER);
+            ub__timers_expire(&b.timers, t);
+            assert_int_equal(carry(&b, &ba, &a, t, NULL), 1);
+            assert_int_equal(a.acked, N);
         } else {
-            assert_int_equal(ar, 15);
-            assert_int_equal(acks, 16);
-            assert_int_equal(a.acked, 16);
+            assert_int_equal(ar, N - 1);
+            assert_int_equal(acks, N);
+            assert_int_equal(a.acked, N);
         }
         rig_close(&a);
         rig_close(&b);
