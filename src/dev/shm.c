@@ -428,6 +428,14 @@ static void publish_hdr(struct shm_dev *s, uint64_t lane_off, uint64_t slot_off)
     h->owner_pid = (uint32_t)getpid();
     h->flags = s->cfg.no_wake ? 0 : SHM_FLAG_WAKE;
     h->id = s->dev.local.port;
+    /*
+     * Armed from the start: then at every moment either the waiting word is set or a byte
+     * waits in the FIFO (only an arming receive drains it), so a caller that sleeps on fd()
+     * after busy-polling receives alone is still woken.
+     */
+    atomic_store_explicit(&h->waiting, s->cfg.no_wake ? 0u : 1u, memory_order_relaxed);
+    s->armed = !s->cfg.no_wake;
+    s->st.wake_armed = s->armed ? 1 : 0;
     atomic_store_explicit(&h->state, SHM_READY, memory_order_release);
 }
 

@@ -167,7 +167,7 @@ struct ub__shm_stats {
 
     uint64_t wake_sent;    /* FIFO writes: a publish found the receiver waiting */
     uint64_t wake_avoided; /* publishes that found it busy: no system call */
-    uint64_t wake_armed;   /* empty receives that set the waiting word */
+    uint64_t wake_armed;   /* times the waiting word was set: at open, then by receives */
     uint64_t wake_drained; /* FIFO drains after a wake-up */
 
     uint64_t attach, detach;  /* peers mapped / unmapped */
@@ -186,8 +186,10 @@ struct ub__shm_stats {
 /*
  * Busy polling on: an empty receive does not ask for a wake-up (the caller
  * will look again at once, not sleep on fd()); off (the default): it does.
- * A caller about to sleep must have made one receive with it off. No-op
- * for other devices.
+ * A caller about to sleep should make one receive with it off first (else
+ * a byte left in the FIFO by an earlier wake-up may keep fd() readable: it
+ * is never silent while a packet waits, the device is armed from open on).
+ * No-op for other devices.
  */
 void ub__shm_set_busy_poll(struct ub__dev *dev, bool on);
 

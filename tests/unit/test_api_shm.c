@@ -318,6 +318,29 @@ static void test_auto_progress_spins_without_wakeups(void **state)
     node_close(&b);
 }
 
+/*
+ * A context that only ever busy-polls (ub_poll_jfc) and then sleeps on ub_context_fd is not
+ * left asleep: the device is armed from its open, and the wake-up byte of the first packet
+ * stays in the FIFO until a round that arms again drains it.
+ */
+static void test_poll_only_sleeper_is_woken(void **state)
+{
+    (void)state;
+    struct node a, b;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
+    assert_int_equal(node_open(&b, "shm://0", &ca), 0);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    assert_false(fd_readable(b.ctx));
+    busy_write(&a, &b, &p, 1);
+    assert_true(fd_readable(b.ctx));
+    node_close(&a);
+    node_close(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_auto_choice),
         cmocka_unit_test(test_busy_poll_no_wakeups),
+        cmocka_unit_test(test_poll_only_sleeper_is_woken),
         cmocka_unit_test(test_full_lane_holds_back),
         cmocka_unit_test(test_peer_killed),
         cmocka_unit_test(test_auto_progress_spins_without_wakeups),

@@ -959,7 +959,9 @@ static void test_wake_one_process(void **state)
     struct ub__pkt *in[4];
     int fd = ub__dev_fd(c);
 
-    /* An empty receive asks to be woken; the fd is quiet until a send. */
+    /* Armed from the open (an empty receive would ask to be woken); the fd is quiet until
+     * a send. */
+    assert_int_equal(stats_of(c).wake_armed, 1);
     assert_int_equal(ub__dev_recv(c, in, 4, &pool), 0);
     assert_int_equal(stats_of(c).wake_armed, 1);
     assert_false(wait_fd(fd, 0));
