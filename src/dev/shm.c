@@ -1060,6 +1060,18 @@ int ub__shm_stats(const struct ub__dev *dev, struct ub__shm_stats *out)
     return 0;
 }
 
+int ub__shm_arm(struct ub__dev *dev)
+{
+    if (!dev || dev->ops != &shm_ops)
+        return UB_EINVAL;
+    struct shm_dev *s = shm_of(dev);
+    if (s->rfd < 0)
+        return 0;
+    if (s->armed && atomic_load_explicit(&s->hdr->waiting, memory_order_relaxed))
+        return lanes_empty(s) ? 0 : 1;
+    return arm(s) ? 1 : 0;
+}
+
 bool ub__shm_rx_ready(const struct ub__dev *dev)
 {
     if (!dev || dev->ops != &shm_ops)

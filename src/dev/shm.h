@@ -194,6 +194,14 @@ struct ub__shm_stats {
 void ub__shm_set_busy_poll(struct ub__dev *dev, bool on);
 
 /*
+ * The caller is about to sleep on fd(): asks for a wake-up (draining a FIFO byte an earlier
+ * one left) without receiving. 1 when packets already wait (receive instead of sleeping),
+ * 0 when fd() will become readable at the next packet, UB_EINVAL when not a shm device.
+ * For an API call such as ub_context_next_timeout_ms after busy polling.
+ */
+int ub__shm_arm(struct ub__dev *dev);
+
+/*
  * Whether a lane holds packets, without a system call or a wake-up request: for a thread
  * that spins between rounds without the engine's lock (it reads shared atomics only).
  * false for other devices.
