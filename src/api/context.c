@@ -340,6 +340,9 @@ int ub__ctx_progress_locked(ub_context *ctx)
         n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
     }
     ub__ses_pump(&ctx->ses, now);
+    /* What was posted since the last round leaves before the round may hold output. */
+    if (manual && ub__engine_pending(&ctx->eng))
+        n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
     ctx->drive.rounds++;
     uint64_t cq0 = manual ? cq_records(ctx) : 0;
     n += ub__drive_recv(&ctx->eng, ctx->dev, now, &ctx->drive);
@@ -387,10 +390,14 @@ UB_EXPORT int ub_context_next_timeout_ms(ub_context *ctx)
 {
     if (!ctx)
         return UB_EINVAL;
+    struct ub__ctx *x = ub__ctx_of(ctx);
     ub__ctx_lock(ctx);
     uint64_t d = ub__engine_next_deadline(&ctx->eng);
     uint64_t now = ub__ctx_now(ctx);
-    bool pending = ub__engine_pending(&ctx->eng);
+    /* Held output goes with the next round; an shm device that asks for a wake-up and
+     * finds packets waiting (busy polling asked for none) needs a round now too. */
+    bool pending =
+        ub__engine_pending(&ctx->eng) || x->tx_held || (x->shm && ub__shm_arm(x->shm) > 0);
     ub__ctx_unlock(ctx);
     if (pending || d <= now)
         return 0;

@@ -10,6 +10,7 @@
 #include <softub/errors.h>
 #include "api/api.h"
 #include "core/compiler.h"
+#include "dev/shm.h"
 
 static int jfc_create(ub_context *ctx, uint32_t depth, const struct ub_jfc_attr *attr,
                       ub_jfc **out);
@@ -79,8 +80,14 @@ UB_EXPORT int ub_poll_jfc(ub_jfc *c, int max, struct ub_cr *cr)
     ub_context *ctx = c->ctx;
     ub__ctx_lock(ctx);
     /* Manual progress: the poller drives. Automatic: the progress thread does. */
-    if (!c->count && ctx->attr.progress == UB_PROGRESS_MANUAL)
+    if (!c->count && ctx->attr.progress == UB_PROGRESS_MANUAL) {
+        /* A poller polls again: no wake-up wanted from the shm device (each would cost the
+         * sender a write(2)). ub_progress and ub_wait_jfc ask for one before any sleep. */
+        struct ub__dev *shm = ub__ctx_of(ctx)->shm;
+        ub__shm_set_busy_poll(shm, true);
         ub__ctx_progress_locked(ctx);
+        ub__shm_set_busy_poll(shm, false);
+    }
     int n = ub__jfc_take(c, max, cr);
     ub__ctx_unlock(ctx);
     return n;

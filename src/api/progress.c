@@ -16,6 +16,7 @@
 
 #include <softub/errors.h>
 #include "api/api.h"
+#include "dev/shm.h"
 
 /* Drains the wake eventfd if epoll reported it. */
 static void handle_events(struct ub__ctx *x, const struct epoll_event *ev, int n)
@@ -35,6 +36,9 @@ static void spin_until(struct ub__ctx *x, uint64_t until)
 {
     struct epoll_event ev[4];
     for (;;) {
+        /* Spinning rounds ask the shm device for no wake-up: look at its lanes directly. */
+        if (ub__shm_rx_ready(x->shm))
+            return;
         int n = epoll_wait(x->epfd, ev, 4, 0);
         if (n > 0) {
             handle_events(x, ev, n);
@@ -85,8 +89,16 @@ static void *progress_main(void *arg)
     ub_context *ctx = &x->c;
     uint64_t last_work = ub__clock_monotonic_ns(NULL);
     while (!atomic_load_explicit(&x->stop, memory_order_acquire)) {
+        /*
+         * Within spin_ns of the last work the thread spins next: no round, this thread's or an
+         * API call's, needs the shm device to wake it (a wake-up costs the sender a write(2)
+         * per message). The round before a sleep asks for one, and so does every round while
+         * the thread sleeps. The flag changes under the lock only.
+         */
+        bool may_sleep = ub__clock_monotonic_ns(NULL) - last_work >= x->spin_ns;
         pthread_mutex_lock(&x->lock);
         x->sleeping = false;
+        ub__shm_set_busy_poll(x->shm, !may_sleep);
         int n = ub__ctx_progress_locked(ctx);
         uint64_t now = ub__ctx_now(ctx);
         bool pending = ub__engine_pending(&ctx->eng);
@@ -100,7 +112,7 @@ static void *progress_main(void *arg)
         x->sleeping = true;
         x->sleep_until = deadline;
         pthread_mutex_unlock(&x->lock);
-        if (now - last_work < x->spin_ns) {
+        if (!may_sleep) {
             uint64_t until = last_work + x->spin_ns;
             spin_until(x, deadline < until ? deadline : until);
         } else {

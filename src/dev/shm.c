@@ -46,6 +46,7 @@
 #define SHM_MAX_OBJ     (4ull << 30) /* refuse layouts above 4 GiB */
 #define SHM_OPEN_TRIES  8            /* create/reclaim races retried */
 #define SHM_DRAIN_MAX   16           /* FIFO reads per drain */
+#define SHM_FULL_PROBE  64           /* full-lane hits per liveness probe of the receiver */
 #define SHM_FLAG_WAKE   1u
 #define SHM_DEFAULT_DIR "/dev/shm"
 
@@ -103,6 +104,7 @@ struct shm_peer {
     int wfd; /* the peer's FIFO, opened read-write so a dead reader cannot raise SIGPIPE */
     pid_t pid;
     uint16_t id;
+    uint16_t full; /* sends that found the lane full since it last took a packet */
     bool used, cma;
 };
 
@@ -122,6 +124,7 @@ struct shm_dev {
     uint32_t slot_size, np;
     uint32_t rr;                     /* lane served first by the next recv */
     bool armed;                      /* we set the waiting word and have not seen it cleared */
+    bool busy;                       /* the caller polls again at once: empty receives do not arm */
     uint64_t probe;                  /* the word peers read to probe CMA */
     uint64_t head[UB_SHM_MAX_LANES]; /* our copy of each lane's head (we are its only writer) */
 
@@ -425,6 +428,14 @@ static void publish_hdr(struct shm_dev *s, uint64_t lane_off, uint64_t slot_off)
     h->owner_pid = (uint32_t)getpid();
     h->flags = s->cfg.no_wake ? 0 : SHM_FLAG_WAKE;
     h->id = s->dev.local.port;
+    /*
+     * Armed from the start: then at every moment either the waiting word is set or a byte
+     * waits in the FIFO (only an arming receive drains it), so a caller that sleeps on fd()
+     * after busy-polling receives alone is still woken.
+     */
+    atomic_store_explicit(&h->waiting, s->cfg.no_wake ? 0u : 1u, memory_order_relaxed);
+    s->armed = !s->cfg.no_wake;
+    s->st.wake_armed = s->armed ? 1 : 0;
     atomic_store_explicit(&h->state, SHM_READY, memory_order_release);
 }
 
@@ -820,8 +831,10 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
             continue;
         }
         if (lane_used(cur) > cur->mask) {
-            /* Full. A receiver that died never drains: recognise it rather than stall. */
-            if (peer_gone(cur)) {
+            /* Full. A receiver that died never drains: recognise it rather than stall. The
+             * caller retries a full lane every round, so the liveness probe (a system
+             * call) runs on the first hit and then every SHM_FULL_PROBE-th. */
+            if ((cur->full++ % SHM_FULL_PROBE) == 0 && peer_gone(cur)) {
                 detach(s, cur);
                 s->st.peer_dead++;
                 cur = NULL;
@@ -840,6 +853,7 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
         sl->ecn = p->ecn;
         memcpy(sl + 1, p->data, p->len);
         cur->tail++;
+        cur->full = 0;
         s->st.tx_pkts++;
         s->st.tx_bytes += p->len;
         ub__pkt_free(p);
@@ -913,24 +927,44 @@ static uint32_t recv_lane(struct shm_dev *s, uint32_t i, struct ub__pkt **out, u
     return n;
 }
 
-/* One round-robin pass over the lanes ever claimed, each taking an equal share first. */
+/*
+ * One round-robin pass over the lanes that hold something, each taking an equal share first,
+ * then (only if some lane filled its share) whatever is left. It visits the claimed lanes'
+ * bits only: an empty poll, the busy poller's common case, costs one tail load per lane.
+ */
 static uint32_t recv_pass(struct shm_dev *s, struct ub__pkt **pkts, uint32_t max,
                           struct ub__pktpool *pool, bool *stalled)
 {
     uint64_t used = atomic_load_explicit(&s->hdr->used, memory_order_acquire);
-    uint32_t nl = s->cfg.lanes, n = 0;
+    uint32_t nl = s->cfg.lanes, rr = s->rr;
     if (!used)
         return 0;
-    uint32_t share = UB_MAX(1u, max / (uint32_t)__builtin_popcountll(used));
-    for (uint32_t round = 0; round < 2 && n < max && !*stalled; round++) {
-        uint32_t q = round == 0 ? share : max;
-        for (uint32_t k = 0; k < nl && n < max && !*stalled; k++) {
-            uint32_t i = (s->rr + k) % nl;
-            if (used & (1ull << i))
-                n += recv_lane(s, i, pkts + n, UB_MIN(q, max - n), pool, stalled);
-        }
+    if (++s->rr >= nl)
+        s->rr = 0;
+    /* Bit b of rot is lane (rr + b) mod 64: lanes rr.. first, then the ones before it. */
+    uint64_t rot = rr ? (used >> rr) | (used << (64 - rr)) : used;
+    uint8_t busy[UB_SHM_MAX_LANES];
+    uint32_t k = 0;
+    for (uint64_t m = rot; m; m &= m - 1) {
+        uint32_t i = (rr + (uint32_t)__builtin_ctzll(m)) & 63u;
+        if (atomic_load_explicit(&s->lanes[i].tail, memory_order_relaxed) != s->head[i])
+            busy[k++] = (uint8_t)i;
     }
-    s->rr = (s->rr + 1) % nl;
+    if (!k)
+        return 0;
+    uint32_t n = 0, share = UB_MAX(1u, max / k);
+    for (uint32_t round = 0; round < 2; round++) {
+        uint32_t q = round == 0 ? share : max;
+        bool more = false;
+        for (uint32_t j = 0; j < k && n < max && !*stalled; j++) {
+            uint32_t want = UB_MIN(q, max - n);
+            uint32_t got = recv_lane(s, busy[j], pkts + n, want, pool, stalled);
+            n += got;
+            more |= got == want;
+        }
+        if (!more || n >= max || *stalled)
+            break;
+    }
     return n;
 }
 
@@ -984,8 +1018,10 @@ static int shm_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
         return 0;
     bool stalled = false;
     uint32_t n = recv_pass(s, pkts, max, pool, &stalled);
-    if (n == 0 && !stalled && s->rfd >= 0 && arm(s))
-        n = recv_pass(s, pkts, max, pool, &stalled);
+    /* Arm whenever the lanes were drained, not only when they were empty: a caller
+     * that goes to sleep after a receive that found something must be woken too. */
+    if (n < max && !stalled && s->rfd >= 0 && !s->busy && arm(s))
+        n += recv_pass(s, pkts + n, max - n, pool, &stalled);
     return (int)n;
 }
 
@@ -1022,6 +1058,40 @@ int ub__shm_stats(const struct ub__dev *dev, struct ub__shm_stats *out)
         return UB_EINVAL;
     *out = shm_of(dev)->st;
     return 0;
+}
+
+int ub__shm_arm(struct ub__dev *dev)
+{
+    if (!dev || dev->ops != &shm_ops)
+        return UB_EINVAL;
+    struct shm_dev *s = shm_of(dev);
+    if (s->rfd < 0)
+        return 0;
+    if (s->armed && atomic_load_explicit(&s->hdr->waiting, memory_order_relaxed))
+        return lanes_empty(s) ? 0 : 1;
+    return arm(s) ? 1 : 0;
+}
+
+bool ub__shm_rx_ready(const struct ub__dev *dev)
+{
+    if (!dev || dev->ops != &shm_ops)
+        return false;
+    const struct shm_dev *s = shm_of(dev);
+    /* Only shared atomics: the lane's published head, not our private copy of it. */
+    uint64_t used = atomic_load_explicit(&s->hdr->used, memory_order_acquire);
+    for (; used; used &= used - 1) {
+        const struct shm_lane *ln = &s->lanes[__builtin_ctzll(used)];
+        if (atomic_load_explicit(&ln->tail, memory_order_acquire) !=
+            atomic_load_explicit(&ln->head, memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+void ub__shm_set_busy_poll(struct ub__dev *dev, bool on)
+{
+    if (dev && dev->ops == &shm_ops)
+        shm_of(dev)->busy = on;
 }
 
 int ub__shm_layout(const struct ub__dev *dev, struct ub__shm_layout *out)

@@ -28,7 +28,10 @@
  * receive that finds nothing sets a "waiting" word in the header (and
  * re-checks the lanes); a producer that publishes and sees the word set
  * clears it and writes one byte to the FIFO. So a consumer is woken only
- * when it asked to be, and a busy consumer costs producers no system call.
+ * when it asked to be, and a busy consumer costs producers no system call:
+ * a caller that busy-polls says so (ub__shm_set_busy_poll) and its empty
+ * receives then leave the word alone, else every message it gets would
+ * cost its producer a write(2) and it a read(2).
  * With wake=0 there is no FIFO: fd() is -1 and the caller busy-polls.
  *
  * Liveness: the owner holds an exclusive flock on its object; it dies with
@@ -164,7 +167,7 @@ struct ub__shm_stats {
 
     uint64_t wake_sent;    /* FIFO writes: a publish found the receiver waiting */
     uint64_t wake_avoided; /* publishes that found it busy: no system call */
-    uint64_t wake_armed;   /* empty receives that set the waiting word */
+    uint64_t wake_armed;   /* times the waiting word was set: at open, then by receives */
     uint64_t wake_drained; /* FIFO drains after a wake-up */
 
     uint64_t attach, detach;  /* peers mapped / unmapped */
@@ -179,6 +182,31 @@ struct ub__shm_stats {
     uint32_t peers; /* attached now */
     uint64_t obj_size;
 };
+
+/*
+ * Busy polling on: an empty receive does not ask for a wake-up (the caller
+ * will look again at once, not sleep on fd()); off (the default): it does.
+ * A caller about to sleep should make one receive with it off first (else
+ * a byte left in the FIFO by an earlier wake-up may keep fd() readable: it
+ * is never silent while a packet waits, the device is armed from open on).
+ * No-op for other devices.
+ */
+void ub__shm_set_busy_poll(struct ub__dev *dev, bool on);
+
+/*
+ * The caller is about to sleep on fd(): asks for a wake-up (draining a FIFO byte an earlier
+ * one left) without receiving. 1 when packets already wait (receive instead of sleeping),
+ * 0 when fd() will become readable at the next packet, UB_EINVAL when not a shm device.
+ * For an API call such as ub_context_next_timeout_ms after busy polling.
+ */
+int ub__shm_arm(struct ub__dev *dev);
+
+/*
+ * Whether a lane holds packets, without a system call or a wake-up request: for a thread
+ * that spins between rounds without the engine's lock (it reads shared atomics only).
+ * false for other devices.
+ */
+bool ub__shm_rx_ready(const struct ub__dev *dev);
 
 /* Copies dev's counters. UB_EINVAL when dev is not a shm device. */
 int ub__shm_stats(const struct ub__dev *dev, struct ub__shm_stats *out);

@@ -37,14 +37,22 @@ int ub__drive_send(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
             break;
         st->tx_batches++;
         int sent = ub__dev_send(dev, batch, n);
-        if (sent < 0) {
+        if (sent < 0) { /* not a full lane: nothing to hold back for */
             st->dev_errors++;
-            sent = 0;
+            for (uint32_t i = 0; i < n; i++)
+                ub__pkt_free(batch[i]);
+            st->tx_refused += n;
+            st->tx_dropped += n;
+            break;
         }
-        /* The device consumed what it accepted; the rest is dropped here. */
-        for (uint32_t i = (uint32_t)sent; i < n; i++)
-            ub__pkt_free(batch[i]);
-        st->tx_refused += n - (uint32_t)sent;
+        /* The device consumed what it accepted; the engine takes the rest back (shm: sent
+         * again next time) or drops it. */
+        if ((uint32_t)sent < n) {
+            st->tx_refused += n - (uint32_t)sent;
+            st->tx_dropped += ub__engine_requeue(e, batch + sent, n - (uint32_t)sent);
+            moved += sent;
+            break; /* the device is full: try again next round */
+        }
         moved += (int)n;
         if (n < UB_DRIVE_BATCH)
             break;

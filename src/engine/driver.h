@@ -15,7 +15,8 @@
 struct ub__drive_stats {
     uint64_t rounds;
     uint64_t rx_batches, tx_batches;
-    uint64_t tx_refused; /* datagrams the device did not accept (full): dropped, like a NIC would */
+    uint64_t tx_refused; /* datagrams the device did not accept (full) */
+    uint64_t tx_dropped; /* of those, dropped like a NIC would (not shm: those are sent again) */
     uint64_t dev_errors;
 };
 

@@ -36,6 +36,9 @@ int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
     rc = ub__ring_init(&e->txq, e->cfg.txq_cap);
     if (rc)
         goto fail_ring;
+    rc = ub__ring_init(&e->held, e->cfg.txq_cap);
+    if (rc)
+        goto fail_held;
     e->cfg.pds.num_paths = e->cfg.pds.num_paths ? e->cfg.pds.num_paths : e->cfg.num_paths;
     e->cfg.pds.mtu = e->cfg.pds.mtu ? e->cfg.pds.mtu : e->cfg.mtu; /* congestion control's MTU */
     rc = ub__pds_create(&e->pds, &e->cfg.pds, &e->timers, &e->pool, &e->rng, e->cfg.log);
@@ -43,6 +46,8 @@ int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
         goto fail_pds;
     return 0;
 fail_pds:
+    ub__ring_fini(&e->held);
+fail_held:
     ub__ring_fini(&e->txq);
 fail_ring:
     ub__pktpool_fini(&e->pool);
@@ -56,6 +61,9 @@ void ub__engine_fini(struct ub__engine *e)
     if (e->pds) /* a context may have torn PDS down early (ub_context_close) */
         ub__pds_destroy(e->pds, 0);
     struct ub__pkt *p;
+    while ((p = ub__ring_pop(&e->held)) != NULL)
+        ub__pkt_free(p);
+    ub__ring_fini(&e->held);
     while ((p = ub__ring_pop(&e->txq)) != NULL)
         ub__pkt_free(p);
     ub__ring_fini(&e->txq);
@@ -249,19 +257,49 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
 
 uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t max, uint64_t now)
 {
-    uint32_t n = 0;
+    uint32_t n = 0, h = 0;
     struct ub__pkt *p;
+    while (h < max && (p = ub__ring_pop(&e->held)) != NULL) {
+        /* A receiver alive but not draining (stopped) must not keep us spinning: past the
+         * bound the packet is dropped, and PDS's timer takes over as for any loss. */
+        if (now - p->ts > UB_ENGINE_HOLD_MAX_NS) {
+            e->stats.tx_hold_expired++;
+            ub__pkt_free(p);
+            continue;
+        }
+        pkts[h++] = p; /* counted when first handed out */
+    }
+    n = h;
     while (n < max && (p = ub__ring_pop(&e->txq)) != NULL)
         pkts[n++] = p;
     n += ub__pds_pull(e->pds, pkts + n, max - n, now);
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = h; i < n; i++)
         e->stats.tx_bytes += pkts[i]->len;
-    e->stats.tx_pkts += n;
-    if (e->cfg.bundle && n > 1)
-        n = bundle_batch(e, pkts, n);
-    for (uint32_t i = 0; i < n; i++)
+    e->stats.tx_pkts += n - h;
+    /* Held packets went out (bundled) before and keep their first time for the bound. */
+    if (e->cfg.bundle && n - h > 1)
+        n = h + bundle_batch(e, pkts + h, n - h);
+    for (uint32_t i = h; i < n; i++)
         pkts[i]->ts = now;
     return n;
+}
+
+uint32_t ub__engine_requeue(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n)
+{
+    uint32_t dropped = 0;
+    bool room = true;
+    for (uint32_t i = 0; i < n; i++) {
+        /* Once one did not fit, none after it is kept either: a lane stays in order. */
+        if (pkts[i]->addr.family == UB_AF_SHM && room && ub__ring_push(&e->held, pkts[i])) {
+            e->stats.tx_held++;
+            continue;
+        }
+        if (pkts[i]->addr.family == UB_AF_SHM)
+            room = false;
+        ub__pkt_free(pkts[i]);
+        dropped++;
+    }
+    return dropped;
 }
 
 uint64_t ub__engine_next_deadline(const struct ub__engine *e)

@@ -55,8 +55,9 @@ struct ub__engine_cfg {
 #define UB_ENGINE_DEFAULT_PATHS 1
 #define UB_ENGINE_DEFAULT_POOL  4096
 #define UB_ENGINE_DEFAULT_TXQ   1024
-#define UB_ENGINE_HEADROOM      64   /* lower layers may prepend (TSS) without a copy */
-#define UB_ENGINE_BUNDLE_MEMBER 1024 /* packets up to this size are bundled */
+#define UB_ENGINE_HEADROOM      64          /* lower layers may prepend (TSS) without a copy */
+#define UB_ENGINE_BUNDLE_MEMBER 1024        /* packets up to this size are bundled */
+#define UB_ENGINE_HOLD_MAX_NS   10000000ull /* a refused shm datagram is retried this long */
 
 /*
  * What the engine counted. Every received packet lands in exactly one rx_* outcome (the
@@ -69,8 +70,10 @@ struct ub__engine_stats {
     uint64_t rx_malformed;   /* failed to parse: dropped */
     uint64_t rx_unsupported; /* well formed, but nothing here serves it: dropped */
     uint64_t tx_pkts, tx_bytes;
-    uint64_t tx_queue_full; /* sends refused: the output queue was full */
-    uint64_t tx_nobufs;     /* sends refused: the packet pool was empty */
+    uint64_t tx_queue_full;   /* sends refused: the output queue was full */
+    uint64_t tx_nobufs;       /* sends refused: the packet pool was empty */
+    uint64_t tx_held;         /* datagrams a full shm lane gave back, kept for the next output */
+    uint64_t tx_hold_expired; /* of those, dropped after UB_ENGINE_HOLD_MAX_NS still refused */
     uint64_t timers_fired;
     uint64_t tx_bundles, tx_bundled; /* bundles sent, packets inside them */
     uint64_t rx_bundles, rx_bundled; /* well-formed bundles received, packets inside them */
@@ -97,6 +100,7 @@ struct ub__engine {
     struct ub__timers timers;
     struct ub__pktpool pool;
     struct ub__ring txq;
+    struct ub__ring held; /* given back by the driver (a full shm lane): out first, in order */
     struct ub__engine_stats stats;
     const struct ub__engine_upcalls *up;
     void *up_arg;
@@ -117,8 +121,18 @@ void ub__engine_expire(struct ub__engine *e, uint64_t now);
 /* Whether ub__engine_output has something to hand out now. */
 static inline bool ub__engine_pending(const struct ub__engine *e)
 {
-    return ub__ring_count(&e->txq) || ub__pds_has_output(e->pds);
+    return ub__ring_count(&e->held) || ub__ring_count(&e->txq) || ub__pds_has_output(e->pds);
 }
+
+/*
+ * Takes back datagrams of the last output the device did not accept (a full lane, a full
+ * socket buffer). UB_AF_SHM ones are kept (a lossless carrier: a full lane is back-pressure,
+ * not loss; PDS counts on it) and come out first, in the same order, from the next
+ * ub__engine_output; the others are dropped, like a NIC would, for PDS to repair. A kept one
+ * still refused UB_ENGINE_HOLD_MAX_NS after it first went out is dropped too (a receiver
+ * that lives but does not drain). Takes every reference; returns the number dropped.
+ */
+uint32_t ub__engine_requeue(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n);
 
 /*
  * Queues an unreliable datagram to dst: UB_ELENGTH if it does not fit one

@@ -94,7 +94,29 @@ struct ub__pds_cfg {
      */
     bool no_dest_fc;           /* target: rcv_cwnd_pend always 0 */
     uint32_t dest_fc_free_pct; /* 0 = 25; above 100 counts as 100 */
+    /*
+     * Lossless carriers. A PDC to a UB_AF_SHM peer rides the shm device's lanes: reliable,
+     * in order, a full lane holds packets back (the driver requeues them) instead of dropping
+     * them. Nothing is ever lost or reordered there and there is no congestion to control,
+     * so such a PDC has no congestion context, no tail-loss probes, and a retransmission
+     * timer of at least UB_PDS_LOSSLESS_RTO_NS: it only notices a dead peer (UB_EUNREACH
+     * after max_retries, as anywhere) and never fires because the peer was descheduled for
+     * a while; and it does not ask for immediate ACKs, which the target sends every
+     * UB_PDS_LOSSLESS_ACK_EVERY packets. no_lossless treats those peers like any other.
+     */
+    bool no_lossless;
 };
+
+#define UB_PDS_LOSSLESS_RTO_NS 50000000ull /* 50 ms: the first RTO of a lossless PDC */
+/* A target ACKs a lossless peer every this many packets at least (or after ack_delay_ns):
+ * the ACK only frees the window and feeds the dead-peer timer there. */
+#define UB_PDS_LOSSLESS_ACK_EVERY 16u
+
+/* Whether PDS treats a PDC to dst as lossless (see no_lossless). */
+static inline bool ub__pds_lossless_peer(const struct ub__pds_cfg *cfg, const struct ub__addr *dst)
+{
+    return !cfg->no_lossless && dst->family == UB_AF_SHM;
+}
 
 /* Set by a device or the simulator on a received datagram whose payload a switch cut off
  * (the headers survive): PDS NACKs it with TRIMMED instead of delivering it. Equal to the

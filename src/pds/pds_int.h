@@ -99,6 +99,7 @@ struct ub__pds_ipdc {
     uint8_t state;
     uint8_t retx_mode; /* UB_PDS_RETX_* resolved */
     bool on_ready;
+    bool lossless; /* ub__pds_lossless_peer: no CC, no probes, a long RTO */
     uint32_t start_psn;
     uint32_t una;        /* lowest PSN not cumulatively acknowledged */
     uint32_t nxt;        /* next new PSN */
@@ -180,6 +181,7 @@ struct ub__pds {
     void *peer_rtt_arg;
     uint32_t incarnation;
     struct ub__hmap ipdc_by_peer, ipdc_by_id;
+    struct ub__pds_ipdc *last_ipdc; /* the latest ub__pds_ipdc_get result, while in ipdc_by_peer */
     struct ub__hmap tpdc_by_key, tpdc_by_id;
     struct ub__hmap graves;
     struct ub__list grave_list; /* oldest first */

@@ -542,8 +542,11 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
     deliver(pds, p, d, t->id, mode, psn, now);
     /* The upcall may not free t (only our own code does), so t is still valid here. */
     bool gap = !in_order || t->held != 0; /* held counts the bits set: the bitmap is not empty */
-    if ((r->flags & UB_PDS_REQ_F_AR) || t->unacked >= pds->cfg.ack_every || gap || retx ||
-        t->ecn_seen || t->caqm_c)
+    uint32_t every = pds->cfg.ack_every;
+    if (every < UB_PDS_LOSSLESS_ACK_EVERY && ub__pds_lossless_peer(&pds->cfg, &t->peer))
+        every = UB_PDS_LOSSLESS_ACK_EVERY;
+    if ((r->flags & UB_PDS_REQ_F_AR) || t->unacked >= every || gap || retx || t->ecn_seen ||
+        t->caqm_c)
         send_ack(t, now);
     else if (!ub__timer_armed(&t->ack_timer))
         ub__timer_arm(pds->timers, &t->ack_timer, now + pds->cfg.ack_delay_ns);

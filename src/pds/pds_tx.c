@@ -18,6 +18,12 @@ static inline bool gbn(const struct ub__pds_ipdc *c)
     return c->retx_mode == UB_PDS_RETX_GBN_FAST || c->retx_mode == UB_PDS_RETX_GBN_TIMEOUT;
 }
 
+/* The RTO floor of a lossless PDC (bounded by rto_max_ns like every RTO). */
+static inline uint64_t lossless_rto(const struct ub__pds_cfg *cfg)
+{
+    return UB_MIN(UB_MAX(UB_PDS_LOSSLESS_RTO_NS, cfg->rto_min_ns), cfg->rto_max_ns);
+}
+
 static inline bool fast(const struct ub__pds_ipdc *c)
 {
     return c->retx_mode == UB_PDS_RETX_SEL_FAST || c->retx_mode == UB_PDS_RETX_GBN_FAST;
@@ -84,7 +90,7 @@ static int ccx_attach(struct ub__pds_ipdc *c)
 {
     struct ub__pds *pds = c->pds;
     ub__list_init(&c->cc_link);
-    if (!pds->cc_algo)
+    if (!pds->cc_algo || c->lossless) /* nothing to congest on a lossless carrier */
         return 0;
     uint64_t key = ub__pds_host_key(&c->peer);
     struct ub__pds_ccx *x = ub__hmap_get(&pds->ccx_by_key, key);
@@ -209,11 +215,17 @@ static void start_fresh(struct ub__pds_ipdc *c)
 struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                                       uint64_t now, int *err)
 {
+    struct ub__pds_ipdc *c = pds->last_ipdc;
+    /* Most sends go where the previous one went: no hash, no table probe. */
+    if (c && c->mode == mode && ub__addr_eq(&c->peer, dst))
+        return c;
     uint64_t key = peer_key(dst, mode);
-    struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_peer, key);
+    c = ub__hmap_get(&pds->ipdc_by_peer, key);
     if (c) {
-        if (ub__addr_eq(&c->peer, dst))
+        if (ub__addr_eq(&c->peer, dst)) {
+            pds->last_ipdc = c;
             return c;
+        }
         *err = UB_EEXIST; /* a 64-bit hash collision between two peers: refuse, never mix */
         return NULL;
     }
@@ -249,7 +261,8 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
     c->paths = paths;
     c->dirty = dirty;
     c->cand = cand;
-    c->rto_ns = pds->cfg.rto_init_ns;
+    c->lossless = ub__pds_lossless_peer(&pds->cfg, dst);
+    c->rto_ns = c->lossless ? lossless_rto(&pds->cfg) : pds->cfg.rto_init_ns;
     c->last_progress = now;
     /* ROD stays on one path (random); the others spray as the balancer decides. */
     c->next_path = (uint16_t)ub__rng_below(&pds->rng, pds->cfg.num_paths);
@@ -286,6 +299,7 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
     }
     pds->st.pdc_opened++;
     ub__timer_arm(pds->timers, &c->idle, now + pds->cfg.idle_close_ns);
+    pds->last_ipdc = c;
     return c;
 }
 
@@ -307,6 +321,8 @@ void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now)
         ub__list_remove(&c->ready);
     if (ub__hmap_get(&pds->ipdc_by_peer, c->key) == c)
         ub__hmap_del(&pds->ipdc_by_peer, c->key);
+    if (pds->last_ipdc == c)
+        pds->last_ipdc = NULL;
     ub__hmap_del(&pds->ipdc_by_id, c->id);
     /* Unlinked first, so an upcall that sends again opens a new context. */
     for (uint32_t psn = c->una; psn != c->nxt; psn++) {
@@ -525,7 +541,8 @@ static void arm_rto(struct ub__pds_ipdc *c, uint64_t now)
         return;
     }
     uint64_t wait = c->rto_ns;
-    if (!pds->cfg.no_probe && !pds->cfg.trimming && fast(c) && !c->probed && c->srtt) {
+    if (!pds->cfg.no_probe && !pds->cfg.trimming && !c->lossless && fast(c) && !c->probed &&
+        c->srtt) {
         /*
          * Tail-loss probe: well before the RTO, once per period without progress. Not on a
          * trimming fabric: there a loss comes back as a NACK, and a probe would resend a
@@ -575,7 +592,10 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
         memset(s, 0, sizeof(*s));
         s->pkt = p;
         s->state = SLOT_INFLIGHT;
-        s->ack_req = (p->flags & 1) || !c->q_head; /* the last queued packet asks for an ACK */
+        /* The last queued packet asks for an ACK, to learn of a loss early. A lossless
+         * carrier loses nothing: the target's own pace (ack_every, ack_delay) frees the window
+         * and its ACK leaves the latency path. */
+        s->ack_req = !c->lossless && ((p->flags & 1) || !c->q_head);
         s->first_ns = now;
         struct ub__pkt *out = transmit(c, psn, false, now);
         if (!out) { /* keep it; it goes out as a repair */
@@ -630,7 +650,8 @@ static void rto_from_rtt(struct ub__pds_ipdc *c)
 {
     const struct ub__pds_cfg *cfg = &c->pds->cfg;
     uint64_t rto = c->srtt + UB_MAX(4 * c->rttvar, cfg->ack_delay_ns);
-    c->rto_ns = UB_MIN(UB_MAX(rto, cfg->rto_min_ns), cfg->rto_max_ns);
+    uint64_t floor = c->lossless ? lossless_rto(cfg) : cfg->rto_min_ns;
+    c->rto_ns = UB_MIN(UB_MAX(rto, floor), cfg->rto_max_ns);
 }
 
 static void rtt_sample(struct ub__pds_ipdc *c, uint64_t r)
@@ -1189,6 +1210,8 @@ static void start_close(struct ub__pds_ipdc *c, uint64_t now)
     }
     /* New sends to this peer open a new context from now on. */
     ub__hmap_del(&pds->ipdc_by_peer, c->key);
+    if (pds->last_ipdc == c)
+        pds->last_ipdc = NULL;
     c->state = IPDC_CLOSING;
     c->close_psn = c->nxt;
     c->retries = 0;
@@ -1236,7 +1259,7 @@ static void rto_fire(struct ub__timer *t, uint64_t now)
     }
     if (!inflight(c))
         return;
-    if (!cfg->no_probe && !cfg->trimming && fast(c) && !c->probed && c->srtt &&
+    if (!cfg->no_probe && !cfg->trimming && !c->lossless && fast(c) && !c->probed && c->srtt &&
         now < c->last_progress + c->rto_ns) {
         /* Tail-loss probe: resend the lowest unacknowledged packet, asking for an ACK. */
         c->probed = true;

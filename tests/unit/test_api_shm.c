@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include "unit/api_net_util.h"
+#include "api/api.h"
+#include "dev/shm.h"
 
 static void test_across_processes(void **state)
 {
@@ -86,12 +88,270 @@ static void test_auto_choice(void **state)
     node_close(&c);
 }
 
+static struct ub__shm_stats shm_stats_of(ub_context *ctx)
+{
+    struct ub__shm_stats st;
+    assert_int_equal(ub__shm_stats(ub__ctx_of(ctx)->shm, &st), 0);
+    return st;
+}
+
+static bool fd_readable(ub_context *ctx)
+{
+    struct pollfd pf = {.fd = ub_context_fd(ctx), .events = POLLIN};
+    return poll(&pf, 1, 0) == 1;
+}
+
+/* One signalled 8 B WRITE from a to b, driven by ub_poll_jfc on both sides only. */
+static void busy_write(struct node *a, struct node *b, struct peer *p, uint64_t id)
+{
+    struct ub_sge sg = {a->mem, 8, a->seg};
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p->ts, p->base + 8 * (id % 64));
+    wr.user_ctx = id;
+    struct ub_wr *bad = NULL;
+    assert_int_equal(ub_post_jetty_send(a->jetty, &wr, &bad), 0);
+    struct ub_cr cr;
+    uint64_t end = t_now() + N_WAIT_NS;
+    int k;
+    while ((k = ub_poll_jfc(a->jfc, 1, &cr)) == 0) {
+        assert_int_equal(ub_poll_jfc(b->jfc, 0, NULL), 0);
+        assert_true(t_now() < end);
+    }
+    assert_int_equal(k, 1);
+    assert_int_equal(cr.user_ctx, id);
+    assert_int_equal(cr.status, UB_CR_SUCCESS);
+}
+
+/*
+ * Wake-ups over shm: consumers that busy-poll through ub_poll_jfc never ask for one, so
+ * their traffic costs no FIFO write; a consumer that progressed with ub_progress (about
+ * to sleep on ub_context_fd) is woken by the next packet, also after a round that
+ * received something.
+ */
+static void test_busy_poll_no_wakeups(void **state)
+{
+    (void)state;
+    struct node a, b;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
+    assert_int_equal(node_open(&b, "shm://0", &ca), 0);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    busy_write(&a, &b, &p, 1); /* attach; settles what the setup armed */
+    busy_write(&a, &b, &p, 2);
+    struct ub__shm_stats a0 = shm_stats_of(a.ctx), b0 = shm_stats_of(b.ctx);
+    for (uint64_t i = 0; i < 200; i++)
+        busy_write(&a, &b, &p, 100 + i);
+    struct ub__shm_stats a1 = shm_stats_of(a.ctx), b1 = shm_stats_of(b.ctx);
+    assert_true(b1.rx_pkts - b0.rx_pkts >= 200);
+    assert_int_equal(a1.wake_sent - a0.wake_sent, 0);
+    assert_int_equal(b1.wake_sent - b0.wake_sent, 0);
+    assert_int_equal(a1.wake_armed - a0.wake_armed, 0);
+    assert_int_equal(b1.wake_armed - b0.wake_armed, 0);
+
+    /* b about to sleep: ub_progress arms; a's next packet makes b's fd readable. */
+    ub_progress(b.ctx);
+    assert_false(fd_readable(b.ctx));
+    struct ub_sge sg = {a.mem, 8, a.seg};
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
+    wr.user_ctx = 7;
+    struct ub_wr *bad = NULL;
+    assert_int_equal(ub_post_jetty_send(a.jetty, &wr, &bad), 0);
+    ub_poll_jfc(a.jfc, 0, NULL);
+    assert_true(fd_readable(b.ctx));
+    /* A round that receives the packet (and drains the FIFO) leaves b armed again. */
+    struct ub__shm_stats b2 = shm_stats_of(b.ctx);
+    ub_progress(b.ctx);
+    struct ub__shm_stats b3 = shm_stats_of(b.ctx);
+    assert_true(b3.rx_pkts > b2.rx_pkts);
+    assert_false(fd_readable(b.ctx));
+    wr.user_ctx = 8;
+    assert_int_equal(ub_post_jetty_send(a.jetty, &wr, &bad), 0);
+    ub_poll_jfc(a.jfc, 0, NULL);
+    assert_true(fd_readable(b.ctx));
+    node_close(&a);
+    node_close(&b);
+}
+
+/*
+ * A full lane is back-pressure, not loss: with 4-slot lanes at b, 64 WRITEs posted at once
+ * overflow it; the packets the device refuses are held and sent again, so every WRITE
+ * completes once, intact, with no retransmission and nothing dropped.
+ */
+static void test_full_lane_holds_back(void **state)
+{
+    (void)state;
+    struct node a, b;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
+    assert_int_equal(node_open(&b, "shm://0?slots=4", &ca), 0);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    enum { K = 64, LEN = 3000 };
+    t_fill(a.mem, (size_t)K * LEN, 5);
+    for (uint32_t i = 0; i < K; i++) {
+        struct ub_sge sg = {a.mem + (size_t)i * LEN, LEN, a.seg};
+        struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base + (uint64_t)i * LEN);
+        wr.user_ctx = 1000 + i;
+        struct ub_wr *bad = NULL;
+        assert_int_equal(ub_post_jetty_send(a.jetty, &wr, &bad), 0);
+    }
+    uint8_t seen[K] = {0};
+    uint32_t got = 0;
+    uint64_t end = t_now() + N_WAIT_NS;
+    while (got < K) {
+        struct ub_cr cr[16];
+        int n = ub_poll_jfc(a.jfc, 16, cr);
+        assert_true(n >= 0);
+        for (int i = 0; i < n; i++) {
+            assert_int_equal(cr[i].status, UB_CR_SUCCESS);
+            assert_true(cr[i].user_ctx >= 1000 && cr[i].user_ctx < 1000 + K);
+            assert_int_equal(seen[cr[i].user_ctx - 1000]++, 0); /* exactly once */
+            got++;
+        }
+        ub_poll_jfc(b.jfc, 0, NULL);
+        assert_true(t_now() < end);
+    }
+    assert_memory_equal(b.mem, a.mem, (size_t)K * LEN);
+    struct ub_context_stats st;
+    ub_context_stats(a.ctx, &st);
+    assert_int_equal(st.retransmits, 0);
+    assert_true(a.ctx->drive.tx_refused > 0); /* the lane did fill */
+    assert_int_equal(a.ctx->drive.tx_dropped, 0);
+    node_close(&a);
+    node_close(&b);
+}
+
+/*
+ * A target process SIGKILLed mid-transfer over shm: nothing retransmits on the lossless lanes
+ * while it lives, yet its death still fails every outstanding request (PEER_UNREACHABLE,
+ * nothing left hanging) within the transport's bound (timeout_ms).
+ */
+static void test_peer_killed(void **state)
+{
+    (void)state;
+    ub_bootstrap *bs;
+    uint8_t d[NODE_DESC];
+    pid_t pid = t_fork_target("shm://0", false, &bs, d);
+    struct node a;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL, .timeout_ms = 1000, .retries = 4};
+    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
+    struct peer p;
+    node_import(&a, d, &p);
+    t_fill(a.mem, 1u << 20, 6);
+    uint32_t posted = 0, ok = 0, unreach = 0, other = 0;
+    uint64_t killed_at = 0, first_err = 0, end = t_now() + 10ull * 1000000000ull;
+    while (t_now() < end) {
+        while (posted - (ok + unreach + other) < 16 && !first_err) {
+            struct ub_sge sg = {a.mem, 4000, a.seg};
+            struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
+            wr.user_ctx = posted;
+            assert_int_equal(ub_post_jetty_send(a.jetty, &wr, NULL), 0);
+            posted++;
+        }
+        struct ub_cr cr;
+        int k = ub_poll_jfc(a.jfc, 1, &cr);
+        if (!k)
+            continue;
+        if (cr.status == UB_CR_SUCCESS)
+            ok++;
+        else if (cr.status == UB_CR_PEER_UNREACHABLE)
+            unreach++;
+        else
+            other++;
+        if (cr.status != UB_CR_SUCCESS && !first_err)
+            first_err = t_now();
+        if (ok >= 32 && !killed_at) {
+            kill(pid, SIGKILL);
+            killed_at = t_now();
+        }
+        if (ok + unreach + other == posted && first_err)
+            break;
+    }
+    assert_true(t_reap(pid, 2000) == 128 + SIGKILL);
+    ub_bootstrap_close(bs);
+    print_message("shm: killed after %u writes: %u ok, %u unreachable, %u other; first error "
+                  "%.1f ms after the kill\n",
+                  ok, ok, unreach, other, (double)(first_err - killed_at) / 1e6);
+    assert_true(killed_at && first_err);
+    assert_int_equal(ok + unreach + other, posted); /* nothing left hanging */
+    assert_int_equal(other, 0);
+    assert_true(unreach > 0);
+    assert_true(first_err - killed_at < 6000ull * 1000000ull);
+    node_close(&a);
+}
+
+/*
+ * Automatic progress: while its thread spins (within spin_us of work) it looks at the shm
+ * lanes itself, so the traffic of a busy context costs no FIFO write; it asks for a wake-up
+ * only in the round before it sleeps.
+ */
+static void test_auto_progress_spins_without_wakeups(void **state)
+{
+    (void)state;
+    struct node a, b;
+    /* A spin bound far beyond any operation here: the threads never sleep during the run. */
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_AUTO, .spin_us = 10000000};
+    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
+    assert_int_equal(node_open(&b, "shm://0", &ca), 0);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    struct ub_sge sg = {a.mem, 8, a.seg};
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
+    assert_int_equal(t_run(&a, NULL, &wr), UB_CR_SUCCESS); /* attach */
+    struct ub__shm_stats a0 = shm_stats_of(a.ctx), b0 = shm_stats_of(b.ctx);
+    for (uint64_t i = 0; i < 200; i++) {
+        wr.user_ctx = 10 + i;
+        assert_int_equal(t_run(&a, NULL, &wr), UB_CR_SUCCESS);
+    }
+    struct ub__shm_stats a1 = shm_stats_of(a.ctx), b1 = shm_stats_of(b.ctx);
+    assert_true(b1.rx_pkts - b0.rx_pkts >= 200);
+    /* At most the one each side may still owe from before the loop. */
+    assert_true(a1.wake_sent - a0.wake_sent <= 1);
+    assert_true(b1.wake_sent - b0.wake_sent <= 1);
+    node_close(&a);
+    node_close(&b);
+}
+
+/*
+ * A context that only ever busy-polls (ub_poll_jfc) and then sleeps on ub_context_fd is not
+ * left asleep: the device is armed from its open, and the wake-up byte of the first packet
+ * stays in the FIFO until a round that arms again drains it.
+ */
+static void test_poll_only_sleeper_is_woken(void **state)
+{
+    (void)state;
+    struct node a, b;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
+    assert_int_equal(node_open(&b, "shm://0", &ca), 0);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    assert_false(fd_readable(b.ctx));
+    busy_write(&a, &b, &p, 1);
+    assert_true(fd_readable(b.ctx));
+    node_close(&a);
+    node_close(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_across_processes),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_auto_choice),
+        cmocka_unit_test(test_busy_poll_no_wakeups),
+        cmocka_unit_test(test_poll_only_sleeper_is_woken),
+        cmocka_unit_test(test_full_lane_holds_back),
+        cmocka_unit_test(test_peer_killed),
+        cmocka_unit_test(test_auto_progress_spins_without_wakeups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -317,11 +317,58 @@ static void test_testbed_time(void **state)
     ub__testbed_destroy(&tb);
 }
 
+/*
+ * Datagrams the device refused: shm ones are held and come out first next time, in order,
+ * until UB_ENGINE_HOLD_MAX_NS after they first went out; others are dropped at once.
+ */
+static void test_requeue(void **state)
+{
+    (void)state;
+    struct ub__engine e;
+    struct ub__engine_cfg ec = {.seed = 1};
+    assert_int_equal(ub__engine_init(&e, &ec), 0);
+    struct ub__addr shm, loop;
+    memset(&shm, 0, sizeof(shm));
+    shm.family = UB_AF_SHM;
+    shm.port = 9;
+    ub__addr_loop(&loop, 1);
+    uint8_t b = 0;
+    for (uint8_t i = 0; i < 3; i++) {
+        b = i;
+        assert_int_equal(ub__engine_dgram_send(&e, i == 1 ? &loop : &shm, 0, i, 0, &b, 1, 0), 0);
+    }
+    struct ub__pkt *out[8];
+    assert_int_equal(ub__engine_output(&e, out, 8, 0), 3);
+    assert_int_equal(e.stats.tx_pkts, 3);
+    /* The device took none: the two shm ones are held, the loop one is dropped. */
+    assert_int_equal(ub__engine_requeue(&e, out, 3), 1);
+    assert_int_equal(e.stats.tx_held, 2);
+    assert_true(ub__engine_pending(&e));
+    b = 3;
+    assert_int_equal(ub__engine_dgram_send(&e, &shm, 0, 3, 0, &b, 1, 1000), 0);
+    assert_int_equal(ub__engine_output(&e, out, 8, 1000), 3);
+    assert_int_equal(e.stats.tx_pkts, 4); /* the held ones are not counted twice */
+    uint8_t want[3] = {0, 2, 3};
+    for (int i = 0; i < 3; i++) {
+        struct ub__wire_dgram d;
+        assert_int_equal(ub__wire_parse_datagram(&d, out[i]->data, out[i]->len, 0), 0);
+        assert_int_equal(out[i]->data[d.payload_off], want[i]); /* oldest first */
+    }
+    /* Refused again; past the bound the two first ones are dropped, the newer one is not. */
+    assert_int_equal(ub__engine_requeue(&e, out, 3), 0);
+    assert_int_equal(ub__engine_output(&e, out, 8, UB_ENGINE_HOLD_MAX_NS + 500), 1);
+    assert_int_equal(e.stats.tx_hold_expired, 2);
+    ub__pkt_free(out[0]);
+    assert_false(ub__engine_pending(&e));
+    ub__engine_fini(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dgram_bytes),
         cmocka_unit_test(test_send_errors),
+        cmocka_unit_test(test_requeue),
         cmocka_unit_test(test_malformed_and_unsupported),
         cmocka_unit_test(test_bundles),
         cmocka_unit_test(test_testbed_deterministic),

@@ -949,6 +949,52 @@ static void test_stress_ring_full(void **state)
 
 /* ---- wake-ups ---------------------------------------------------------------------------- */
 
+/*
+ * Busy polling, then ub__shm_arm before a sleep: a wake-up byte left by an earlier packet is
+ * drained, the fd is quiet, and the next packet makes it readable; with packets waiting,
+ * ub__shm_arm says so instead.
+ */
+static void test_busy_poll_then_arm(void **state)
+{
+    (void)state;
+    struct ub__dev *c = open_spec("shm://");
+    struct ub__dev *p = open_spec("shm://");
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 16, 256, 0), 0);
+    struct ub__pkt *in[4];
+    int fd = ub__dev_fd(c);
+    ub__shm_set_busy_poll(c, true);
+    for (uint32_t i = 0; i < 3; i++) {
+        struct ub__pkt *q = ub__pkt_alloc(&pool);
+        raw_fill(q, 0, i, c->local.port);
+        assert_int_equal(ub__dev_send(p, &q, 1), 1);
+        assert_int_equal(ub__dev_recv(c, in, 4, &pool), 1);
+        ub__pkt_free(in[0]);
+        assert_int_equal(ub__dev_recv(c, in, 4, &pool), 0);
+    }
+    /* Armed at open: only the first packet wrote; busy receives drained nothing. */
+    assert_int_equal(stats_of(p).wake_sent, 1);
+    assert_int_equal(stats_of(c).wake_armed, 1);
+    assert_true(wait_fd(fd, 0));
+    assert_int_equal(ub__shm_arm(c), 0);
+    assert_false(wait_fd(fd, 0));
+    assert_int_equal(ub__shm_arm(c), 0); /* armed already: nothing to do */
+    assert_int_equal(stats_of(c).wake_drained, 1);
+    struct ub__pkt *q = ub__pkt_alloc(&pool);
+    raw_fill(q, 0, 9, c->local.port);
+    assert_int_equal(ub__dev_send(p, &q, 1), 1);
+    assert_true(wait_fd(fd, 1000));
+    assert_int_equal(ub__shm_arm(c), 1); /* a packet waits: receive, do not sleep */
+    assert_int_equal(ub__dev_recv(c, in, 4, &pool), 1);
+    ub__pkt_free(in[0]);
+    struct ub__dev *nw = open_spec("shm://?wake=0");
+    assert_int_equal(ub__shm_arm(nw), 0);
+    ub__dev_close(nw);
+    ub__dev_close(c);
+    ub__dev_close(p);
+    ub__pktpool_fini(&pool);
+}
+
 static void test_wake_one_process(void **state)
 {
     (void)state;
@@ -959,7 +1005,9 @@ static void test_wake_one_process(void **state)
     struct ub__pkt *in[4];
     int fd = ub__dev_fd(c);
 
-    /* An empty receive asks to be woken; the fd is quiet until a send. */
+    /* Armed from the open (an empty receive would ask to be woken); the fd is quiet until
+     * a send. */
+    assert_int_equal(stats_of(c).wake_armed, 1);
     assert_int_equal(ub__dev_recv(c, in, 4, &pool), 0);
     assert_int_equal(stats_of(c).wake_armed, 1);
     assert_false(wait_fd(fd, 0));
@@ -1409,6 +1457,7 @@ int main(void)
         cmocka_unit_test(test_one_process),
         cmocka_unit_test(test_peer_table),
         cmocka_unit_test(test_wake_one_process),
+        cmocka_unit_test(test_busy_poll_then_arm),
         cmocka_unit_test(test_wake_two_processes),
         cmocka_unit_test(test_engines_one_process),
         cmocka_unit_test(test_engines_two_processes),
