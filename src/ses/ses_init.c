@@ -678,7 +678,8 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 void ub__ses_wr_ext(const struct ub__wr *w, struct ub__ext *ext, uint8_t *tail)
 {
     uint32_t aux = w->aux | ((w->flags & UB_WR_SOLICITED) ? UB_SES_TAIL_S << 24 : 0) |
-                   (w->deferrable ? UB_SES_TAIL_D << 24 : 0) | (w->cma ? UB_SES_TAIL_C << 24 : 0);
+                   (w->deferrable ? UB_SES_TAIL_D << 24 : 0) | (w->cma ? UB_SES_TAIL_C << 24 : 0) |
+                   (w->jfs->ctx->ses.pack_max ? UB_SES_TAIL_A << 24 : 0);
     struct ub__ses_tail t = {w->so_delta, w->ro_count, w->send_seq, aux};
     ub__ses_tail_put(tail, &t);
     memset(ext, 0, sizeof(*ext));

@@ -346,3 +346,169 @@ void ub__ses_pack_fini(struct ub__tl *s)
         free(v);
     }
 }
+
+/* ---- packed responses (docs/wire-format.md section 6.2) ---------------------------------- */
+
+#define PRSP_MIN (UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE)
+
+int ub__ses_prsp_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
+{
+    if (n < UB_SES_PACK_LEN)
+        return UB_ETRUNC;
+    size_t len = ((size_t)p[0] << 8) | p[1];
+    if (len > n - UB_SES_PACK_LEN)
+        return UB_ETRUNC;
+    if (len < PRSP_MIN)
+        return UB_EBADMSG;
+    struct ub__rcur r;
+    ub__rcur_init(&r, p + UB_SES_PACK_LEN, len);
+    int rc = ub__ext_decode(&rec->ext, &r);
+    /* A record is a response as it goes alone: a version-0 extension (nothing appended, so
+     * never packed or rendezvous data) naming a response with data. */
+    if (rc || rec->ext.version != 0 || rec->ext.next_hdr != UB_PDS_NH_RSP_DATA)
+        return UB_EBADMSG;
+    rec->ses.kind = UB_PDS_NH_RSP_DATA;
+    rec->ses.ext = UB_SES_EXT_NONE;
+    if (ub__ses_rsp_data_decode(&rec->ses.u.rsp_data, &r))
+        return UB_EBADMSG;
+    size_t pl = ub__rcur_remaining(&r);
+    if (pl != rec->ses.u.rsp_data.payload_len)
+        return UB_EBADMSG; /* as for a packet alone: exactly payload_len bytes follow */
+    rec->payload = p + UB_SES_PACK_LEN + ub__rcur_offset(&r);
+    rec->payload_len = (uint32_t)pl;
+    return (int)(UB_SES_PACK_LEN + len);
+}
+
+int ub__ses_prsp_check(const uint8_t *p, size_t n)
+{
+    int count = 0;
+    struct ub__ses_prec rec;
+    while (n) {
+        if (count == UB_SES_PACK_RECS)
+            return UB_EBADMSG;
+        int k = ub__ses_prsp_rec(p, n, &rec);
+        if (k < 0)
+            return k;
+        p += k;
+        n -= (size_t)k;
+        count++;
+    }
+    return count ? count : UB_EBADMSG;
+}
+
+int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
+                      uint32_t n, uint64_t now)
+{
+    struct ub__engine *e = s->eng;
+    struct ub__pkt *p = ub__pkt_alloc(&e->pool);
+    if (!p)
+        return UB_ENOBUFS;
+    uint8_t *ch = ub__pkt_put(p, UB_SES_RSP_DATA_SIZE); /* the container, encoded once sized */
+    int rc = ch ? 0 : UB_ENOBUFS;
+    struct ub__ext ext;
+    memset(&ext, 0, sizeof(ext));
+    ext.next_hdr = UB_PDS_NH_RSP_DATA;
+    struct ub__ses_rsp_data h;
+    memset(&h, 0, sizeof(h));
+    h.list = UB_SES_LIST_EXPECTED;
+    h.job_id = e->cfg.job_id;
+    for (uint32_t i = 0; i < n && !rc; i++) {
+        uint32_t size = UB_SES_PRSP_REC(r[i].n);
+        uint8_t *b = ub__pkt_put(p, size);
+        if (!b) {
+            rc = UB_ENOBUFS;
+            break;
+        }
+        b[0] = (uint8_t)((size - UB_SES_PACK_LEN) >> 8);
+        b[1] = (uint8_t)(size - UB_SES_PACK_LEN);
+        ext.stream = r[i].stream;
+        ext.order_seq = r[i].seq;
+        h.rc = r[i].rc;
+        h.msg_id = (uint16_t)r[i].seq;
+        h.read_req_msg_id = (uint16_t)r[i].seq;
+        h.payload_len = r[i].n;
+        h.modified_length = r[i].mod_len;
+        h.message_offset = r[i].off;
+        struct ub__wcur wc;
+        ub__wcur_init(&wc, b + UB_SES_PACK_LEN, size - UB_SES_PACK_LEN);
+        rc = ub__ext_encode(&ext, &wc);
+        if (!rc)
+            rc = ub__ses_rsp_data_encode(&h, &wc);
+        if (!rc && r[i].n)
+            ub__put_bytes(&wc, r[i].data, r[i].n);
+    }
+    if (!rc) {
+        uint32_t bytes = p->len - UB_SES_RSP_DATA_SIZE;
+        h.rc = UB_SES_RC_OK;
+        h.msg_id = (uint16_t)r[0].seq;
+        h.read_req_msg_id = (uint16_t)r[0].seq;
+        h.payload_len = (uint16_t)bytes;
+        h.modified_length = bytes;
+        h.message_offset = 0;
+        struct ub__wcur wc;
+        ub__wcur_init(&wc, ch, UB_SES_RSP_DATA_SIZE);
+        rc = ub__ses_rsp_data_encode(&h, &wc);
+    }
+    if (rc) {
+        ub__pkt_free(p);
+        return rc;
+    }
+    uint8_t tail[UB_SES_TAIL_LEN];
+    struct ub__ses_tail t = {0, 0, 0, UB_SES_TAIL_P << 24};
+    ub__ses_tail_put(tail, &t);
+    struct ub__pds_tx tx = {
+        .dst = dst, .mode = UB_PDS_RUD, .ses_kind = UB_PDS_NH_RSP_DATA, .ack_req = true};
+    tx.ext.version = 1;
+    tx.ext.stream = r[0].stream;
+    tx.ext.order_seq = r[0].seq;
+    tx.ext.tail = tail;
+    tx.ext.tail_len = UB_SES_TAIL_LEN;
+    rc = ub__pds_send(e->pds, &tx, p, now);
+    if (rc) {
+        ub__pkt_free(p);
+        return rc;
+    }
+    s->st.tx_rsp_pkts++;
+    s->st.tx_prsp_pkts++;
+    s->st.tx_prsp_recs += n;
+    return 0;
+}
+
+void ub__ses_pack_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
+{
+    const struct ub__wire_dgram *d = rx->hdr;
+    const struct ub__ses_rsp_data *c = &d->ses.u.rsp_data;
+    s->st.rx_prsp_pkts++;
+    if (c->rc != UB_SES_RC_OK || c->message_offset || c->modified_length != rx->payload_len ||
+        (d->ext.tail[8] & (UB_SES_TAIL_R | UB_SES_TAIL_C)) ||
+        ub__ses_prsp_check(rx->payload, rx->payload_len) < 0) {
+        s->st.rx_prsp_bad++; /* refused whole: the requests end by their response bound */
+        s->st.rx_bad_pkts++;
+        return;
+    }
+    const uint8_t *p = rx->payload;
+    size_t n = rx->payload_len;
+    struct ub__wire_dgram rd;
+    memset(&rd, 0, sizeof(rd));
+    rd.has_ext = true;
+    rd.ses_kind = UB_PDS_NH_RSP_DATA;
+    struct ub__pds_rx one = *rx;
+    one.hdr = &rd;
+    while (n) {
+        struct ub__ses_prec rec;
+        int k = ub__ses_prsp_rec(p, n, &rec); /* checked above: cannot fail */
+        if (k < 0)
+            break;
+        /* The record as a packet alone, from the packet's (PDS-verified) source. */
+        rd.ext = rec.ext;
+        rd.ext.incarnation = d->ext.incarnation;
+        rd.ses = rec.ses;
+        rd.payload_len = rec.payload_len;
+        one.payload = rec.payload;
+        one.payload_len = rec.payload_len;
+        s->st.rx_prsp_recs++;
+        ub__ses_on_rsp(s, &one, now);
+        p += k;
+        n -= (size_t)k;
+    }
+}

@@ -35,12 +35,7 @@ struct ub__rdjob {
 struct ub__rspq {
     struct ub__list link;
     struct ub__addr dst;
-    uint16_t stream;
-    uint32_t seq;
-    uint8_t rc;
-    uint32_t len;
-    bool has_val;
-    uint64_t val;
+    struct ub__prsp r;
 };
 
 static inline struct ub__list *rspq_of(struct ub__tl *s)
@@ -276,26 +271,89 @@ static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
     return 0;
 }
 
+/* Queues a response that cannot go now (it goes from ub__ses_rd_pump, in order). */
+static void rsp_queue(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r)
+{
+    struct ub__rspq *q = malloc(sizeof(*q));
+    if (!q)
+        return; /* the initiator's request stays open; nothing else can be done */
+    q->dst = *dst;
+    q->r = *r;
+    ub__list_push_back(rspq_of(s), &q->link);
+}
+
+static bool rsp_send_one(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
+                         uint64_t now)
+{
+    return ub__list_empty(rspq_of(s)) && s->eng->pool.avail > UB_SES_POOL_RESERVE / 4 &&
+           send_rsp_now(s, dst, r->stream, r->seq, r->rc, r->mod_len, r->data, r->n, r->off, now) ==
+               0;
+}
+
+void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now)
+{
+    uint32_t n = s->prsp_n;
+    if (!n)
+        return;
+    s->prsp_n = 0;
+    s->prsp_bytes = 0;
+    if (n == 1) { /* alone: the ordinary response packet */
+        if (!rsp_send_one(s, &s->prsp_dst, &s->prsp[0], now))
+            rsp_queue(s, &s->prsp_dst, &s->prsp[0]);
+        return;
+    }
+    if (ub__list_empty(rspq_of(s)) && s->eng->pool.avail > UB_SES_POOL_RESERVE / 4 &&
+        ub__ses_prsp_send(s, &s->prsp_dst, s->prsp, n, now) == 0)
+        return;
+    for (uint32_t i = 0; i < n; i++) /* one by one when buffers come back */
+        rsp_queue(s, &s->prsp_dst, &s->prsp[i]);
+}
+
+/*
+ * A response of at most UB_SES_PRSP_DATA data bytes. To an initiator that takes packed
+ * responses (pk) it waits in s->prsp until the end of the pump, so that the responses of one
+ * progress round to one initiator leave in one packet; otherwise it goes now (or is queued).
+ */
+static void rsp_out(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r, bool pk,
+                    uint64_t now)
+{
+    if (pk && ub__list_empty(rspq_of(s))) {
+        uint32_t b = UB_SES_PRSP_REC(r->n);
+        if (s->prsp_n &&
+            (s->prsp_n == UB_SES_PACK_RECS || s->prsp_bytes + b > s->max_prsp_payload ||
+             !ub__addr_eq(&s->prsp_dst, dst)))
+            ub__ses_rsp_flush(s, now);
+        if (!s->prsp_n)
+            s->prsp_dst = *dst;
+        s->prsp[s->prsp_n++] = *r;
+        s->prsp_bytes += b;
+        return;
+    }
+    ub__ses_rsp_flush(s, now); /* those gathered before go first */
+    if (!rsp_send_one(s, dst, r, now))
+        rsp_queue(s, dst, r);
+}
+
+static void rsp_val(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                    uint8_t rc, uint32_t len, bool has_val, uint64_t val, bool pk, uint64_t now)
+{
+    struct ub__prsp r;
+    r.stream = stream;
+    r.rc = rc;
+    r.n = has_val ? 8 : 0;
+    r.seq = seq;
+    r.mod_len = len;
+    r.off = 0;
+    if (has_val)
+        put_be64(r.data, val);
+    rsp_out(s, dst, &r, pk, now);
+}
+
 /* Sends a response without data (or with an 8-byte value); queued if it cannot go now. */
 void ub__tgt_send_rsp(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
                       uint8_t rc, uint32_t len, bool has_val, uint64_t val, uint64_t now)
 {
-    uint8_t b[8];
-    put_be64(b, val);
-    if (ub__list_empty(rspq_of(s)) && s->eng->pool.avail > UB_SES_POOL_RESERVE / 4 &&
-        send_rsp_now(s, dst, stream, seq, rc, len, b, has_val ? 8 : 0, 0, now) == 0)
-        return;
-    struct ub__rspq *q = calloc(1, sizeof(*q));
-    if (!q)
-        return; /* the initiator's request stays open; nothing else can be done */
-    q->dst = *dst;
-    q->stream = stream;
-    q->seq = seq;
-    q->rc = rc;
-    q->len = len;
-    q->has_val = has_val;
-    q->val = val;
-    ub__list_push_back(rspq_of(s), &q->link);
+    rsp_val(s, dst, stream, seq, rc, len, has_val, val, false, now);
 }
 
 void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t len, bool has_val,
@@ -310,7 +368,7 @@ void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t
         c->has_val = has_val;
         c->val = val;
     }
-    ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, rc, len, has_val, val, now);
+    rsp_val(s, &m->src, m->stream, m->seq, rc, len, has_val, val, m->pk, now);
 }
 
 /* ---- the order engine ----------------------------------------------------------------------- */
@@ -545,6 +603,7 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
     m->aux = t->aux & 0xffffffu;
     m->solicited = ((t->aux >> 24) & UB_SES_TAIL_S) != 0;
     m->deferrable = ((t->aux >> 24) & UB_SES_TAIL_D) != 0;
+    m->pk = ((t->aux >> 24) & UB_SES_TAIL_A) != 0;
     m->restart = q->buffer_offset;
     m->op = q->opcode;
     ub__timer_init(&m->rd_timer, ub__tgt_rndv_timeout);
@@ -704,7 +763,7 @@ static void resend_cached(struct ub__tl *s, struct ub__tstream *ts, uint32_t seq
     if (!c->valid || c->seq != seq)
         return;
     s->st.rsp_resent++;
-    ub__tgt_send_rsp(s, &ts->src, ts->id, seq, c->rc, c->len, c->has_val, c->val, now);
+    rsp_val(s, &ts->src, ts->id, seq, c->rc, c->len, c->has_val, c->val, ts->pk, now);
 }
 
 void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
@@ -731,6 +790,7 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_bad_pkts++;
         return;
     }
+    ts->pk = ((t.aux >> 24) & UB_SES_TAIL_A) != 0;
     uint32_t seq = d->ext.order_seq;
     if (executed(ts, seq)) {
         /* A re-delivered transaction that already ran: never again; its answer goes again. */
@@ -826,10 +886,9 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
     struct ub__engine *e = s->eng;
     while (!ub__list_empty(&s->rspq)) {
         struct ub__rspq *q = UB_CONTAINER_OF(s->rspq.next, struct ub__rspq, link);
-        uint8_t b[8];
-        put_be64(b, q->val);
+        const struct ub__prsp *r = &q->r;
         if (e->pool.avail <= UB_SES_POOL_RESERVE / 4 ||
-            send_rsp_now(s, &q->dst, q->stream, q->seq, q->rc, q->len, b, q->has_val ? 8 : 0, 0,
+            send_rsp_now(s, &q->dst, r->stream, r->seq, r->rc, r->mod_len, r->data, r->n, r->off,
                          now))
             return false;
         ub__list_remove(&q->link);
@@ -855,6 +914,19 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
             }
             uint32_t n = (uint32_t)UB_MIN((uint64_t)s->max_rsp_payload, m->len - j->off);
             const uint8_t *src = seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr) + j->off;
+            if (m->pk && m->len <= UB_SES_PRSP_DATA) { /* small: packs with the others */
+                struct ub__prsp r;
+                r.stream = m->stream;
+                r.rc = UB_SES_RC_OK;
+                r.n = (uint8_t)m->len;
+                r.seq = m->seq;
+                r.mod_len = (uint32_t)m->len;
+                r.off = 0;
+                memcpy(r.data, src, r.n);
+                rsp_out(s, &m->src, &r, true, now);
+                rd_done(s, j, now);
+                break;
+            }
             int err = send_rsp_now(s, &m->src, m->stream, m->seq, UB_SES_RC_OK, (uint32_t)m->len,
                                    src, n, (uint32_t)j->off, now);
             if (err)
