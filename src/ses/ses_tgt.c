@@ -549,7 +549,7 @@ static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxm
     if (m->rc == UB_SES_RC_OK && m->cma_refuse) {
         /* No single copy here: not executed; the initiator sends it again as packets. */
         s->st.cma_refused++;
-        ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, UB_SES_RC_CMA_REFUSED, 0, false, 0, now);
+        rsp_val(s, &m->src, m->stream, m->seq, UB_SES_RC_CMA_REFUSED, 0, false, 0, m->pk, now);
         ub__tgt_msg_free(s, m);
         return;
     }
@@ -563,7 +563,7 @@ static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxm
         } else {
             s->st.rnr_sent++;
         }
-        ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, rc, 0, false, 0, now);
+        rsp_val(s, &m->src, m->stream, m->seq, rc, 0, false, 0, m->pk, now);
         if (m->rb) { /* never holds one when RNR; defensive */
             ub__tgt_rbuf_free(m->jfr, m->rb);
             m->rb = NULL;
@@ -908,7 +908,7 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
             uint8_t rc =
                 ub__tgt_seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
             if (rc != UB_SES_RC_OK) { /* revoked while being read */
-                ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, rc, 0, false, 0, now);
+                rsp_val(s, &m->src, m->stream, m->seq, rc, 0, false, 0, m->pk, now);
                 rd_done(s, j, now);
                 break;
             }
