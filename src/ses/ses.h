@@ -173,6 +173,8 @@ struct ub__wr {
     struct ub__list txq;        /* ses->txq while it has packets to hand to PDS */
     struct ub__timer rnr_timer; /* RNR back-off */
     struct ub__timer rsp_timer; /* response bound; while deferred: the deferral bound */
+    uint64_t rsp_due;           /* when the bound really ends (rsp_timer may fire earlier) */
+    bool rsp_on;                /* the bound applies (else a firing rsp_timer is stale) */
     struct ub_jfs *jfs;
     struct ub__ostream *os;
     uint32_t gen;

@@ -199,7 +199,7 @@ static void finish(struct ub__tl *s, struct ub__wr *w, enum ub_cr_status st)
         w->on_txq = false;
     }
     ub__timer_cancel(&s->eng->timers, &w->rnr_timer);
-    ub__timer_cancel(&s->eng->timers, &w->rsp_timer);
+    w->rsp_on = false; /* the timer stays armed: a stale firing does nothing (rsp_fire) */
     ub__ivl_reset(&w->rd);
     if (w->eager)
         ub__ses_rndv_forget(s, w);
@@ -241,6 +241,8 @@ void ub__ses_jfs_flush(ub_jfs *jfs, uint64_t now)
         }
     }
     ostreams_free(s, jfs);
+    for (uint32_t i = 0; i < jfs->attr.depth; i++) /* stale bounds too: the slots go away */
+        ub__timer_cancel(&s->eng->timers, &jfs->wrs[i].rsp_timer);
 }
 
 /* ---- posting -------------------------------------------------------------------------- */
@@ -743,7 +745,7 @@ static enum ub_cr_status rc_status(uint8_t rc)
 /* Sends the request again from its first byte (after RNR, or when a deferral ends). */
 static void restart(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 {
-    ub__timer_cancel(&s->eng->timers, &w->rsp_timer);
+    w->rsp_on = false;
     w->deferred = false;
     w->rtr_early = false;
     w->parked = false;
@@ -770,11 +772,14 @@ static void rnr_fire(struct ub__timer *t, uint64_t now)
  * wedged), or, while deferred, the deferral bound. */
 static void rsp_fire(struct ub__timer *t, uint64_t now)
 {
-    (void)now;
     struct ub__wr *w = UB_CONTAINER_OF(t, struct ub__wr, rsp_timer);
     struct ub__tl *s = &w->jfs->ctx->ses;
-    if (w->state != WR_ACTIVE)
+    if (w->state != WR_ACTIVE || !w->rsp_on)
         return;
+    if (now < w->rsp_due) { /* the bound moved on since the timer was armed */
+        ub__timer_arm(&s->eng->timers, &w->rsp_timer, w->rsp_due);
+        return;
+    }
     if (w->deferred) {
         finish(s, w, UB_CR_RNR);
         return;
@@ -792,18 +797,31 @@ void ub__ses_wr_init_timer(struct ub__wr *w)
     ub__timer_init(&w->rsp_timer, rsp_fire);
 }
 
+/*
+ * Sets w's response bound to end at due. Moving it later (every ACK and every reused slot
+ * does) keeps the armed timer, which re-arms itself when it fires early: no heap work per
+ * request. Only an earlier end re-arms now.
+ */
+static void rsp_bound(struct ub__tl *s, struct ub__wr *w, uint64_t due)
+{
+    w->rsp_on = true;
+    w->rsp_due = due;
+    if (!ub__timer_armed(&w->rsp_timer) || w->rsp_timer.deadline > due)
+        ub__timer_arm(&s->eng->timers, &w->rsp_timer, due);
+}
+
 void ub__ses_wr_arm_rsp(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 {
     if (w->state != WR_ACTIVE || w->deferred || w->parked)
         return;
-    ub__timer_arm(&s->eng->timers, &w->rsp_timer, now + ub__ses_cma_bound(s, w));
+    rsp_bound(s, w, now + ub__ses_cma_bound(s, w));
 }
 
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)
 {
     struct ub__wr *w = ub__ses_wr_of_cookie(s, cookie);
     /* Only once everything went out: the bound counts from the last sign of life. */
-    if (w && ub__timer_armed(&w->rsp_timer))
+    if (w && w->rsp_on)
         ub__ses_wr_arm_rsp(s, w, now);
 }
 
@@ -843,18 +861,18 @@ void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         }
         w->deferred = true;
         w->parked = false;
-        ub__timer_arm(&s->eng->timers, &w->rsp_timer, w->defer_deadline);
+        rsp_bound(s, w, w->defer_deadline);
         return;
     }
     if (r->rc == UB_SES_RC_PENDING && w->eager) {
         /* Rendezvous parked at the target until a buffer matches: no bound while it waits
          * (the target's READ, when it comes, restarts the bound). */
         w->parked = true;
-        ub__timer_cancel(&s->eng->timers, &w->rsp_timer);
+        w->rsp_on = false;
         return;
     }
     if (r->rc == UB_SES_RC_RNR) {
-        ub__timer_cancel(&s->eng->timers, &w->rsp_timer);
+        w->rsp_on = false;
         uint32_t limit = w->jfs->attr.rnr_retry;
         if (w->rnr_tries >= limit) {
             finish(s, w, UB_CR_RNR);
