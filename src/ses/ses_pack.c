@@ -78,14 +78,18 @@ int ub__ses_pack_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
     return (int)(UB_SES_PACK_LEN + len);
 }
 
-int ub__ses_pack_check(const uint8_t *p, size_t n)
+typedef int rec_fn(const uint8_t *p, size_t n, struct ub__ses_prec *rec);
+
+/* Parses every record of a packed payload into recs (UB_SES_PACK_RECS of them; NULL: only
+ * checks). Their count, or UB_EBADMSG / UB_ETRUNC. */
+static int parse_all(rec_fn *fn, const uint8_t *p, size_t n, struct ub__ses_prec *recs)
 {
     int count = 0;
-    struct ub__ses_prec rec;
+    struct ub__ses_prec one;
     while (n) {
         if (count == UB_SES_PACK_RECS)
             return UB_EBADMSG;
-        int k = ub__ses_pack_rec(p, n, &rec);
+        int k = fn(p, n, recs ? &recs[count] : &one);
         if (k < 0)
             return k;
         p += k;
@@ -93,6 +97,11 @@ int ub__ses_pack_check(const uint8_t *p, size_t n)
         count++;
     }
     return count ? count : UB_EBADMSG;
+}
+
+int ub__ses_pack_check(const uint8_t *p, size_t n)
+{
+    return parse_all(ub__ses_pack_rec, p, n, NULL);
 }
 
 /* ---- target ----------------------------------------------------------------------------- */
@@ -103,38 +112,34 @@ void ub__ses_pack_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t
     const struct ub__ses_std *c = &d->ses.u.std;
     s->st.rx_pack_pkts++;
     uint8_t both = UB_SES_F_SOM | UB_SES_F_EOM;
-    if (c->opcode != UB_SES_OP_NO_OP || (c->flags & both) != both ||
-        c->request_length != rx->payload_len ||
-        ub__ses_pack_check(rx->payload, rx->payload_len) < 0) {
+    struct ub__ses_prec recs[UB_SES_PACK_RECS];
+    int count = UB_EBADMSG;
+    if (c->opcode == UB_SES_OP_NO_OP && (c->flags & both) == both &&
+        c->request_length == rx->payload_len)
+        count = parse_all(ub__ses_pack_rec, rx->payload, rx->payload_len, recs);
+    if (count < 0) {
         s->st.rx_pack_bad++; /* refused whole: nothing in it runs */
         s->st.rx_bad_pkts++;
         return;
     }
-    const uint8_t *p = rx->payload;
-    size_t n = rx->payload_len;
-    while (n) {
-        struct ub__ses_prec rec;
-        int k = ub__ses_pack_rec(p, n, &rec); /* checked above: cannot fail */
-        if (k < 0)
-            break;
-        /* The record as a packet alone, with the packet's (PDS-verified) source and
-         * incarnation: the record's own incarnation field is not trusted. */
-        struct ub__wire_dgram rd;
-        memset(&rd, 0, sizeof(rd));
-        rd.has_ext = true;
-        rd.ext = rec.ext;
+    /* Each record as a packet alone, with the packet's (PDS-verified) source and
+     * incarnation: the record's own incarnation field is not trusted. */
+    struct ub__wire_dgram rd;
+    memset(&rd, 0, sizeof(rd));
+    rd.has_ext = true;
+    rd.ses_kind = UB_PDS_NH_REQ_STD;
+    struct ub__pds_rx one = *rx;
+    one.hdr = &rd;
+    for (int i = 0; i < count; i++) {
+        const struct ub__ses_prec *rec = &recs[i];
+        rd.ext = rec->ext;
         rd.ext.incarnation = rx->incarnation;
-        rd.ses_kind = UB_PDS_NH_REQ_STD;
-        rd.ses = rec.ses;
-        rd.payload_len = rec.payload_len;
-        struct ub__pds_rx one = *rx;
-        one.hdr = &rd;
-        one.payload = rec.payload;
-        one.payload_len = rec.payload_len;
+        rd.ses = rec->ses;
+        rd.payload_len = rec->payload_len;
+        one.payload = rec->payload;
+        one.payload_len = rec->payload_len;
         s->st.rx_pack_recs++;
         ub__ses_on_req(s, &one, now);
-        p += k;
-        n -= (size_t)k;
     }
 }
 
@@ -381,19 +386,7 @@ int ub__ses_prsp_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
 
 int ub__ses_prsp_check(const uint8_t *p, size_t n)
 {
-    int count = 0;
-    struct ub__ses_prec rec;
-    while (n) {
-        if (count == UB_SES_PACK_RECS)
-            return UB_EBADMSG;
-        int k = ub__ses_prsp_rec(p, n, &rec);
-        if (k < 0)
-            return k;
-        p += k;
-        n -= (size_t)k;
-        count++;
-    }
-    return count ? count : UB_EBADMSG;
+    return parse_all(ub__ses_prsp_rec, p, n, NULL);
 }
 
 int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
@@ -479,36 +472,32 @@ void ub__ses_pack_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t
     const struct ub__wire_dgram *d = rx->hdr;
     const struct ub__ses_rsp_data *c = &d->ses.u.rsp_data;
     s->st.rx_prsp_pkts++;
-    if (c->rc != UB_SES_RC_OK || c->message_offset || c->modified_length != rx->payload_len ||
-        (d->ext.tail[8] & (UB_SES_TAIL_R | UB_SES_TAIL_C)) ||
-        ub__ses_prsp_check(rx->payload, rx->payload_len) < 0) {
+    struct ub__ses_prec recs[UB_SES_PACK_RECS];
+    int count = UB_EBADMSG;
+    if (c->rc == UB_SES_RC_OK && !c->message_offset && c->modified_length == rx->payload_len &&
+        !(d->ext.tail[8] & (UB_SES_TAIL_R | UB_SES_TAIL_C)))
+        count = parse_all(ub__ses_prsp_rec, rx->payload, rx->payload_len, recs);
+    if (count < 0) {
         s->st.rx_prsp_bad++; /* refused whole: the requests end by their response bound */
         s->st.rx_bad_pkts++;
         return;
     }
-    const uint8_t *p = rx->payload;
-    size_t n = rx->payload_len;
+    /* Each record as a packet alone, from the packet's (PDS-verified) source. */
     struct ub__wire_dgram rd;
     memset(&rd, 0, sizeof(rd));
     rd.has_ext = true;
     rd.ses_kind = UB_PDS_NH_RSP_DATA;
     struct ub__pds_rx one = *rx;
     one.hdr = &rd;
-    while (n) {
-        struct ub__ses_prec rec;
-        int k = ub__ses_prsp_rec(p, n, &rec); /* checked above: cannot fail */
-        if (k < 0)
-            break;
-        /* The record as a packet alone, from the packet's (PDS-verified) source. */
-        rd.ext = rec.ext;
+    for (int i = 0; i < count; i++) {
+        const struct ub__ses_prec *rec = &recs[i];
+        rd.ext = rec->ext;
         rd.ext.incarnation = d->ext.incarnation;
-        rd.ses = rec.ses;
-        rd.payload_len = rec.payload_len;
-        one.payload = rec.payload;
-        one.payload_len = rec.payload_len;
+        rd.ses = rec->ses;
+        rd.payload_len = rec->payload_len;
+        one.payload = rec->payload;
+        one.payload_len = rec->payload_len;
         s->st.rx_prsp_recs++;
         ub__ses_on_rsp(s, &one, now);
-        p += k;
-        n -= (size_t)k;
     }
 }
