@@ -73,6 +73,7 @@
 #define UB_SES_PACK_RECS        64   /* records per packed packet, at most */
 #define UB_SES_PACK_LEN         2    /* record length prefix */
 #define UB_SES_PACK_SCAN        256 /* queued requests a pack looks through for members */
+#define UB_SES_MSG_CACHE        128 /* target: freed messages kept for reuse */
 #define UB_SES_PRSP_DATA        64  /* response data bytes (READ, atomic) that pack, at most */
 #define UB_SES_PACK_COOKIE      (1ull << 32) /* PDS cookie of a pack: this bit | pack id (32) */
 
@@ -391,6 +392,8 @@ struct ub__tl {
     struct ub__addr prsp_dst; /* target: the initiator the responses in prsp go to */
     uint32_t prsp_n, prsp_bytes;
     struct ub__prsp prsp[UB_SES_PACK_RECS];
+    struct ub__rxmsg *msg_cache[UB_SES_MSG_CACHE]; /* target: freed messages, for reuse */
+    uint32_t nmsg_cache;
     struct ub__ses_stats st;
 };
 

@@ -51,8 +51,7 @@ int ub__ses_pack_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
         return UB_ETRUNC;
     if (len < REC_MIN)
         return UB_EBADMSG;
-    memset(rec, 0, sizeof(*rec));
-    struct ub__rcur r;
+    struct ub__rcur r; /* the decoders below fill rec->ext and rec->ses whole */
     ub__rcur_init(&r, p + UB_SES_PACK_LEN, len);
     int rc = ub__ext_decode(&rec->ext, &r);
     if (rc)

@@ -189,6 +189,25 @@ void ub__ses_tgt_gc(struct ub__tl *s, uint64_t now)
 
 /* ---- messages -------------------------------------------------------------------------------- */
 
+/* A zeroed message: from the cache of freed ones (one per request at message rates: malloc and
+ * free cost more than the memset), or new. */
+static struct ub__rxmsg *msg_alloc(struct ub__tl *s)
+{
+    if (!s->nmsg_cache)
+        return calloc(1, sizeof(struct ub__rxmsg));
+    struct ub__rxmsg *m = s->msg_cache[--s->nmsg_cache];
+    memset(m, 0, sizeof(*m));
+    return m;
+}
+
+static void msg_release(struct ub__tl *s, struct ub__rxmsg *m)
+{
+    if (s->nmsg_cache < UB_SES_MSG_CACHE)
+        s->msg_cache[s->nmsg_cache++] = m;
+    else
+        free(m);
+}
+
 /* Detaches m from its stream and frees it. */
 void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m)
 {
@@ -207,7 +226,7 @@ void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m)
     ub__ivl_reset(&m->ivl);
     free(m->cma_seg);
     free(m->stage);
-    free(m);
+    msg_release(s, m);
 }
 
 /* ---- responses ------------------------------------------------------------------------------ */
@@ -586,7 +605,7 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
     const struct ub__wire_dgram *d = rx->hdr;
     const struct ub__ses_std *q = &d->ses.u.std;
     ub_context *ctx = s->ctx;
-    struct ub__rxmsg *m = calloc(1, sizeof(*m));
+    struct ub__rxmsg *m = msg_alloc(s);
     if (!m)
         return NULL;
     ub__list_init(&m->link);
@@ -637,7 +656,7 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
             m->rc = UB_SES_RC_UNSUPPORTED_SIZE;
     }
     if (ub__hmap_put(&ts->msgs, m->seq, m)) {
-        free(m);
+        msg_release(s, m);
         return NULL;
     }
     m->cma = ((t->aux >> 24) & UB_SES_TAIL_C) != 0;
@@ -955,4 +974,6 @@ void ub__ses_tgt_fini(struct ub__tl *s)
         ub__tgt_msg_free(s, v);
     while (s->tstreams.slots && ub__hmap_next(&s->tstreams, 0, &k, &v))
         tstream_free(s, v);
+    while (s->nmsg_cache) /* last: freeing the streams above fills it */
+        free(s->msg_cache[--s->nmsg_cache]);
 }
