@@ -477,6 +477,12 @@ void ub__ses_wr_init_timer(struct ub__wr *w);
 /* The PDS cookie of w's packets, and the active request a cookie names (or NULL). */
 uint64_t ub__ses_wr_cookie(const struct ub__wr *w);
 struct ub__wr *ub__ses_wr_of_cookie(struct ub__tl *s, uint64_t cookie);
+/* The same in two steps: the JFS a cookie names (one lookup for several cookies of one JFS),
+ * then the request in it. */
+ub_jfs *ub__ses_jfs_of_cookie(struct ub__tl *s, uint64_t cookie);
+struct ub__wr *ub__ses_wr_in_jfs(ub_jfs *jfs, uint64_t cookie);
+/* PDS acknowledged the last packet of w (NULL: over already): restarts its response bound. */
+void ub__ses_wr_acked(struct ub__tl *s, struct ub__wr *w, uint64_t now);
 /* Appends w's SES header and bytes [off, off+n) to p (one request packet, or one record). */
 int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
                       uint32_t n);

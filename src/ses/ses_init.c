@@ -25,10 +25,18 @@ uint64_t ub__ses_wr_cookie(const struct ub__wr *w)
 /* The request a PDS cookie names, if it is still the same active request. */
 struct ub__wr *ub__ses_wr_of_cookie(struct ub__tl *s, uint64_t cookie)
 {
-    uint32_t jfs_id = (uint32_t)(cookie >> 40);
+    return ub__ses_wr_in_jfs(ub__ses_jfs_of_cookie(s, cookie), cookie);
+}
+
+ub_jfs *ub__ses_jfs_of_cookie(struct ub__tl *s, uint64_t cookie)
+{
+    return ub__hmap_get(&s->ctx->objs, ub__obj_key(UB__OBJ_JFS, (uint32_t)(cookie >> 40)));
+}
+
+struct ub__wr *ub__ses_wr_in_jfs(ub_jfs *jfs, uint64_t cookie)
+{
     uint16_t idx = (uint16_t)(cookie >> 24);
     uint32_t gen = (uint32_t)cookie & 0xffffffu;
-    ub_jfs *jfs = ub__hmap_get(&s->ctx->objs, ub__obj_key(UB__OBJ_JFS, jfs_id));
     if (!jfs || idx >= jfs->attr.depth)
         return NULL;
     struct ub__wr *w = &jfs->wrs[idx];
@@ -576,6 +584,23 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
         q->message_offset = (uint32_t)off;
     }
     h.ext = ub__ses_ext_for(h.kind, q->opcode);
+    if (h.ext == UB_SES_EXT_NONE && !w->cma) { /* the common case: the header, then bytes */
+        uint8_t *at = ub__pkt_put(p, UB_SES_STD_SIZE);
+        if (!at)
+            return UB_ENOBUFS;
+        struct ub__wcur wc;
+        ub__wcur_init(&wc, at, UB_SES_STD_SIZE);
+        int rc = ub__ses_std_encode(q, &wc);
+        if (rc)
+            return rc;
+        if (n && w->ses_op != UB_SES_OP_READ) {
+            uint8_t *d = ub__pkt_put(p, n);
+            if (!d)
+                return UB_ENOBUFS;
+            ub__ses_gather(w, off, d, n);
+        }
+        return 0;
+    }
     if (h.ext == UB_SES_EXT_ATOMIC) {
         h.atomic.opcode = w->amo_op;
         h.atomic.datatype = UB_SES_DT_UINT64;
@@ -819,7 +844,11 @@ void ub__ses_wr_arm_rsp(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)
 {
-    struct ub__wr *w = ub__ses_wr_of_cookie(s, cookie);
+    ub__ses_wr_acked(s, ub__ses_wr_of_cookie(s, cookie), now);
+}
+
+void ub__ses_wr_acked(struct ub__tl *s, struct ub__wr *w, uint64_t now)
+{
     /* Only once everything went out: the bound counts from the last sign of life. */
     if (w && w->rsp_on)
         ub__ses_wr_arm_rsp(s, w, now);

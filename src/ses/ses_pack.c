@@ -181,6 +181,24 @@ static uint32_t pack_alloc_id(struct ub__tl *s)
     return id;
 }
 
+/* w's extension (version 1 with its tail, REC_EXT_SIZE bytes) at b: the bytes ub__ext_encode
+ * writes for ub__ses_wr_ext's extension with the incarnation 0, without the generic checks
+ * (every field is in range by construction). */
+static void rec_ext_put(const struct ub__wr *w, uint8_t *b)
+{
+    struct ub__ext ext;
+    ub__ses_wr_ext(w, &ext, b + UB_EXT_SIZE);
+    b[0] = (uint8_t)((ext.version << 4) | ext.next_hdr);
+    b[1] = REC_EXT_SIZE / UB_EXT_HLEN_UNIT;
+    b[2] = (uint8_t)((ext.exec_order << UB_EXT_B2_EO_SHIFT) |
+                     (ext.inorder_completion ? UB_EXT_B2_CO : 0) | (ext.fence ? UB_EXT_B2_F : 0));
+    b[3] = 0;
+    ub__st16(b + 4, 0); /* aqm_hint */
+    ub__st16(b + 6, ext.stream);
+    ub__st32(b + 8, ext.order_seq);
+    ub__st32(b + 12, 0); /* incarnation: the packet's applies */
+}
+
 /* Appends w's record to p; 0 or UB_E*. */
 static int put_rec(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint32_t *n)
 {
@@ -189,17 +207,10 @@ static int put_rec(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint32
     if (!eb)
         return UB_ENOBUFS;
     uint32_t start = p->len;
-    uint8_t tail[UB_SES_TAIL_LEN];
-    struct ub__ext ext;
-    ub__ses_wr_ext(w, &ext, tail);
-    struct ub__wcur wc;
-    ub__wcur_init(&wc, eb, REC_EXT_SIZE);
-    int rc = ub__ext_encode(&ext, &wc);
-    if (rc)
-        return rc;
+    rec_ext_put(w, eb);
     *n = w->ses_op == UB_SES_OP_READ || w->ses_op == UB_SES_OP_FETCHING_ATOMIC ? 0
                                                                                : (uint32_t)w->len;
-    rc = ub__ses_build_req(s, w, p, 0, *n);
+    int rc = ub__ses_build_req(s, w, p, 0, *n);
     if (rc)
         return rc;
     uint32_t len = REC_EXT_SIZE + (p->len - start);
@@ -324,8 +335,9 @@ void ub__ses_pack_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)
     struct ub__pack *g = ub__hmap_del(&s->packs, (uint32_t)cookie);
     if (!g)
         return;
-    for (uint32_t i = 0; i < g->n; i++)
-        ub__ses_on_acked(s, g->member[i], now); /* members over already name nothing */
+    ub_jfs *jfs = ub__ses_jfs_of_cookie(s, g->member[0]); /* one JFS for all members */
+    for (uint32_t i = 0; i < g->n; i++)                   /* members over already name nothing */
+        ub__ses_wr_acked(s, ub__ses_wr_in_jfs(jfs, g->member[i]), now);
     free(g);
 }
 
