@@ -248,6 +248,7 @@ struct ub_jfs {
     uint32_t used; /* berths taken */
     struct ub__list unreported;
     struct ub__hmap ostreams;
+    struct ub__ostream *os_last; /* the stream last posted to (most posts go where the last did) */
     struct ub_sge *sge_mem;
     uint8_t *inl_mem;
 };

@@ -55,10 +55,14 @@ struct ub__wr *ub__ses_pending(struct ub__tl *s, uint16_t stream, uint32_t seq)
 
 static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const struct ub__addr *dst)
 {
+    struct ub__ostream *last = jfs->os_last;
+    if (last && !last->broken && ub__addr_eq(&last->dst, dst))
+        return last;
+    jfs->os_last = NULL;
     uint64_t key = ub__addr_hash(dst, 0x6f73);
     struct ub__ostream *os = ub__hmap_get(&jfs->ostreams, key);
     if (os && !os->broken && ub__addr_eq(&os->dst, dst))
-        return os;
+        return jfs->os_last = os;
     if (os) { /* broken (or a hash collision): retire it once nothing refers to it */
         ub__hmap_del(&jfs->ostreams, key);
         ub__hmap_del(&s->ostreams_by_id, os->id);
@@ -92,7 +96,7 @@ static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const stru
         free(os);
         return NULL;
     }
-    return os;
+    return jfs->os_last = os;
 }
 
 static void ostream_put(struct ub__ostream *os)
@@ -131,6 +135,7 @@ static void ostreams_free(struct ub__tl *s, ub_jfs *jfs)
 {
     uint64_t k;
     void *v;
+    jfs->os_last = NULL;
     while (jfs->ostreams.slots && ub__hmap_next(&jfs->ostreams, 0, &k, &v)) {
         struct ub__ostream *os = v;
         ub__hmap_del(&jfs->ostreams, k);
