@@ -368,13 +368,14 @@ struct ub__prsp {
 struct ub__tl {
     ub_context *ctx;
     struct ub__engine *eng;
-    uint32_t max_payload;      /* request payload per packet */
-    uint32_t max_rsp_payload;  /* response payload per packet */
-    uint32_t max_prsp_payload; /* records per packed response (its extension is longer) */
-    struct ub__list txq;       /* requests with packets to hand out */
-    struct ub__list rdq;       /* READ responses with data to hand out */
-    struct ub__list rspq;      /* responses that found no buffer yet */
-    struct ub__hmap tstreams;  /* target side, by (source, incarnation, stream) */
+    uint32_t max_payload;        /* request payload per packet */
+    uint32_t max_rsp_payload;    /* response payload per packet */
+    uint32_t max_prsp_payload;   /* records per packed response (its extension is longer) */
+    struct ub__list txq;         /* requests with packets to hand out */
+    struct ub__list rdq;         /* READ responses with data to hand out */
+    struct ub__list rspq;        /* responses that found no buffer yet */
+    struct ub__hmap tstreams;    /* target side, by (source, incarnation, stream) */
+    struct ub__tstream *ts_last; /* target: the stream last looked up */
     struct ub__list tstream_lru;
     struct ub__hmap ostreams_by_id; /* initiator side, by stream id */
     struct ub__hmap pending;        /* (stream id << 32 | seq) -> struct ub__wr */

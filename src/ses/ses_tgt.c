@@ -136,8 +136,18 @@ static uint64_t ts_key(const struct ub__addr *src, uint32_t inc, uint16_t id)
 static struct ub__tstream *tstream_get(struct ub__tl *s, const struct ub__addr *src, uint32_t inc,
                                        uint16_t id, uint64_t now)
 {
+    struct ub__tstream *ts = s->ts_last;
+    /* The records of a packed packet, and most packets in a row, are of one stream. */
+    if (ts && ts->id == id && ts->inc == inc && ub__ses_peer_eq(&ts->src, src)) {
+        if (s->tstream_lru.prev != &ts->lru) {
+            ub__list_remove(&ts->lru);
+            ub__list_push_back(&s->tstream_lru, &ts->lru);
+        }
+        ts->last_active = now;
+        return ts;
+    }
     uint64_t key = ts_key(src, inc, id);
-    struct ub__tstream *ts = ub__hmap_get(&s->tstreams, key);
+    ts = ub__hmap_get(&s->tstreams, key);
     if (ts) {
         if (!ub__ses_peer_eq(&ts->src, src) || ts->inc != inc || ts->id != id)
             return NULL; /* a 64-bit hash collision: refuse rather than mix two streams */
@@ -161,11 +171,13 @@ static struct ub__tstream *tstream_get(struct ub__tl *s, const struct ub__addr *
     ub__list_remove(&ts->lru);
     ub__list_push_back(&s->tstream_lru, &ts->lru);
     ts->last_active = now;
-    return ts;
+    return s->ts_last = ts;
 }
 
 static void tstream_free(struct ub__tl *s, struct ub__tstream *ts)
 {
+    if (s->ts_last == ts)
+        s->ts_last = NULL;
     uint64_t k;
     void *v;
     while (ts->msgs.slots && ub__hmap_next(&ts->msgs, 0, &k, &v))
