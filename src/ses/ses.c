@@ -5,6 +5,7 @@
 #include <softub/errors.h>
 #include "core/compiler.h"
 #include "ses/ses.h"
+#include "wire/cursor.h"
 
 uint64_t ub__obj_key(uint32_t kind, uint32_t id)
 {
@@ -13,26 +14,18 @@ uint64_t ub__obj_key(uint32_t kind, uint32_t id)
 
 void ub__ses_tail_put(uint8_t *b, const struct ub__ses_tail *t)
 {
-    b[0] = (uint8_t)(t->so_delta >> 8);
-    b[1] = (uint8_t)t->so_delta;
-    b[2] = (uint8_t)(t->ro_count >> 8);
-    b[3] = (uint8_t)t->ro_count;
-    for (int i = 0; i < 4; i++) {
-        b[4 + i] = (uint8_t)(t->send_seq >> (24 - 8 * i));
-        b[8 + i] = (uint8_t)(t->aux >> (24 - 8 * i));
-    }
+    ub__st16(b, t->so_delta);
+    ub__st16(b + 2, t->ro_count);
+    ub__st32(b + 4, t->send_seq);
+    ub__st32(b + 8, t->aux);
 }
 
 void ub__ses_tail_get(const uint8_t *b, struct ub__ses_tail *t)
 {
-    t->so_delta = (uint16_t)((b[0] << 8) | b[1]);
-    t->ro_count = (uint16_t)((b[2] << 8) | b[3]);
-    t->send_seq = 0;
-    t->aux = 0;
-    for (int i = 0; i < 4; i++) {
-        t->send_seq = (t->send_seq << 8) | b[4 + i];
-        t->aux = (t->aux << 8) | b[8 + i];
-    }
+    t->so_delta = ub__ld16(b);
+    t->ro_count = ub__ld16(b + 2);
+    t->send_seq = ub__ld32(b + 4);
+    t->aux = ub__ld32(b + 8);
 }
 
 void ub__async_push(ub_context *ctx, int type, int err, uint64_t arg)
