@@ -376,13 +376,27 @@ int ub__ses_prsp_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
         return UB_ETRUNC;
     if (len < PRSP_MIN)
         return UB_EBADMSG;
-    struct ub__rcur r;
-    ub__rcur_init(&r, p + UB_SES_PACK_LEN, len);
-    int rc = ub__ext_decode(&rec->ext, &r);
-    /* A record is a response as it goes alone: a version-0 extension (nothing appended, so
-     * never packed or rendezvous data) naming a response with data. */
-    if (rc || rec->ext.version != 0 || rec->ext.next_hdr != UB_PDS_NH_RSP_DATA)
+    /* A record is a response as it goes alone: a version-0 extension (16 bytes, nothing
+     * appended, so never packed or rendezvous data) naming a response with data. What
+     * ub__ext_decode accepts of that form, read in place. */
+    const uint8_t *e = p + UB_SES_PACK_LEN;
+    if (e[0] != UB_PDS_NH_RSP_DATA || e[1] != UB_EXT_SIZE / UB_EXT_HLEN_UNIT ||
+        (e[2] & UB_EXT_B2_RSVD) || (e[2] >> UB_EXT_B2_EO_SHIFT) > UB_EXT_EO_SO || e[3])
         return UB_EBADMSG;
+    struct ub__ext *x = &rec->ext;
+    memset(x, 0, sizeof(*x));
+    x->next_hdr = UB_PDS_NH_RSP_DATA;
+    x->exec_order = (uint8_t)(e[2] >> UB_EXT_B2_EO_SHIFT);
+    x->inorder_completion = (e[2] & UB_EXT_B2_CO) != 0;
+    x->fence = (e[2] & UB_EXT_B2_F) != 0;
+    x->aqm_increase = (e[2] & UB_EXT_B2_I) != 0;
+    x->aqm_congestion = (e[2] & UB_EXT_B2_C) != 0;
+    x->aqm_hint = ub__ld16(e + 4);
+    x->stream = ub__ld16(e + 6);
+    x->order_seq = ub__ld32(e + 8);
+    x->incarnation = ub__ld32(e + 12);
+    struct ub__rcur r;
+    ub__rcur_init(&r, e + UB_EXT_SIZE, len - UB_EXT_SIZE);
     rec->ses.kind = UB_PDS_NH_RSP_DATA;
     rec->ses.ext = UB_SES_EXT_NONE;
     if (ub__ses_rsp_data_decode(&rec->ses.u.rsp_data, &r))
@@ -390,7 +404,7 @@ int ub__ses_prsp_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
     size_t pl = ub__rcur_remaining(&r);
     if (pl != rec->ses.u.rsp_data.payload_len)
         return UB_EBADMSG; /* as for a packet alone: exactly payload_len bytes follow */
-    rec->payload = p + UB_SES_PACK_LEN + ub__rcur_offset(&r);
+    rec->payload = e + UB_EXT_SIZE + ub__rcur_offset(&r);
     rec->payload_len = (uint32_t)pl;
     return (int)(UB_SES_PACK_LEN + len);
 }
