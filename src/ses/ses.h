@@ -72,9 +72,10 @@
 #define UB_SES_PACK_MAX         1024 /* default: requests with at most this many payload bytes pack */
 #define UB_SES_PACK_RECS        64   /* records per packed packet, at most */
 #define UB_SES_PACK_LEN         2    /* record length prefix */
-#define UB_SES_PACK_SCAN        256 /* queued requests a pack looks through for members */
-#define UB_SES_MSG_CACHE        128 /* target: freed messages kept for reuse */
-#define UB_SES_PRSP_DATA        64  /* response data bytes (READ, atomic) that pack, at most */
+#define UB_SES_PACK_SCAN        256  /* queued requests a pack looks through for members */
+#define UB_SES_OS_WINDOW        1024 /* initiator: most slots of a stream's request window */
+#define UB_SES_MSG_CACHE        128  /* target: freed messages kept for reuse */
+#define UB_SES_PRSP_DATA        64   /* response data bytes (READ, atomic) that pack, at most */
 #define UB_SES_PACK_COOKIE      (1ull << 32) /* PDS cookie of a pack: this bit | pack id (32) */
 
 /* Flags in byte 8 of the extension tail. */
@@ -233,6 +234,10 @@ struct ub__ostream {
     uint32_t outstanding;
     struct ub__send_seq *ss;
     uint32_t nss, capss;
+    /* Its active requests by order_seq modulo wmask + 1 (a slot taken by an older one that is
+     * still active: that request goes to ses->pending instead, as do those of an orphan). */
+    struct ub__wr **win;
+    uint32_t wmask;
 };
 
 struct ub_jfs {
@@ -378,7 +383,7 @@ struct ub__tl {
     struct ub__tstream *ts_last; /* target: the stream last looked up */
     struct ub__list tstream_lru;
     struct ub__hmap ostreams_by_id; /* initiator side, by stream id */
-    struct ub__hmap pending;        /* (stream id << 32 | seq) -> struct ub__wr */
+    struct ub__hmap pending;        /* (stream id << 32 | seq) -> struct ub__wr, beyond os->win */
     uint16_t next_stream;
     uint32_t eager_max;      /* messages longer than this go by rendezvous */
     uint64_t rsp_timeout_ns; /* a transaction's response bound */

@@ -45,9 +45,61 @@ struct ub__wr *ub__ses_wr_in_jfs(ub_jfs *jfs, uint64_t cookie)
     return w;
 }
 
+/* ---- active requests by (stream, order_seq) ---------------------------------------------- */
+
+/* Most are in their stream's window (no hashing per request); the rest in s->pending. */
+static int pend_put(struct ub__tl *s, struct ub__ostream *os, struct ub__wr *w)
+{
+    if (os->win && !os->orphan && !os->win[w->seq & os->wmask]) {
+        os->win[w->seq & os->wmask] = w;
+        return 0;
+    }
+    return ub__hmap_put(&s->pending, pend_key(os->id, w->seq), w);
+}
+
+static void pend_del(struct ub__tl *s, struct ub__wr *w)
+{
+    struct ub__ostream *os = w->os;
+    if (os->win && os->win[w->seq & os->wmask] == w)
+        os->win[w->seq & os->wmask] = NULL;
+    else
+        ub__hmap_del(&s->pending, pend_key(os->id, w->seq));
+}
+
+static struct ub__wr *pend_get(struct ub__tl *s, uint16_t stream, uint32_t seq)
+{
+    struct ub__ostream *os = ub__hmap_get(&s->ostreams_by_id, stream);
+    if (os && os->win) {
+        struct ub__wr *w = os->win[seq & os->wmask];
+        if (w && w->seq == seq)
+            return w;
+    }
+    return ub__hmap_get(&s->pending, pend_key(stream, seq));
+}
+
+/* os leaves the tables (its id may be reused): its window's requests move to s->pending. */
+static void pend_orphan(struct ub__tl *s, struct ub__ostream *os)
+{
+    for (uint32_t i = 0; os->win && i <= os->wmask; i++) {
+        struct ub__wr *w = os->win[i];
+        if (w) {
+            os->win[i] = NULL;
+            (void)ub__hmap_put(&s->pending, pend_key(os->id, w->seq),
+                               w); /* else: ends by its bound */
+        }
+    }
+}
+
+static void ostream_free(struct ub__ostream *os)
+{
+    free(os->win);
+    free(os->ss);
+    free(os);
+}
+
 struct ub__wr *ub__ses_pending(struct ub__tl *s, uint16_t stream, uint32_t seq)
 {
-    struct ub__wr *w = ub__hmap_get(&s->pending, pend_key(stream, seq));
+    struct ub__wr *w = pend_get(s, stream, seq);
     return w && w->state == WR_ACTIVE ? w : NULL;
 }
 
@@ -67,15 +119,20 @@ static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const stru
         ub__hmap_del(&jfs->ostreams, key);
         ub__hmap_del(&s->ostreams_by_id, os->id);
         if (!os->outstanding) {
-            free(os->ss);
-            free(os);
+            ostream_free(os);
         } else {
             os->orphan = true;
+            pend_orphan(s, os);
         }
     }
     os = calloc(1, sizeof(*os));
     if (!os)
         return NULL;
+    uint32_t wn = 8;
+    while (wn < jfs->attr.depth && wn < UB_SES_OS_WINDOW)
+        wn <<= 1;
+    os->win = calloc(wn, sizeof(*os->win)); /* none: every request goes to s->pending */
+    os->wmask = os->win ? wn - 1 : 0;
     os->jfs = jfs;
     os->dst = *dst;
     os->key = key;
@@ -88,12 +145,12 @@ static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const stru
         }
     }
     if (ub__hmap_put(&s->ostreams_by_id, os->id, os)) {
-        free(os);
+        ostream_free(os);
         return NULL;
     }
     if (ub__hmap_put(&jfs->ostreams, key, os)) {
         ub__hmap_del(&s->ostreams_by_id, os->id);
-        free(os);
+        ostream_free(os);
         return NULL;
     }
     return jfs->os_last = os;
@@ -101,10 +158,8 @@ static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const stru
 
 static void ostream_put(struct ub__ostream *os)
 {
-    if (--os->outstanding == 0 && os->orphan) {
-        free(os->ss);
-        free(os);
-    }
+    if (--os->outstanding == 0 && os->orphan)
+        ostream_free(os);
 }
 
 static int next_send_seq(struct ub__ostream *os, uint32_t jfr, uint32_t *out)
@@ -140,8 +195,7 @@ static void ostreams_free(struct ub__tl *s, ub_jfs *jfs)
         struct ub__ostream *os = v;
         ub__hmap_del(&jfs->ostreams, k);
         ub__hmap_del(&s->ostreams_by_id, os->id);
-        free(os->ss);
-        free(os);
+        ostream_free(os);
     }
 }
 
@@ -217,7 +271,7 @@ static void finish(struct ub__tl *s, struct ub__wr *w, enum ub_cr_status st)
     if (w->eager)
         ub__ses_rndv_forget(s, w);
     if (w->os) {
-        ub__hmap_del(&s->pending, pend_key(w->os->id, w->seq));
+        pend_del(s, w);
         ostream_put(w->os);
         w->os = NULL;
     }
@@ -489,7 +543,7 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
     w->cma = ub__ses_cma_choose(s, w); /* large RMA to a shm peer: one copy, by the target */
     if (w->cma)
         s->st.cma_reqs++;
-    if (ub__hmap_put(&s->pending, pend_key(os->id, seq), w)) {
+    if (pend_put(s, os, w)) {
         ostream_put(os);
         w->os = NULL;
         finish(s, w, UB_CR_REM_OP_ERR);
@@ -862,7 +916,7 @@ void ub__ses_wr_acked(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 void ub__ses_on_rtr(struct ub__tl *s, const struct ub__addr *src, uint64_t token, uint64_t now)
 {
     s->st.rtr_rx++;
-    struct ub__wr *w = ub__hmap_get(&s->pending, token);
+    struct ub__wr *w = token >> 48 ? NULL : pend_get(s, (uint16_t)(token >> 32), (uint32_t)token);
     if (!w || w->state != WR_ACTIVE || !w->deferrable || !ub__ses_peer_eq(&w->dst, src))
         return; /* over already (the deferral bound passed): nothing to restart */
     if (!w->deferred) {
@@ -878,7 +932,7 @@ void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
     const struct ub__wire_dgram *d = rx->hdr;
     const struct ub__ses_rsp_data *r = &d->ses.u.rsp_data;
     s->st.rx_rsp_pkts++;
-    struct ub__wr *w = ub__hmap_get(&s->pending, pend_key(d->ext.stream, d->ext.order_seq));
+    struct ub__wr *w = pend_get(s, d->ext.stream, d->ext.order_seq);
     if (!w || w->state != WR_ACTIVE || !ub__ses_peer_eq(&w->dst, rx->src)) {
         s->st.rx_stale_rsp++; /* for a request already over: never touch its buffers again */
         return;

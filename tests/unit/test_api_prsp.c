@@ -415,6 +415,53 @@ static void test_prsp_deferred(void **state)
     teardown();
 }
 
+/*
+ * A SEND waits (DEFERRED: no buffer) while 300 WRITEs on its stream come and go: their
+ * order_seqs wrap the stream's request window past the waiting one (those requests are found
+ * through the map instead). Every request completes once, the SEND last.
+ */
+static void test_prsp_window_wrap(void **state)
+{
+    (void)state;
+    setup();
+    static struct ub_sge sg[301];
+    static struct ub_wr wr[301];
+    send_wr(&wr[0], &sg[0], 1000, 1024, 8);
+    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr[0], NULL), 0);
+    for (int i = 0; i < 20; i++)
+        tnet_step(&T, 1000);
+    assert_int_equal(G()->deferred_sent, 1);
+    fill_pattern(M0 + 8192, 8 * 300, 7);
+    struct ub_cr cr[301];
+    for (uint32_t r = 0; r < 3; r++) {
+        for (uint32_t i = 0; i < 100; i++)
+            write_wr(&wr[1 + i], &sg[1 + i], 100 * r + i, 8192 + 8 * (100 * r + i), 8);
+        chain(&wr[1], 100);
+        assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr[1], NULL), 0);
+        /* Window of 128: order_seqs 128 and 256 find slot 0 taken by the SEND (0). */
+        assert_int_equal(T.ctx[0]->ses.pending.count, r ? 1 : 0);
+        collect(0, cr, 100);
+        for (uint32_t i = 0; i < 100; i++) {
+            assert_int_equal(cr[i].status, UB_CR_SUCCESS);
+            assert_int_equal(cr[i].user_ctx, 100 * r + i);
+        }
+    }
+    assert_memory_equal(M1 + 8192, M0 + 8192, 8 * 300);
+    assert_true(T.ctx[0]->ses.pending.count == 0);
+    static struct ub_sge rsg;
+    static struct ub_rwr rw;
+    rsg = (struct ub_sge){R1, 64, SR};
+    memset(&rw, 0, sizeof(rw));
+    rw.user_ctx = 7;
+    rw.sge = &rsg;
+    rw.num_sge = 1;
+    assert_int_equal(ub_post_jetty_recv(T.jetty[1], &rw, NULL), 0);
+    collect(0, cr, 1);
+    assert_int_equal(cr[0].status, UB_CR_SUCCESS);
+    assert_int_equal(cr[0].user_ctx, 1000);
+    teardown();
+}
+
 /* Captures packed requests at the target. */
 static bool keep_pack(const struct ub__pds_rx *rx)
 {
@@ -559,6 +606,7 @@ int main(void)
         cmocka_unit_test(test_prsp_lost),         cmocka_unit_test(test_prsp_errors),
         cmocka_unit_test(test_prsp_atomic_read),  cmocka_unit_test(test_prsp_deferred),
         cmocka_unit_test(test_prsp_cached_again), cmocka_unit_test(test_prsp_malformed),
+        cmocka_unit_test(test_prsp_window_wrap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
