@@ -495,6 +495,8 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
                       uint32_t n);
 /* w's softub extension (version 1; tail: UB_SES_TAIL_LEN bytes the extension points to). */
 void ub__ses_wr_ext(const struct ub__wr *w, struct ub__ext *ext, uint8_t *tail);
+/* Only its tail (UB_SES_TAIL_LEN bytes at tail). */
+void ub__ses_wr_tail(const struct ub__wr *w, uint8_t *tail);
 /* n more bytes of w went to PDS (arms the response bound once all are out). */
 void ub__ses_wr_sent(struct ub__tl *s, struct ub__wr *w, uint32_t n, uint64_t now);
 

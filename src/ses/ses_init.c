@@ -612,10 +612,18 @@ static uint64_t get_be64(const uint8_t *b)
 int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
                       uint32_t n)
 {
+    /* Without SES extension (the common case) only the standard header is filled. */
+    uint8_t ext = ub__ses_ext_for(UB_PDS_NH_REQ_STD, w->ses_op);
+    bool plain = ext == UB_SES_EXT_NONE && !w->cma;
     struct ub__ses h;
-    memset(&h, 0, sizeof(h));
-    h.kind = UB_PDS_NH_REQ_STD;
-    struct ub__ses_std *q = &h.u.std;
+    struct ub__ses_std qs;
+    struct ub__ses_std *q = plain ? &qs : &h.u.std;
+    if (plain) {
+        memset(&qs, 0, sizeof(qs));
+    } else {
+        memset(&h, 0, sizeof(h));
+        h.kind = UB_PDS_NH_REQ_STD;
+    }
     bool som = off == 0;
     uint64_t wire_len = w->ses_op == UB_SES_OP_READ ? w->len : w->len;
     bool eom = w->cma || off + n >= (w->eager ? w->eager : wire_len);
@@ -642,8 +650,7 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
         q->payload_len = (uint16_t)n;
         q->message_offset = (uint32_t)off;
     }
-    h.ext = ub__ses_ext_for(h.kind, q->opcode);
-    if (h.ext == UB_SES_EXT_NONE && !w->cma) { /* the common case: the header, then bytes */
+    if (plain) { /* the header, then the bytes */
         uint8_t *at = ub__pkt_put(p, UB_SES_STD_SIZE);
         if (!at)
             return UB_ENOBUFS;
@@ -660,6 +667,7 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
         }
         return 0;
     }
+    h.ext = ext;
     if (h.ext == UB_SES_EXT_ATOMIC) {
         h.atomic.opcode = w->amo_op;
         h.atomic.datatype = UB_SES_DT_UINT64;
@@ -761,13 +769,18 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
     return true;
 }
 
-void ub__ses_wr_ext(const struct ub__wr *w, struct ub__ext *ext, uint8_t *tail)
+void ub__ses_wr_tail(const struct ub__wr *w, uint8_t *tail)
 {
     uint32_t aux = w->aux | ((w->flags & UB_WR_SOLICITED) ? UB_SES_TAIL_S << 24 : 0) |
                    (w->deferrable ? UB_SES_TAIL_D << 24 : 0) | (w->cma ? UB_SES_TAIL_C << 24 : 0) |
                    (w->jfs->ctx->ses.pack_max ? UB_SES_TAIL_A << 24 : 0);
     struct ub__ses_tail t = {w->so_delta, w->ro_count, w->send_seq, aux};
     ub__ses_tail_put(tail, &t);
+}
+
+void ub__ses_wr_ext(const struct ub__wr *w, struct ub__ext *ext, uint8_t *tail)
+{
+    ub__ses_wr_tail(w, tail);
     memset(ext, 0, sizeof(*ext));
     ext->version = 1;
     ext->next_hdr = UB_PDS_NH_REQ_STD;

@@ -183,20 +183,20 @@ static uint32_t pack_alloc_id(struct ub__tl *s)
 
 /* w's extension (version 1 with its tail, REC_EXT_SIZE bytes) at b: the bytes ub__ext_encode
  * writes for ub__ses_wr_ext's extension with the incarnation 0, without the generic checks
- * (every field is in range by construction). */
+ * (every field is in range by construction; test_api_pack compares them). */
 static void rec_ext_put(const struct ub__wr *w, uint8_t *b)
 {
-    struct ub__ext ext;
-    ub__ses_wr_ext(w, &ext, b + UB_EXT_SIZE);
-    b[0] = (uint8_t)((ext.version << 4) | ext.next_hdr);
+    b[0] = (uint8_t)((1u << 4) | UB_PDS_NH_REQ_STD); /* version 1 */
     b[1] = REC_EXT_SIZE / UB_EXT_HLEN_UNIT;
-    b[2] = (uint8_t)((ext.exec_order << UB_EXT_B2_EO_SHIFT) |
-                     (ext.inorder_completion ? UB_EXT_B2_CO : 0) | (ext.fence ? UB_EXT_B2_F : 0));
+    b[2] = (uint8_t)((w->eo << UB_EXT_B2_EO_SHIFT) |
+                     ((w->flags & UB_WR_INORDER_COMP) ? UB_EXT_B2_CO : 0) |
+                     ((w->flags & UB_WR_FENCE) ? UB_EXT_B2_F : 0));
     b[3] = 0;
     ub__st16(b + 4, 0); /* aqm_hint */
-    ub__st16(b + 6, ext.stream);
-    ub__st32(b + 8, ext.order_seq);
+    ub__st16(b + 6, w->os->id);
+    ub__st32(b + 8, w->seq);
     ub__st32(b + 12, 0); /* incarnation: the packet's applies */
+    ub__ses_wr_tail(w, b + UB_EXT_SIZE);
 }
 
 /* Appends w's record to p; 0 or UB_E*. */
