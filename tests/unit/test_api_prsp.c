@@ -40,10 +40,10 @@ static void open_node(uint32_t i, uint32_t pack_max)
 }
 
 /* Node 0 initiates (its packing as given), node 1 answers; 9000-byte MTU: 64 records fit. */
-static void setup_with(uint32_t pack_max)
+static void setup_mtu(uint32_t pack_max, uint32_t mtu)
 {
     memset(&T, 0, sizeof(T));
-    struct ub_loopnet_attr la = {.ports = 4, .seed = 13, .mtu = 9000};
+    struct ub_loopnet_attr la = {.ports = 4, .seed = 13, .mtu = mtu};
     assert_int_equal(ub_loopnet_create(&la, &T.net), 0);
     T.manual = true;
     T.mclock.now = 1000000;
@@ -76,6 +76,11 @@ static void setup_with(uint32_t pack_max)
     assert_int_equal(cr.status, UB_CR_SUCCESS);
     for (int i = 0; i < 100; i++)
         tnet_step(&T, 1000);
+}
+
+static void setup_with(uint32_t pack_max)
+{
+    setup_mtu(pack_max, 9000);
 }
 
 static void setup(void)
@@ -462,6 +467,39 @@ static void test_prsp_window_wrap(void **state)
     teardown();
 }
 
+/*
+ * A 1500-byte MTU: 64 READs of 64 bytes answer with records of 102 bytes, so the responses
+ * of one pump fill several packed responses (split by bytes, not only by count); every READ
+ * gets its bytes.
+ */
+static void test_prsp_split_by_bytes(void **state)
+{
+    (void)state;
+    setup_mtu(0, 1500);
+    fill_pattern(M1 + 16384, 64 * 64, 11);
+    static struct ub_sge sg[64];
+    static struct ub_wr wr[64];
+    for (uint32_t i = 0; i < 64; i++)
+        read_wr(&wr[i], &sg[i], i, 16384 + 64 * i, 64);
+    chain(wr, 64);
+    struct ub__ses_stats i0 = *I(), g0 = *G();
+    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr[0], NULL), 0);
+    struct ub_cr cr[64];
+    collect(0, cr, 64);
+    for (uint32_t i = 0; i < 64; i++) {
+        assert_int_equal(cr[i].status, UB_CR_SUCCESS);
+        assert_int_equal(cr[i].user_ctx, i);
+    }
+    assert_memory_equal(M0 + 16384, M1 + 16384, 64 * 64);
+    uint64_t pk = G()->tx_prsp_pkts - g0.tx_prsp_pkts;
+    assert_int_equal(G()->tx_prsp_recs - g0.tx_prsp_recs, 64);
+    assert_int_equal(I()->rx_prsp_recs - i0.rx_prsp_recs, 64);
+    /* At most (1500 - headers) / 102 records each: at least 5 packets, and never one each. */
+    assert_true(pk >= 5 && pk <= 16);
+    assert_int_equal(G()->tx_rsp_pkts - g0.tx_rsp_pkts, pk);
+    teardown();
+}
+
 /* Captures packed requests at the target. */
 static bool keep_pack(const struct ub__pds_rx *rx)
 {
@@ -673,11 +711,12 @@ int main(void)
 {
     (void)rx_pkts;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_prsp_one_packet),   cmocka_unit_test(test_prsp_not_taken),
-        cmocka_unit_test(test_prsp_lost),         cmocka_unit_test(test_prsp_errors),
-        cmocka_unit_test(test_prsp_atomic_read),  cmocka_unit_test(test_prsp_deferred),
-        cmocka_unit_test(test_prsp_cached_again), cmocka_unit_test(test_prsp_malformed),
-        cmocka_unit_test(test_prsp_window_wrap),  cmocka_unit_test(test_pack_record_ext),
+        cmocka_unit_test(test_prsp_one_packet),     cmocka_unit_test(test_prsp_not_taken),
+        cmocka_unit_test(test_prsp_lost),           cmocka_unit_test(test_prsp_errors),
+        cmocka_unit_test(test_prsp_atomic_read),    cmocka_unit_test(test_prsp_deferred),
+        cmocka_unit_test(test_prsp_cached_again),   cmocka_unit_test(test_prsp_malformed),
+        cmocka_unit_test(test_prsp_window_wrap),    cmocka_unit_test(test_pack_record_ext),
+        cmocka_unit_test(test_prsp_split_by_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
