@@ -423,37 +423,48 @@ int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct
         return UB_ENOBUFS;
     uint8_t *ch = ub__pkt_put(p, UB_SES_RSP_DATA_SIZE); /* the container, encoded once sized */
     int rc = ch ? 0 : UB_ENOBUFS;
-    struct ub__ext ext;
-    memset(&ext, 0, sizeof(ext));
-    ext.next_hdr = UB_PDS_NH_RSP_DATA;
     struct ub__ses_rsp_data h;
     memset(&h, 0, sizeof(h));
     h.list = UB_SES_LIST_EXPECTED;
     h.job_id = e->cfg.job_id;
+    if (h.job_id > UB_SES_JOB_ID_MAX)
+        rc = UB_EOVERFLOW;
+    /* Each record as ub__ext_encode and ub__ses_rsp_data_encode write it (a version-0
+     * extension, a response with data), in place: the values are checked here once. */
     for (uint32_t i = 0; i < n && !rc; i++) {
-        uint32_t size = UB_SES_PRSP_REC(r[i].n);
+        const struct ub__prsp *x = &r[i];
+        uint32_t size = UB_SES_PRSP_REC(x->n);
         uint8_t *b = ub__pkt_put(p, size);
         if (!b) {
             rc = UB_ENOBUFS;
             break;
         }
-        b[0] = (uint8_t)((size - UB_SES_PACK_LEN) >> 8);
-        b[1] = (uint8_t)(size - UB_SES_PACK_LEN);
-        ext.stream = r[i].stream;
-        ext.order_seq = r[i].seq;
-        h.rc = r[i].rc;
-        h.msg_id = (uint16_t)r[i].seq;
-        h.read_req_msg_id = (uint16_t)r[i].seq;
-        h.payload_len = r[i].n;
-        h.modified_length = r[i].mod_len;
-        h.message_offset = r[i].off;
-        struct ub__wcur wc;
-        ub__wcur_init(&wc, b + UB_SES_PACK_LEN, size - UB_SES_PACK_LEN);
-        rc = ub__ext_encode(&ext, &wc);
-        if (!rc)
-            rc = ub__ses_rsp_data_encode(&h, &wc);
-        if (!rc && r[i].n)
-            ub__put_bytes(&wc, r[i].data, r[i].n);
+        if (!ub__ses_rc_valid(x->rc) || x->n > UB_SES_PRSP_DATA) {
+            rc = UB_EINVAL;
+            break;
+        }
+        ub__st16(b, (uint16_t)(size - UB_SES_PACK_LEN));
+        uint8_t *x0 = b + UB_SES_PACK_LEN;
+        x0[0] = UB_PDS_NH_RSP_DATA; /* version 0 */
+        x0[1] = UB_EXT_SIZE / UB_EXT_HLEN_UNIT;
+        x0[2] = 0;
+        x0[3] = 0;
+        ub__st16(x0 + 4, 0); /* aqm_hint */
+        ub__st16(x0 + 6, x->stream);
+        ub__st32(x0 + 8, x->seq);
+        ub__st32(x0 + 12, 0); /* incarnation: the packet's applies */
+        uint8_t *h0 = x0 + UB_EXT_SIZE;
+        h0[0] = (uint8_t)((UB_SES_LIST_EXPECTED << 6) | UB_SES_RSP_WITH_DATA);
+        h0[1] = x->rc;
+        ub__st16(h0 + 2, (uint16_t)x->seq); /* msg_id */
+        h0[4] = 0;
+        ub__st24(h0 + 5, h.job_id);
+        ub__st16(h0 + 8, (uint16_t)x->seq); /* read_req_msg_id */
+        ub__st16(h0 + 10, x->n);            /* payload_len */
+        ub__st32(h0 + 12, x->mod_len);
+        ub__st32(h0 + 16, x->off);
+        if (x->n)
+            memcpy(h0 + UB_SES_RSP_DATA_SIZE, x->data, x->n);
     }
     if (!rc) {
         uint32_t bytes = p->len - UB_SES_RSP_DATA_SIZE;

@@ -666,6 +666,21 @@ static void test_prsp_malformed(void **state)
     assert_int_equal(ub__wire_parse_datagram(&d, TAP.saved[0], len, 0), 0);
     assert_true(ub__ses_is_pack(&d));
     assert_int_equal(ub__ses_prsp_check(TAP.saved[0] + d.payload_off, d.payload_len), 8);
+    /* Every record is byte for byte what the generic encoders make of its fields. */
+    for (size_t off = 0; off < d.payload_len;) {
+        struct ub__ses_prec rec;
+        const uint8_t *at = TAP.saved[0] + d.payload_off + off;
+        int k = ub__ses_prsp_rec(at, d.payload_len - off, &rec);
+        assert_true(k > 0);
+        uint8_t want[UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE];
+        struct ub__wcur wc;
+        ub__wcur_init(&wc, want, sizeof(want));
+        assert_int_equal(ub__ext_encode(&rec.ext, &wc), 0);
+        assert_int_equal(ub__ses_encode(&rec.ses, &wc), 0);
+        assert_memory_equal(at + UB_SES_PACK_LEN, want, sizeof(want));
+        assert_int_equal(rec.ext.incarnation, 0);
+        off += (size_t)k;
+    }
     uint8_t *bad = malloc(len);
     uint8_t *pl = bad + d.payload_off;
     struct ub_cr cr[8];
