@@ -53,16 +53,48 @@ int ub__ses_pack_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
         return UB_EBADMSG;
     struct ub__rcur r; /* the decoders below fill rec->ext and rec->ses whole */
     ub__rcur_init(&r, p + UB_SES_PACK_LEN, len);
-    int rc = ub__ext_decode(&rec->ext, &r);
-    if (rc)
-        return rc == UB_ETRUNC ? UB_EBADMSG : rc; /* a record cut short is malformed */
+    const uint8_t *e = p + UB_SES_PACK_LEN; /* len >= REC_MIN: the extension is there */
+    int rc;
+    if (e[0] == ((1u << 4) | UB_PDS_NH_REQ_STD) && e[1] == REC_EXT_SIZE / UB_EXT_HLEN_UNIT) {
+        /* The form softub sends (version 1, one tail): what ub__ext_decode accepts of it,
+         * read in place. */
+        if ((e[2] & UB_EXT_B2_RSVD) || (e[2] >> UB_EXT_B2_EO_SHIFT) > UB_EXT_EO_SO || e[3])
+            return UB_EBADMSG;
+        struct ub__ext *x = &rec->ext;
+        memset(x, 0, sizeof(*x));
+        x->version = 1;
+        x->next_hdr = UB_PDS_NH_REQ_STD;
+        x->exec_order = (uint8_t)(e[2] >> UB_EXT_B2_EO_SHIFT);
+        x->inorder_completion = (e[2] & UB_EXT_B2_CO) != 0;
+        x->fence = (e[2] & UB_EXT_B2_F) != 0;
+        x->aqm_increase = (e[2] & UB_EXT_B2_I) != 0;
+        x->aqm_congestion = (e[2] & UB_EXT_B2_C) != 0;
+        x->aqm_hint = ub__ld16(e + 4);
+        x->stream = ub__ld16(e + 6);
+        x->order_seq = ub__ld32(e + 8);
+        x->incarnation = ub__ld32(e + 12);
+        x->tail = e + UB_EXT_SIZE;
+        x->tail_len = UB_SES_TAIL_LEN;
+        ub__rcur_skip(&r, REC_EXT_SIZE);
+    } else {
+        rc = ub__ext_decode(&rec->ext, &r);
+        if (rc)
+            return rc == UB_ETRUNC ? UB_EBADMSG : rc; /* a record cut short is malformed */
+    }
     /* A record is a whole request as the transaction layer sends it alone: a version-1
      * extension naming a standard request, neither packed again nor a rendezvous READ. */
     if (rec->ext.version < 1 || rec->ext.tail_len < UB_SES_TAIL_LEN ||
         rec->ext.next_hdr != UB_PDS_NH_REQ_STD ||
         (rec->ext.tail[8] & (UB_SES_TAIL_P | UB_SES_TAIL_R | UB_SES_TAIL_C)))
         return UB_EBADMSG;
-    rc = ub__ses_decode(&rec->ses, UB_PDS_NH_REQ_STD, &r);
+    const uint8_t *h = ub__rcur_peek(&r, 1);
+    if (h && ub__ses_ext_for(UB_PDS_NH_REQ_STD, (uint8_t)(h[0] & 0x3fu)) == UB_SES_EXT_NONE) {
+        rec->ses.kind = UB_PDS_NH_REQ_STD; /* no SES extension: the standard header alone */
+        rec->ses.ext = UB_SES_EXT_NONE;
+        rc = ub__ses_std_decode(&rec->ses.u.std, &r);
+    } else {
+        rc = ub__ses_decode(&rec->ses, UB_PDS_NH_REQ_STD, &r);
+    }
     if (rc)
         return UB_EBADMSG;
     const struct ub__ses_std *q = &rec->ses.u.std;
