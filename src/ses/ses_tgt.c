@@ -610,9 +610,10 @@ static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxm
 /* ---- requests ----------------------------------------------------------------------------------
  */
 
+/* *seg: a WRITE's segment, found valid by the check here (for this call only). */
 static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
                                  const struct ub__pds_rx *rx, const struct ub__ses_tail *t,
-                                 uint64_t now)
+                                 uint64_t now, ub_seg **seg)
 {
     const struct ub__wire_dgram *d = rx->hdr;
     const struct ub__ses_std *q = &d->ses.u.std;
@@ -678,7 +679,7 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
     }
     switch (m->op) {
     case UB_SES_OP_WRITE:
-        m->rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, NULL);
+        m->rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, seg);
         if (m->rc == UB_SES_RC_OK && m->aux &&
             !m->cma_refuse) { /* WRITE_IMM: a record in the target JFR */
             m->jfr = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFR, m->aux));
@@ -753,7 +754,9 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
     return m;
 }
 
-static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uint8_t *p, uint32_t n)
+/* seg: m's segment if this very call checked it already (NULL: check it here). */
+static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uint8_t *p, uint32_t n,
+                  ub_seg *seg)
 {
     if (!n || m->rc != UB_SES_RC_OK || m->bind == BIND_RNR)
         return;
@@ -767,10 +770,11 @@ static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uin
     }
     switch (m->op) {
     case UB_SES_OP_WRITE: {
-        /* Checked on every packet: unregistering revokes at once. */
-        ub_seg *seg = NULL;
-        uint8_t rc =
-            ub__tgt_seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, &seg);
+        /* Checked on every packet: unregistering revokes at once (nothing can unregister
+         * between the check of a first packet and its placement in the same call). */
+        uint8_t rc = seg ? UB_SES_RC_OK
+                         : ub__tgt_seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr,
+                                             m->len, &seg);
         if (rc != UB_SES_RC_OK) {
             m->rc = rc;
             return;
@@ -835,8 +839,9 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         return;
     }
     struct ub__rxmsg *m = ub__hmap_get(&ts->msgs, seq);
+    ub_seg *seg = NULL;
     if (!m) {
-        m = msg_new(s, ts, rx, &t, now);
+        m = msg_new(s, ts, rx, &t, now, &seg);
         if (!m) {
             s->st.rx_bad_pkts++;
             return;
@@ -878,7 +883,7 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
             m->imm = q->header_data;
         }
     }
-    place(s, m, off, rx->payload, n);
+    place(s, m, off, rx->payload, n, seg);
     m->got = m->ivl.total;
     if (m->som_seen && m->got >= m->wire_len)
         on_complete(s, ts, m, now);
