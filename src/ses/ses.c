@@ -5,6 +5,7 @@
 #include <softub/errors.h>
 #include "core/compiler.h"
 #include "ses/ses.h"
+#include "wire/cursor.h"
 
 uint64_t ub__obj_key(uint32_t kind, uint32_t id)
 {
@@ -13,26 +14,18 @@ uint64_t ub__obj_key(uint32_t kind, uint32_t id)
 
 void ub__ses_tail_put(uint8_t *b, const struct ub__ses_tail *t)
 {
-    b[0] = (uint8_t)(t->so_delta >> 8);
-    b[1] = (uint8_t)t->so_delta;
-    b[2] = (uint8_t)(t->ro_count >> 8);
-    b[3] = (uint8_t)t->ro_count;
-    for (int i = 0; i < 4; i++) {
-        b[4 + i] = (uint8_t)(t->send_seq >> (24 - 8 * i));
-        b[8 + i] = (uint8_t)(t->aux >> (24 - 8 * i));
-    }
+    ub__st16(b, t->so_delta);
+    ub__st16(b + 2, t->ro_count);
+    ub__st32(b + 4, t->send_seq);
+    ub__st32(b + 8, t->aux);
 }
 
 void ub__ses_tail_get(const uint8_t *b, struct ub__ses_tail *t)
 {
-    t->so_delta = (uint16_t)((b[0] << 8) | b[1]);
-    t->ro_count = (uint16_t)((b[2] << 8) | b[3]);
-    t->send_seq = 0;
-    t->aux = 0;
-    for (int i = 0; i < 4; i++) {
-        t->send_seq = (t->send_seq << 8) | b[4 + i];
-        t->aux = (t->aux << 8) | b[8 + i];
-    }
+    t->so_delta = ub__ld16(b);
+    t->ro_count = ub__ld16(b + 2);
+    t->send_seq = ub__ld32(b + 4);
+    t->aux = ub__ld32(b + 8);
 }
 
 void ub__async_push(ub_context *ctx, int type, int err, uint64_t arg)
@@ -58,8 +51,10 @@ static void on_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_bad_pkts++;
         return;
     }
-    if (d->ses_kind == UB_PDS_NH_RSP_DATA && d->ext.version >= 1 &&
-        d->ext.tail_len >= UB_SES_TAIL_LEN && (d->ext.tail[8] & UB_SES_TAIL_R)) {
+    if (d->ses_kind == UB_PDS_NH_RSP_DATA && ub__ses_is_pack(d))
+        ub__ses_pack_on_rsp(s, rx, now); /* several responses: each runs as if alone */
+    else if (d->ses_kind == UB_PDS_NH_RSP_DATA && d->ext.version >= 1 &&
+             d->ext.tail_len >= UB_SES_TAIL_LEN && (d->ext.tail[8] & UB_SES_TAIL_R)) {
         struct ub__ses_tail t;
         ub__ses_tail_get(d->ext.tail, &t);
         ub__ses_rndv_on_data(s, rx, &t, now); /* data of a READ this side issued (rendezvous) */
@@ -104,6 +99,7 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx)
         s->max_rsp_payload = UB_SES_LEN14_MAX;
     if (s->max_payload > UB_SES_LEN14_MAX)
         s->max_payload = UB_SES_LEN14_MAX;
+    s->max_prsp_payload = s->max_rsp_payload - UB_SES_TAIL_LEN;
     ub__list_init(&s->txq);
     ub__list_init(&s->rdq);
     ub__list_init(&s->rspq);
@@ -136,6 +132,7 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx)
 
 void ub__ses_fini(struct ub__tl *s)
 {
+    s->prsp_n = 0;
     ub__ses_tgt_fini(s);
     ub__ses_rndv_fini(s);
     ub__ses_pack_fini(s);
@@ -151,7 +148,7 @@ void ub__ses_pump(struct ub__tl *s, uint64_t now)
     /* Nothing queued (an idle poll, twice a progress round): every pump below would find
      * its list empty and do nothing. */
     if (ub__list_empty(&s->txq) && ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq) &&
-        ub__list_empty(&s->rvq) && ub__list_empty(&s->cmaq))
+        ub__list_empty(&s->rvq) && ub__list_empty(&s->cmaq) && !s->prsp_n)
         return;
     /* Requests in posting order; one that cannot go on waits at the head (fair, in order). */
     for (struct ub__list *it = s->txq.next; it != &s->txq;) {
@@ -165,4 +162,5 @@ void ub__ses_pump(struct ub__tl *s, uint64_t now)
     if (ub__ses_rd_pump(s, now))
         ub__ses_rndv_pump(s, now);
     ub__ses_cma_pump(s, now);
+    ub__ses_rsp_flush(s, now); /* the responses of this round, packed per initiator */
 }

@@ -72,7 +72,10 @@
 #define UB_SES_PACK_MAX         1024 /* default: requests with at most this many payload bytes pack */
 #define UB_SES_PACK_RECS        64   /* records per packed packet, at most */
 #define UB_SES_PACK_LEN         2    /* record length prefix */
-#define UB_SES_PACK_SCAN        256          /* queued requests a pack looks through for members */
+#define UB_SES_PACK_SCAN        256  /* queued requests a pack looks through for members */
+#define UB_SES_OS_WINDOW        1024 /* initiator: most slots of a stream's request window */
+#define UB_SES_MSG_CACHE        128  /* target: freed messages kept for reuse */
+#define UB_SES_PRSP_DATA        64   /* response data bytes (READ, atomic) that pack, at most */
 #define UB_SES_PACK_COOKIE      (1ull << 32) /* PDS cookie of a pack: this bit | pack id (32) */
 
 /* Flags in byte 8 of the extension tail. */
@@ -81,6 +84,7 @@
 #define UB_SES_TAIL_R      0x20u /* rendezvous READ, or its data: send_seq is the target's read id */
 #define UB_SES_TAIL_C      0x10u /* single copy: the payload describes the initiator's memory */
 #define UB_SES_TAIL_P      0x08u /* packed: the payload is whole requests (records, ses_pack.c) */
+#define UB_SES_TAIL_A      0x04u /* on requests: the initiator takes packed responses */
 #define UB_SES_ASYNC_QUEUE 256
 
 /*
@@ -171,6 +175,8 @@ struct ub__wr {
     struct ub__list txq;        /* ses->txq while it has packets to hand to PDS */
     struct ub__timer rnr_timer; /* RNR back-off */
     struct ub__timer rsp_timer; /* response bound; while deferred: the deferral bound */
+    uint64_t rsp_due;           /* when the bound really ends (rsp_timer may fire earlier) */
+    bool rsp_on;                /* the bound applies (else a firing rsp_timer is stale) */
     struct ub_jfs *jfs;
     struct ub__ostream *os;
     uint32_t gen;
@@ -228,6 +234,10 @@ struct ub__ostream {
     uint32_t outstanding;
     struct ub__send_seq *ss;
     uint32_t nss, capss;
+    /* Its active requests by order_seq modulo wmask + 1 (a slot taken by an older one that is
+     * still active: that request goes to ses->pending instead, as do those of an orphan). */
+    struct ub__wr **win;
+    uint32_t wmask;
 };
 
 struct ub_jfs {
@@ -243,6 +253,7 @@ struct ub_jfs {
     uint32_t used; /* berths taken */
     struct ub__list unreported;
     struct ub__hmap ostreams;
+    struct ub__ostream *os_last; /* the stream last posted to (most posts go where the last did) */
     struct ub_sge *sge_mem;
     uint8_t *inl_mem;
 };
@@ -328,6 +339,9 @@ struct ub__ses_stats {
     uint64_t pack_pkts, pack_reqs;       /* initiator: packed packets sent, requests in them */
     uint64_t rx_pack_pkts, rx_pack_recs; /* target: packed packets received, records run */
     uint64_t rx_pack_bad;                /* target: packed packets refused whole (malformed) */
+    uint64_t tx_prsp_pkts, tx_prsp_recs; /* target: packed response packets sent, records */
+    uint64_t rx_prsp_pkts, rx_prsp_recs; /* initiator: packed responses received, records run */
+    uint64_t rx_prsp_bad;                /* initiator: packed responses refused whole */
 };
 
 /*
@@ -345,19 +359,31 @@ struct ub__ses_cma {
     uint64_t (*clock)(void *arg);
 };
 
+/* A response without data or with a little (atomic value, small READ), waiting to be packed
+ * with the others of one progress round to the same initiator (or queued for a buffer). */
+struct ub__prsp {
+    uint16_t stream;
+    uint8_t rc;
+    uint8_t n; /* data bytes */
+    uint32_t seq, mod_len, off;
+    uint8_t data[UB_SES_PRSP_DATA];
+};
+
 /* The transaction layer of one context. */
 struct ub__tl {
     ub_context *ctx;
     struct ub__engine *eng;
-    uint32_t max_payload;     /* request payload per packet */
-    uint32_t max_rsp_payload; /* response payload per packet */
-    struct ub__list txq;      /* requests with packets to hand out */
-    struct ub__list rdq;      /* READ responses with data to hand out */
-    struct ub__list rspq;     /* responses that found no buffer yet */
-    struct ub__hmap tstreams; /* target side, by (source, incarnation, stream) */
+    uint32_t max_payload;        /* request payload per packet */
+    uint32_t max_rsp_payload;    /* response payload per packet */
+    uint32_t max_prsp_payload;   /* records per packed response (its extension is longer) */
+    struct ub__list txq;         /* requests with packets to hand out */
+    struct ub__list rdq;         /* READ responses with data to hand out */
+    struct ub__list rspq;        /* responses that found no buffer yet */
+    struct ub__hmap tstreams;    /* target side, by (source, incarnation, stream) */
+    struct ub__tstream *ts_last; /* target: the stream last looked up */
     struct ub__list tstream_lru;
     struct ub__hmap ostreams_by_id; /* initiator side, by stream id */
-    struct ub__hmap pending;        /* (stream id << 32 | seq) -> struct ub__wr */
+    struct ub__hmap pending;        /* (stream id << 32 | seq) -> struct ub__wr, beyond os->win */
     uint16_t next_stream;
     uint32_t eager_max;      /* messages longer than this go by rendezvous */
     uint64_t rsp_timeout_ns; /* a transaction's response bound */
@@ -370,6 +396,11 @@ struct ub__tl {
     uint32_t pack_max;      /* requests of at most this many payload bytes pack (0: off) */
     struct ub__hmap packs;  /* pack id -> struct ub__pack: packets PDS has not acked/failed */
     uint32_t next_pack;
+    struct ub__addr prsp_dst; /* target: the initiator the responses in prsp go to */
+    uint32_t prsp_n, prsp_bytes;
+    struct ub__prsp prsp[UB_SES_PACK_RECS];
+    struct ub__rxmsg *msg_cache[UB_SES_MSG_CACHE]; /* target: freed messages, for reuse */
+    uint32_t nmsg_cache;
     struct ub__ses_stats st;
 };
 
@@ -453,11 +484,19 @@ void ub__ses_wr_init_timer(struct ub__wr *w);
 /* The PDS cookie of w's packets, and the active request a cookie names (or NULL). */
 uint64_t ub__ses_wr_cookie(const struct ub__wr *w);
 struct ub__wr *ub__ses_wr_of_cookie(struct ub__tl *s, uint64_t cookie);
+/* The same in two steps: the JFS a cookie names (one lookup for several cookies of one JFS),
+ * then the request in it. */
+ub_jfs *ub__ses_jfs_of_cookie(struct ub__tl *s, uint64_t cookie);
+struct ub__wr *ub__ses_wr_in_jfs(ub_jfs *jfs, uint64_t cookie);
+/* PDS acknowledged the last packet of w (NULL: over already): restarts its response bound. */
+void ub__ses_wr_acked(struct ub__tl *s, struct ub__wr *w, uint64_t now);
 /* Appends w's SES header and bytes [off, off+n) to p (one request packet, or one record). */
 int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
                       uint32_t n);
 /* w's softub extension (version 1; tail: UB_SES_TAIL_LEN bytes the extension points to). */
 void ub__ses_wr_ext(const struct ub__wr *w, struct ub__ext *ext, uint8_t *tail);
+/* Only its tail (UB_SES_TAIL_LEN bytes at tail). */
+void ub__ses_wr_tail(const struct ub__wr *w, uint8_t *tail);
 /* n more bytes of w went to PDS (arms the response bound once all are out). */
 void ub__ses_wr_sent(struct ub__tl *s, struct ub__wr *w, uint32_t n, uint64_t now);
 
@@ -472,6 +511,14 @@ void ub__ses_pack_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t no
 void ub__ses_pack_fini(struct ub__tl *s);
 /* Target: a packed packet arrived: all records well-formed, then each run as if alone. */
 void ub__ses_pack_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
+/* Target: sends n responses (2..UB_SES_PACK_RECS) to dst in one packed response; 0 or UB_E*
+ * (nothing sent). */
+int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
+                      uint32_t n, uint64_t now);
+/* Initiator: a packed response arrived: all records well-formed, then each as if alone. */
+void ub__ses_pack_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
+/* Bytes a response with n data bytes takes in a packed response. */
+#define UB_SES_PRSP_REC(n) (UB_SES_PACK_LEN + UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + (n))
 /* Whether a delivered packet is a packed one (version-1 extension with the P bit). */
 bool ub__ses_is_pack(const struct ub__wire_dgram *d);
 /* One parsed record: its extension, SES header and payload (pointing into the packet). */
@@ -486,9 +533,15 @@ int ub__ses_pack_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec);
 /* Checks a packed payload: 1..UB_SES_PACK_RECS well-formed records filling exactly n bytes.
  * Their count, or UB_EBADMSG / UB_ETRUNC. */
 int ub__ses_pack_check(const uint8_t *p, size_t n);
+/* Parses the response record at *p (n bytes left); its size, or UB_EBADMSG / UB_ETRUNC. */
+int ub__ses_prsp_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec);
+/* Checks a packed response's payload as ub__ses_pack_check does a packed request's. */
+int ub__ses_prsp_check(const uint8_t *p, size_t n);
 
 /* ---- ses_tgt.c: the target ---- */
 void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
+/* Sends the responses gathered for packing (end of a pump). */
+void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now);
 bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now);
 /* A receive buffer was posted: bind waiting messages (tagged unexpected ones first). */
 void ub__ses_jfr_posted(ub_jfr *jfr, uint64_t now);

@@ -39,13 +39,17 @@ void ub__jfc_push(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool soli
         fire_event(jfc);
 }
 
-static void release(ub_jfc *jfc, uint64_t owner)
+/* Gives the berth of a polled record back. *last caches the JFS of the previous record of
+ * this poll (records come in runs from one JFS; nothing is destroyed during a poll). */
+static void release(ub_jfc *jfc, uint64_t owner, ub_jfs **last)
 {
     ub_context *ctx = jfc->ctx;
     uint32_t kind = (uint32_t)(owner >> 56);
     uint32_t id = (uint32_t)(owner >> 32) & 0xffffffu;
     if (kind == UB__OBJ_JFS) {
-        ub_jfs *jfs = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFS, id));
+        ub_jfs *jfs = *last;
+        if (!jfs || jfs->id != id)
+            jfs = *last = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFS, id));
         if (jfs)
             ub__ses_wr_release(jfs, (uint16_t)owner);
         else
@@ -62,14 +66,16 @@ static void release(ub_jfc *jfc, uint64_t owner)
 int ub__jfc_take(ub_jfc *jfc, int max, struct ub_cr *out)
 {
     int n = 0;
+    ub_jfs *last = NULL;
     while (n < max && jfc->count) {
         struct ub__cqe *e = &jfc->ring[jfc->head];
         out[n++] = e->cr;
         uint64_t owner = e->owner;
-        jfc->head = (jfc->head + 1) % jfc->cap;
+        if (++jfc->head == jfc->cap)
+            jfc->head = 0;
         jfc->count--;
         if (owner)
-            release(jfc, owner);
+            release(jfc, owner, &last);
     }
     return n;
 }

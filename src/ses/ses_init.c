@@ -25,10 +25,18 @@ uint64_t ub__ses_wr_cookie(const struct ub__wr *w)
 /* The request a PDS cookie names, if it is still the same active request. */
 struct ub__wr *ub__ses_wr_of_cookie(struct ub__tl *s, uint64_t cookie)
 {
-    uint32_t jfs_id = (uint32_t)(cookie >> 40);
+    return ub__ses_wr_in_jfs(ub__ses_jfs_of_cookie(s, cookie), cookie);
+}
+
+ub_jfs *ub__ses_jfs_of_cookie(struct ub__tl *s, uint64_t cookie)
+{
+    return ub__hmap_get(&s->ctx->objs, ub__obj_key(UB__OBJ_JFS, (uint32_t)(cookie >> 40)));
+}
+
+struct ub__wr *ub__ses_wr_in_jfs(ub_jfs *jfs, uint64_t cookie)
+{
     uint16_t idx = (uint16_t)(cookie >> 24);
     uint32_t gen = (uint32_t)cookie & 0xffffffu;
-    ub_jfs *jfs = ub__hmap_get(&s->ctx->objs, ub__obj_key(UB__OBJ_JFS, jfs_id));
     if (!jfs || idx >= jfs->attr.depth)
         return NULL;
     struct ub__wr *w = &jfs->wrs[idx];
@@ -37,9 +45,61 @@ struct ub__wr *ub__ses_wr_of_cookie(struct ub__tl *s, uint64_t cookie)
     return w;
 }
 
+/* ---- active requests by (stream, order_seq) ---------------------------------------------- */
+
+/* Most are in their stream's window (no hashing per request); the rest in s->pending. */
+static int pend_put(struct ub__tl *s, struct ub__ostream *os, struct ub__wr *w)
+{
+    if (os->win && !os->orphan && !os->win[w->seq & os->wmask]) {
+        os->win[w->seq & os->wmask] = w;
+        return 0;
+    }
+    return ub__hmap_put(&s->pending, pend_key(os->id, w->seq), w);
+}
+
+static void pend_del(struct ub__tl *s, struct ub__wr *w)
+{
+    struct ub__ostream *os = w->os;
+    if (os->win && os->win[w->seq & os->wmask] == w)
+        os->win[w->seq & os->wmask] = NULL;
+    else
+        ub__hmap_del(&s->pending, pend_key(os->id, w->seq));
+}
+
+static struct ub__wr *pend_get(struct ub__tl *s, uint16_t stream, uint32_t seq)
+{
+    struct ub__ostream *os = ub__hmap_get(&s->ostreams_by_id, stream);
+    if (os && os->win) {
+        struct ub__wr *w = os->win[seq & os->wmask];
+        if (w && w->seq == seq)
+            return w;
+    }
+    return ub__hmap_get(&s->pending, pend_key(stream, seq));
+}
+
+/* os leaves the tables (its id may be reused): its window's requests move to s->pending. */
+static void pend_orphan(struct ub__tl *s, struct ub__ostream *os)
+{
+    for (uint32_t i = 0; os->win && i <= os->wmask; i++) {
+        struct ub__wr *w = os->win[i];
+        if (w) {
+            os->win[i] = NULL;
+            (void)ub__hmap_put(&s->pending, pend_key(os->id, w->seq),
+                               w); /* else: ends by its bound */
+        }
+    }
+}
+
+static void ostream_free(struct ub__ostream *os)
+{
+    free(os->win);
+    free(os->ss);
+    free(os);
+}
+
 struct ub__wr *ub__ses_pending(struct ub__tl *s, uint16_t stream, uint32_t seq)
 {
-    struct ub__wr *w = ub__hmap_get(&s->pending, pend_key(stream, seq));
+    struct ub__wr *w = pend_get(s, stream, seq);
     return w && w->state == WR_ACTIVE ? w : NULL;
 }
 
@@ -47,23 +107,32 @@ struct ub__wr *ub__ses_pending(struct ub__tl *s, uint16_t stream, uint32_t seq)
 
 static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const struct ub__addr *dst)
 {
+    struct ub__ostream *last = jfs->os_last;
+    if (last && !last->broken && ub__addr_eq(&last->dst, dst))
+        return last;
+    jfs->os_last = NULL;
     uint64_t key = ub__addr_hash(dst, 0x6f73);
     struct ub__ostream *os = ub__hmap_get(&jfs->ostreams, key);
     if (os && !os->broken && ub__addr_eq(&os->dst, dst))
-        return os;
+        return jfs->os_last = os;
     if (os) { /* broken (or a hash collision): retire it once nothing refers to it */
         ub__hmap_del(&jfs->ostreams, key);
         ub__hmap_del(&s->ostreams_by_id, os->id);
         if (!os->outstanding) {
-            free(os->ss);
-            free(os);
+            ostream_free(os);
         } else {
             os->orphan = true;
+            pend_orphan(s, os);
         }
     }
     os = calloc(1, sizeof(*os));
     if (!os)
         return NULL;
+    uint32_t wn = 8;
+    while (wn < jfs->attr.depth && wn < UB_SES_OS_WINDOW)
+        wn <<= 1;
+    os->win = calloc(wn, sizeof(*os->win)); /* none: every request goes to s->pending */
+    os->wmask = os->win ? wn - 1 : 0;
     os->jfs = jfs;
     os->dst = *dst;
     os->key = key;
@@ -76,23 +145,21 @@ static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const stru
         }
     }
     if (ub__hmap_put(&s->ostreams_by_id, os->id, os)) {
-        free(os);
+        ostream_free(os);
         return NULL;
     }
     if (ub__hmap_put(&jfs->ostreams, key, os)) {
         ub__hmap_del(&s->ostreams_by_id, os->id);
-        free(os);
+        ostream_free(os);
         return NULL;
     }
-    return os;
+    return jfs->os_last = os;
 }
 
 static void ostream_put(struct ub__ostream *os)
 {
-    if (--os->outstanding == 0 && os->orphan) {
-        free(os->ss);
-        free(os);
-    }
+    if (--os->outstanding == 0 && os->orphan)
+        ostream_free(os);
 }
 
 static int next_send_seq(struct ub__ostream *os, uint32_t jfr, uint32_t *out)
@@ -123,12 +190,12 @@ static void ostreams_free(struct ub__tl *s, ub_jfs *jfs)
 {
     uint64_t k;
     void *v;
+    jfs->os_last = NULL;
     while (jfs->ostreams.slots && ub__hmap_next(&jfs->ostreams, 0, &k, &v)) {
         struct ub__ostream *os = v;
         ub__hmap_del(&jfs->ostreams, k);
         ub__hmap_del(&s->ostreams_by_id, os->id);
-        free(os->ss);
-        free(os);
+        ostream_free(os);
     }
 }
 
@@ -199,12 +266,12 @@ static void finish(struct ub__tl *s, struct ub__wr *w, enum ub_cr_status st)
         w->on_txq = false;
     }
     ub__timer_cancel(&s->eng->timers, &w->rnr_timer);
-    ub__timer_cancel(&s->eng->timers, &w->rsp_timer);
+    w->rsp_on = false; /* the timer stays armed: a stale firing does nothing (rsp_fire) */
     ub__ivl_reset(&w->rd);
     if (w->eager)
         ub__ses_rndv_forget(s, w);
     if (w->os) {
-        ub__hmap_del(&s->pending, pend_key(w->os->id, w->seq));
+        pend_del(s, w);
         ostream_put(w->os);
         w->os = NULL;
     }
@@ -241,6 +308,8 @@ void ub__ses_jfs_flush(ub_jfs *jfs, uint64_t now)
         }
     }
     ostreams_free(s, jfs);
+    for (uint32_t i = 0; i < jfs->attr.depth; i++) /* stale bounds too: the slots go away */
+        ub__timer_cancel(&s->eng->timers, &jfs->wrs[i].rsp_timer);
 }
 
 /* ---- posting -------------------------------------------------------------------------- */
@@ -474,7 +543,7 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
     w->cma = ub__ses_cma_choose(s, w); /* large RMA to a shm peer: one copy, by the target */
     if (w->cma)
         s->st.cma_reqs++;
-    if (ub__hmap_put(&s->pending, pend_key(os->id, seq), w)) {
+    if (pend_put(s, os, w)) {
         ostream_put(os);
         w->os = NULL;
         finish(s, w, UB_CR_REM_OP_ERR);
@@ -543,10 +612,18 @@ static uint64_t get_be64(const uint8_t *b)
 int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
                       uint32_t n)
 {
+    /* Without SES extension (the common case) only the standard header is filled. */
+    uint8_t ext = ub__ses_ext_for(UB_PDS_NH_REQ_STD, w->ses_op);
+    bool plain = ext == UB_SES_EXT_NONE && !w->cma;
     struct ub__ses h;
-    memset(&h, 0, sizeof(h));
-    h.kind = UB_PDS_NH_REQ_STD;
-    struct ub__ses_std *q = &h.u.std;
+    struct ub__ses_std qs;
+    struct ub__ses_std *q = plain ? &qs : &h.u.std;
+    if (plain) {
+        memset(&qs, 0, sizeof(qs));
+    } else {
+        memset(&h, 0, sizeof(h));
+        h.kind = UB_PDS_NH_REQ_STD;
+    }
     bool som = off == 0;
     uint64_t wire_len = w->ses_op == UB_SES_OP_READ ? w->len : w->len;
     bool eom = w->cma || off + n >= (w->eager ? w->eager : wire_len);
@@ -573,7 +650,24 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
         q->payload_len = (uint16_t)n;
         q->message_offset = (uint32_t)off;
     }
-    h.ext = ub__ses_ext_for(h.kind, q->opcode);
+    if (plain) { /* the header, then the bytes */
+        uint8_t *at = ub__pkt_put(p, UB_SES_STD_SIZE);
+        if (!at)
+            return UB_ENOBUFS;
+        struct ub__wcur wc;
+        ub__wcur_init(&wc, at, UB_SES_STD_SIZE);
+        int rc = ub__ses_std_encode(q, &wc);
+        if (rc)
+            return rc;
+        if (n && w->ses_op != UB_SES_OP_READ) {
+            uint8_t *d = ub__pkt_put(p, n);
+            if (!d)
+                return UB_ENOBUFS;
+            ub__ses_gather(w, off, d, n);
+        }
+        return 0;
+    }
+    h.ext = ext;
     if (h.ext == UB_SES_EXT_ATOMIC) {
         h.atomic.opcode = w->amo_op;
         h.atomic.datatype = UB_SES_DT_UINT64;
@@ -675,12 +769,18 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
     return true;
 }
 
-void ub__ses_wr_ext(const struct ub__wr *w, struct ub__ext *ext, uint8_t *tail)
+void ub__ses_wr_tail(const struct ub__wr *w, uint8_t *tail)
 {
     uint32_t aux = w->aux | ((w->flags & UB_WR_SOLICITED) ? UB_SES_TAIL_S << 24 : 0) |
-                   (w->deferrable ? UB_SES_TAIL_D << 24 : 0) | (w->cma ? UB_SES_TAIL_C << 24 : 0);
+                   (w->deferrable ? UB_SES_TAIL_D << 24 : 0) | (w->cma ? UB_SES_TAIL_C << 24 : 0) |
+                   (w->jfs->ctx->ses.pack_max ? UB_SES_TAIL_A << 24 : 0);
     struct ub__ses_tail t = {w->so_delta, w->ro_count, w->send_seq, aux};
     ub__ses_tail_put(tail, &t);
+}
+
+void ub__ses_wr_ext(const struct ub__wr *w, struct ub__ext *ext, uint8_t *tail)
+{
+    ub__ses_wr_tail(w, tail);
     memset(ext, 0, sizeof(*ext));
     ext->version = 1;
     ext->next_hdr = UB_PDS_NH_REQ_STD;
@@ -742,7 +842,7 @@ static enum ub_cr_status rc_status(uint8_t rc)
 /* Sends the request again from its first byte (after RNR, or when a deferral ends). */
 static void restart(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 {
-    ub__timer_cancel(&s->eng->timers, &w->rsp_timer);
+    w->rsp_on = false;
     w->deferred = false;
     w->rtr_early = false;
     w->parked = false;
@@ -769,11 +869,14 @@ static void rnr_fire(struct ub__timer *t, uint64_t now)
  * wedged), or, while deferred, the deferral bound. */
 static void rsp_fire(struct ub__timer *t, uint64_t now)
 {
-    (void)now;
     struct ub__wr *w = UB_CONTAINER_OF(t, struct ub__wr, rsp_timer);
     struct ub__tl *s = &w->jfs->ctx->ses;
-    if (w->state != WR_ACTIVE)
+    if (w->state != WR_ACTIVE || !w->rsp_on)
         return;
+    if (now < w->rsp_due) { /* the bound moved on since the timer was armed */
+        ub__timer_arm(&s->eng->timers, &w->rsp_timer, w->rsp_due);
+        return;
+    }
     if (w->deferred) {
         finish(s, w, UB_CR_RNR);
         return;
@@ -791,25 +894,42 @@ void ub__ses_wr_init_timer(struct ub__wr *w)
     ub__timer_init(&w->rsp_timer, rsp_fire);
 }
 
+/*
+ * Sets w's response bound to end at due. Moving it later (every ACK and every reused slot
+ * does) keeps the armed timer, which re-arms itself when it fires early: no heap work per
+ * request. Only an earlier end re-arms now.
+ */
+static void rsp_bound(struct ub__tl *s, struct ub__wr *w, uint64_t due)
+{
+    w->rsp_on = true;
+    w->rsp_due = due;
+    if (!ub__timer_armed(&w->rsp_timer) || w->rsp_timer.deadline > due)
+        ub__timer_arm(&s->eng->timers, &w->rsp_timer, due);
+}
+
 void ub__ses_wr_arm_rsp(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 {
     if (w->state != WR_ACTIVE || w->deferred || w->parked)
         return;
-    ub__timer_arm(&s->eng->timers, &w->rsp_timer, now + ub__ses_cma_bound(s, w));
+    rsp_bound(s, w, now + ub__ses_cma_bound(s, w));
 }
 
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)
 {
-    struct ub__wr *w = ub__ses_wr_of_cookie(s, cookie);
+    ub__ses_wr_acked(s, ub__ses_wr_of_cookie(s, cookie), now);
+}
+
+void ub__ses_wr_acked(struct ub__tl *s, struct ub__wr *w, uint64_t now)
+{
     /* Only once everything went out: the bound counts from the last sign of life. */
-    if (w && ub__timer_armed(&w->rsp_timer))
+    if (w && w->rsp_on)
         ub__ses_wr_arm_rsp(s, w, now);
 }
 
 void ub__ses_on_rtr(struct ub__tl *s, const struct ub__addr *src, uint64_t token, uint64_t now)
 {
     s->st.rtr_rx++;
-    struct ub__wr *w = ub__hmap_get(&s->pending, token);
+    struct ub__wr *w = token >> 48 ? NULL : pend_get(s, (uint16_t)(token >> 32), (uint32_t)token);
     if (!w || w->state != WR_ACTIVE || !w->deferrable || !ub__ses_peer_eq(&w->dst, src))
         return; /* over already (the deferral bound passed): nothing to restart */
     if (!w->deferred) {
@@ -825,7 +945,7 @@ void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
     const struct ub__wire_dgram *d = rx->hdr;
     const struct ub__ses_rsp_data *r = &d->ses.u.rsp_data;
     s->st.rx_rsp_pkts++;
-    struct ub__wr *w = ub__hmap_get(&s->pending, pend_key(d->ext.stream, d->ext.order_seq));
+    struct ub__wr *w = pend_get(s, d->ext.stream, d->ext.order_seq);
     if (!w || w->state != WR_ACTIVE || !ub__ses_peer_eq(&w->dst, rx->src)) {
         s->st.rx_stale_rsp++; /* for a request already over: never touch its buffers again */
         return;
@@ -842,18 +962,18 @@ void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         }
         w->deferred = true;
         w->parked = false;
-        ub__timer_arm(&s->eng->timers, &w->rsp_timer, w->defer_deadline);
+        rsp_bound(s, w, w->defer_deadline);
         return;
     }
     if (r->rc == UB_SES_RC_PENDING && w->eager) {
         /* Rendezvous parked at the target until a buffer matches: no bound while it waits
          * (the target's READ, when it comes, restarts the bound). */
         w->parked = true;
-        ub__timer_cancel(&s->eng->timers, &w->rsp_timer);
+        w->rsp_on = false;
         return;
     }
     if (r->rc == UB_SES_RC_RNR) {
-        ub__timer_cancel(&s->eng->timers, &w->rsp_timer);
+        w->rsp_on = false;
         uint32_t limit = w->jfs->attr.rnr_retry;
         if (w->rnr_tries >= limit) {
             finish(s, w, UB_CR_RNR);

@@ -51,19 +51,50 @@ int ub__ses_pack_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
         return UB_ETRUNC;
     if (len < REC_MIN)
         return UB_EBADMSG;
-    memset(rec, 0, sizeof(*rec));
-    struct ub__rcur r;
+    struct ub__rcur r; /* the decoders below fill rec->ext and rec->ses whole */
     ub__rcur_init(&r, p + UB_SES_PACK_LEN, len);
-    int rc = ub__ext_decode(&rec->ext, &r);
-    if (rc)
-        return rc == UB_ETRUNC ? UB_EBADMSG : rc; /* a record cut short is malformed */
+    const uint8_t *e = p + UB_SES_PACK_LEN; /* len >= REC_MIN: the extension is there */
+    int rc;
+    if (e[0] == ((1u << 4) | UB_PDS_NH_REQ_STD) && e[1] == REC_EXT_SIZE / UB_EXT_HLEN_UNIT) {
+        /* The form softub sends (version 1, one tail): what ub__ext_decode accepts of it,
+         * read in place. */
+        if ((e[2] & UB_EXT_B2_RSVD) || (e[2] >> UB_EXT_B2_EO_SHIFT) > UB_EXT_EO_SO || e[3])
+            return UB_EBADMSG;
+        struct ub__ext *x = &rec->ext;
+        memset(x, 0, sizeof(*x));
+        x->version = 1;
+        x->next_hdr = UB_PDS_NH_REQ_STD;
+        x->exec_order = (uint8_t)(e[2] >> UB_EXT_B2_EO_SHIFT);
+        x->inorder_completion = (e[2] & UB_EXT_B2_CO) != 0;
+        x->fence = (e[2] & UB_EXT_B2_F) != 0;
+        x->aqm_increase = (e[2] & UB_EXT_B2_I) != 0;
+        x->aqm_congestion = (e[2] & UB_EXT_B2_C) != 0;
+        x->aqm_hint = ub__ld16(e + 4);
+        x->stream = ub__ld16(e + 6);
+        x->order_seq = ub__ld32(e + 8);
+        x->incarnation = ub__ld32(e + 12);
+        x->tail = e + UB_EXT_SIZE;
+        x->tail_len = UB_SES_TAIL_LEN;
+        ub__rcur_skip(&r, REC_EXT_SIZE);
+    } else {
+        rc = ub__ext_decode(&rec->ext, &r);
+        if (rc)
+            return rc == UB_ETRUNC ? UB_EBADMSG : rc; /* a record cut short is malformed */
+    }
     /* A record is a whole request as the transaction layer sends it alone: a version-1
      * extension naming a standard request, neither packed again nor a rendezvous READ. */
     if (rec->ext.version < 1 || rec->ext.tail_len < UB_SES_TAIL_LEN ||
         rec->ext.next_hdr != UB_PDS_NH_REQ_STD ||
         (rec->ext.tail[8] & (UB_SES_TAIL_P | UB_SES_TAIL_R | UB_SES_TAIL_C)))
         return UB_EBADMSG;
-    rc = ub__ses_decode(&rec->ses, UB_PDS_NH_REQ_STD, &r);
+    const uint8_t *h = ub__rcur_peek(&r, 1);
+    if (h && ub__ses_ext_for(UB_PDS_NH_REQ_STD, (uint8_t)(h[0] & 0x3fu)) == UB_SES_EXT_NONE) {
+        rec->ses.kind = UB_PDS_NH_REQ_STD; /* no SES extension: the standard header alone */
+        rec->ses.ext = UB_SES_EXT_NONE;
+        rc = ub__ses_std_decode(&rec->ses.u.std, &r);
+    } else {
+        rc = ub__ses_decode(&rec->ses, UB_PDS_NH_REQ_STD, &r);
+    }
     if (rc)
         return UB_EBADMSG;
     const struct ub__ses_std *q = &rec->ses.u.std;
@@ -78,14 +109,18 @@ int ub__ses_pack_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
     return (int)(UB_SES_PACK_LEN + len);
 }
 
-int ub__ses_pack_check(const uint8_t *p, size_t n)
+typedef int rec_fn(const uint8_t *p, size_t n, struct ub__ses_prec *rec);
+
+/* Parses every record of a packed payload into recs (UB_SES_PACK_RECS of them; NULL: only
+ * checks). Their count, or UB_EBADMSG / UB_ETRUNC. */
+static int parse_all(rec_fn *fn, const uint8_t *p, size_t n, struct ub__ses_prec *recs)
 {
     int count = 0;
-    struct ub__ses_prec rec;
+    struct ub__ses_prec one;
     while (n) {
         if (count == UB_SES_PACK_RECS)
             return UB_EBADMSG;
-        int k = ub__ses_pack_rec(p, n, &rec);
+        int k = fn(p, n, recs ? &recs[count] : &one);
         if (k < 0)
             return k;
         p += k;
@@ -93,6 +128,11 @@ int ub__ses_pack_check(const uint8_t *p, size_t n)
         count++;
     }
     return count ? count : UB_EBADMSG;
+}
+
+int ub__ses_pack_check(const uint8_t *p, size_t n)
+{
+    return parse_all(ub__ses_pack_rec, p, n, NULL);
 }
 
 /* ---- target ----------------------------------------------------------------------------- */
@@ -103,38 +143,34 @@ void ub__ses_pack_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t
     const struct ub__ses_std *c = &d->ses.u.std;
     s->st.rx_pack_pkts++;
     uint8_t both = UB_SES_F_SOM | UB_SES_F_EOM;
-    if (c->opcode != UB_SES_OP_NO_OP || (c->flags & both) != both ||
-        c->request_length != rx->payload_len ||
-        ub__ses_pack_check(rx->payload, rx->payload_len) < 0) {
+    struct ub__ses_prec recs[UB_SES_PACK_RECS];
+    int count = UB_EBADMSG;
+    if (c->opcode == UB_SES_OP_NO_OP && (c->flags & both) == both &&
+        c->request_length == rx->payload_len)
+        count = parse_all(ub__ses_pack_rec, rx->payload, rx->payload_len, recs);
+    if (count < 0) {
         s->st.rx_pack_bad++; /* refused whole: nothing in it runs */
         s->st.rx_bad_pkts++;
         return;
     }
-    const uint8_t *p = rx->payload;
-    size_t n = rx->payload_len;
-    while (n) {
-        struct ub__ses_prec rec;
-        int k = ub__ses_pack_rec(p, n, &rec); /* checked above: cannot fail */
-        if (k < 0)
-            break;
-        /* The record as a packet alone, with the packet's (PDS-verified) source and
-         * incarnation: the record's own incarnation field is not trusted. */
-        struct ub__wire_dgram rd;
-        memset(&rd, 0, sizeof(rd));
-        rd.has_ext = true;
-        rd.ext = rec.ext;
+    /* Each record as a packet alone, with the packet's (PDS-verified) source and
+     * incarnation: the record's own incarnation field is not trusted. */
+    struct ub__wire_dgram rd;
+    memset(&rd, 0, sizeof(rd));
+    rd.has_ext = true;
+    rd.ses_kind = UB_PDS_NH_REQ_STD;
+    struct ub__pds_rx one = *rx;
+    one.hdr = &rd;
+    for (int i = 0; i < count; i++) {
+        const struct ub__ses_prec *rec = &recs[i];
+        rd.ext = rec->ext;
         rd.ext.incarnation = rx->incarnation;
-        rd.ses_kind = UB_PDS_NH_REQ_STD;
-        rd.ses = rec.ses;
-        rd.payload_len = rec.payload_len;
-        struct ub__pds_rx one = *rx;
-        one.hdr = &rd;
-        one.payload = rec.payload;
-        one.payload_len = rec.payload_len;
+        rd.ses = rec->ses;
+        rd.payload_len = rec->payload_len;
+        one.payload = rec->payload;
+        one.payload_len = rec->payload_len;
         s->st.rx_pack_recs++;
         ub__ses_on_req(s, &one, now);
-        p += k;
-        n -= (size_t)k;
     }
 }
 
@@ -177,6 +213,24 @@ static uint32_t pack_alloc_id(struct ub__tl *s)
     return id;
 }
 
+/* w's extension (version 1 with its tail, REC_EXT_SIZE bytes) at b: the bytes ub__ext_encode
+ * writes for ub__ses_wr_ext's extension with the incarnation 0, without the generic checks
+ * (every field is in range by construction; test_api_pack compares them). */
+static void rec_ext_put(const struct ub__wr *w, uint8_t *b)
+{
+    b[0] = (uint8_t)((1u << 4) | UB_PDS_NH_REQ_STD); /* version 1 */
+    b[1] = REC_EXT_SIZE / UB_EXT_HLEN_UNIT;
+    b[2] = (uint8_t)((w->eo << UB_EXT_B2_EO_SHIFT) |
+                     ((w->flags & UB_WR_INORDER_COMP) ? UB_EXT_B2_CO : 0) |
+                     ((w->flags & UB_WR_FENCE) ? UB_EXT_B2_F : 0));
+    b[3] = 0;
+    ub__st16(b + 4, 0); /* aqm_hint */
+    ub__st16(b + 6, w->os->id);
+    ub__st32(b + 8, w->seq);
+    ub__st32(b + 12, 0); /* incarnation: the packet's applies */
+    ub__ses_wr_tail(w, b + UB_EXT_SIZE);
+}
+
 /* Appends w's record to p; 0 or UB_E*. */
 static int put_rec(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint32_t *n)
 {
@@ -185,17 +239,10 @@ static int put_rec(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint32
     if (!eb)
         return UB_ENOBUFS;
     uint32_t start = p->len;
-    uint8_t tail[UB_SES_TAIL_LEN];
-    struct ub__ext ext;
-    ub__ses_wr_ext(w, &ext, tail);
-    struct ub__wcur wc;
-    ub__wcur_init(&wc, eb, REC_EXT_SIZE);
-    int rc = ub__ext_encode(&ext, &wc);
-    if (rc)
-        return rc;
+    rec_ext_put(w, eb);
     *n = w->ses_op == UB_SES_OP_READ || w->ses_op == UB_SES_OP_FETCHING_ATOMIC ? 0
                                                                                : (uint32_t)w->len;
-    rc = ub__ses_build_req(s, w, p, 0, *n);
+    int rc = ub__ses_build_req(s, w, p, 0, *n);
     if (rc)
         return rc;
     uint32_t len = REC_EXT_SIZE + (p->len - start);
@@ -320,8 +367,9 @@ void ub__ses_pack_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)
     struct ub__pack *g = ub__hmap_del(&s->packs, (uint32_t)cookie);
     if (!g)
         return;
-    for (uint32_t i = 0; i < g->n; i++)
-        ub__ses_on_acked(s, g->member[i], now); /* members over already name nothing */
+    ub_jfs *jfs = ub__ses_jfs_of_cookie(s, g->member[0]); /* one JFS for all members */
+    for (uint32_t i = 0; i < g->n; i++)                   /* members over already name nothing */
+        ub__ses_wr_acked(s, ub__ses_wr_in_jfs(jfs, g->member[i]), now);
     free(g);
 }
 
@@ -344,5 +392,180 @@ void ub__ses_pack_fini(struct ub__tl *s)
     while (s->packs.slots && ub__hmap_next(&s->packs, 0, &k, &v)) {
         ub__hmap_del(&s->packs, k);
         free(v);
+    }
+}
+
+/* ---- packed responses (docs/wire-format.md section 6.2) ---------------------------------- */
+
+#define PRSP_MIN (UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE)
+
+int ub__ses_prsp_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
+{
+    if (n < UB_SES_PACK_LEN)
+        return UB_ETRUNC;
+    size_t len = ((size_t)p[0] << 8) | p[1];
+    if (len > n - UB_SES_PACK_LEN)
+        return UB_ETRUNC;
+    if (len < PRSP_MIN)
+        return UB_EBADMSG;
+    /* A record is a response as it goes alone: a version-0 extension (16 bytes, nothing
+     * appended, so never packed or rendezvous data) naming a response with data. What
+     * ub__ext_decode accepts of that form, read in place. */
+    const uint8_t *e = p + UB_SES_PACK_LEN;
+    if (e[0] != UB_PDS_NH_RSP_DATA || e[1] != UB_EXT_SIZE / UB_EXT_HLEN_UNIT ||
+        (e[2] & UB_EXT_B2_RSVD) || (e[2] >> UB_EXT_B2_EO_SHIFT) > UB_EXT_EO_SO || e[3])
+        return UB_EBADMSG;
+    struct ub__ext *x = &rec->ext;
+    memset(x, 0, sizeof(*x));
+    x->next_hdr = UB_PDS_NH_RSP_DATA;
+    x->exec_order = (uint8_t)(e[2] >> UB_EXT_B2_EO_SHIFT);
+    x->inorder_completion = (e[2] & UB_EXT_B2_CO) != 0;
+    x->fence = (e[2] & UB_EXT_B2_F) != 0;
+    x->aqm_increase = (e[2] & UB_EXT_B2_I) != 0;
+    x->aqm_congestion = (e[2] & UB_EXT_B2_C) != 0;
+    x->aqm_hint = ub__ld16(e + 4);
+    x->stream = ub__ld16(e + 6);
+    x->order_seq = ub__ld32(e + 8);
+    x->incarnation = ub__ld32(e + 12);
+    struct ub__rcur r;
+    ub__rcur_init(&r, e + UB_EXT_SIZE, len - UB_EXT_SIZE);
+    rec->ses.kind = UB_PDS_NH_RSP_DATA;
+    rec->ses.ext = UB_SES_EXT_NONE;
+    if (ub__ses_rsp_data_decode(&rec->ses.u.rsp_data, &r))
+        return UB_EBADMSG;
+    size_t pl = ub__rcur_remaining(&r);
+    if (pl != rec->ses.u.rsp_data.payload_len)
+        return UB_EBADMSG; /* as for a packet alone: exactly payload_len bytes follow */
+    rec->payload = e + UB_EXT_SIZE + ub__rcur_offset(&r);
+    rec->payload_len = (uint32_t)pl;
+    return (int)(UB_SES_PACK_LEN + len);
+}
+
+int ub__ses_prsp_check(const uint8_t *p, size_t n)
+{
+    return parse_all(ub__ses_prsp_rec, p, n, NULL);
+}
+
+int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
+                      uint32_t n, uint64_t now)
+{
+    struct ub__engine *e = s->eng;
+    struct ub__pkt *p = ub__pkt_alloc(&e->pool);
+    if (!p)
+        return UB_ENOBUFS;
+    uint8_t *ch = ub__pkt_put(p, UB_SES_RSP_DATA_SIZE); /* the container, encoded once sized */
+    int rc = ch ? 0 : UB_ENOBUFS;
+    struct ub__ses_rsp_data h;
+    memset(&h, 0, sizeof(h));
+    h.list = UB_SES_LIST_EXPECTED;
+    h.job_id = e->cfg.job_id;
+    if (h.job_id > UB_SES_JOB_ID_MAX)
+        rc = UB_EOVERFLOW;
+    /* Each record as ub__ext_encode and ub__ses_rsp_data_encode write it (a version-0
+     * extension, a response with data), in place: the values are checked here once. */
+    for (uint32_t i = 0; i < n && !rc; i++) {
+        const struct ub__prsp *x = &r[i];
+        uint32_t size = UB_SES_PRSP_REC(x->n);
+        uint8_t *b = ub__pkt_put(p, size);
+        if (!b) {
+            rc = UB_ENOBUFS;
+            break;
+        }
+        if (!ub__ses_rc_valid(x->rc) || x->n > UB_SES_PRSP_DATA) {
+            rc = UB_EINVAL;
+            break;
+        }
+        ub__st16(b, (uint16_t)(size - UB_SES_PACK_LEN));
+        uint8_t *x0 = b + UB_SES_PACK_LEN;
+        x0[0] = UB_PDS_NH_RSP_DATA; /* version 0 */
+        x0[1] = UB_EXT_SIZE / UB_EXT_HLEN_UNIT;
+        x0[2] = 0;
+        x0[3] = 0;
+        ub__st16(x0 + 4, 0); /* aqm_hint */
+        ub__st16(x0 + 6, x->stream);
+        ub__st32(x0 + 8, x->seq);
+        ub__st32(x0 + 12, 0); /* incarnation: the packet's applies */
+        uint8_t *h0 = x0 + UB_EXT_SIZE;
+        h0[0] = (uint8_t)((UB_SES_LIST_EXPECTED << 6) | UB_SES_RSP_WITH_DATA);
+        h0[1] = x->rc;
+        ub__st16(h0 + 2, (uint16_t)x->seq); /* msg_id */
+        h0[4] = 0;
+        ub__st24(h0 + 5, h.job_id);
+        ub__st16(h0 + 8, (uint16_t)x->seq); /* read_req_msg_id */
+        ub__st16(h0 + 10, x->n);            /* payload_len */
+        ub__st32(h0 + 12, x->mod_len);
+        ub__st32(h0 + 16, x->off);
+        if (x->n)
+            memcpy(h0 + UB_SES_RSP_DATA_SIZE, x->data, x->n);
+    }
+    if (!rc) {
+        uint32_t bytes = p->len - UB_SES_RSP_DATA_SIZE;
+        h.rc = UB_SES_RC_OK;
+        h.msg_id = (uint16_t)r[0].seq;
+        h.read_req_msg_id = (uint16_t)r[0].seq;
+        h.payload_len = (uint16_t)bytes;
+        h.modified_length = bytes;
+        h.message_offset = 0;
+        struct ub__wcur wc;
+        ub__wcur_init(&wc, ch, UB_SES_RSP_DATA_SIZE);
+        rc = ub__ses_rsp_data_encode(&h, &wc);
+    }
+    if (rc) {
+        ub__pkt_free(p);
+        return rc;
+    }
+    uint8_t tail[UB_SES_TAIL_LEN];
+    struct ub__ses_tail t = {0, 0, 0, UB_SES_TAIL_P << 24};
+    ub__ses_tail_put(tail, &t);
+    struct ub__pds_tx tx = {
+        .dst = dst, .mode = UB_PDS_RUD, .ses_kind = UB_PDS_NH_RSP_DATA, .ack_req = true};
+    tx.ext.version = 1;
+    tx.ext.stream = r[0].stream;
+    tx.ext.order_seq = r[0].seq;
+    tx.ext.tail = tail;
+    tx.ext.tail_len = UB_SES_TAIL_LEN;
+    rc = ub__pds_send(e->pds, &tx, p, now);
+    if (rc) {
+        ub__pkt_free(p);
+        return rc;
+    }
+    s->st.tx_rsp_pkts++;
+    s->st.tx_prsp_pkts++;
+    s->st.tx_prsp_recs += n;
+    return 0;
+}
+
+void ub__ses_pack_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
+{
+    const struct ub__wire_dgram *d = rx->hdr;
+    const struct ub__ses_rsp_data *c = &d->ses.u.rsp_data;
+    s->st.rx_prsp_pkts++;
+    struct ub__ses_prec recs[UB_SES_PACK_RECS];
+    int count = UB_EBADMSG;
+    if (c->rc == UB_SES_RC_OK && !c->message_offset && c->modified_length == rx->payload_len &&
+        !(d->ext.tail[8] & (UB_SES_TAIL_R | UB_SES_TAIL_C)))
+        count = parse_all(ub__ses_prsp_rec, rx->payload, rx->payload_len, recs);
+    if (count < 0) {
+        s->st.rx_prsp_bad++; /* refused whole: the requests end by their response bound */
+        s->st.rx_bad_pkts++;
+        return;
+    }
+    /* Each record as a packet alone, from the packet's (PDS-verified) source. */
+    struct ub__wire_dgram rd;
+    memset(&rd, 0, sizeof(rd));
+    rd.has_ext = true;
+    rd.ses_kind = UB_PDS_NH_RSP_DATA;
+    struct ub__pds_rx one = *rx;
+    one.hdr = &rd;
+    for (int i = 0; i < count; i++) {
+        const struct ub__ses_prec *rec = &recs[i];
+        rd.ext = rec->ext;
+        rd.ext.incarnation = d->ext.incarnation;
+        rd.ses = rec->ses;
+        rd.payload_len = rec->payload_len;
+        one.payload = rec->payload;
+        one.payload_len = rec->payload_len;
+        s->st.rx_prsp_recs++;
+        ub__ses_on_rsp(s, &one, now);
     }
 }

@@ -35,12 +35,7 @@ struct ub__rdjob {
 struct ub__rspq {
     struct ub__list link;
     struct ub__addr dst;
-    uint16_t stream;
-    uint32_t seq;
-    uint8_t rc;
-    uint32_t len;
-    bool has_val;
-    uint64_t val;
+    struct ub__prsp r;
 };
 
 static inline struct ub__list *rspq_of(struct ub__tl *s)
@@ -141,8 +136,18 @@ static uint64_t ts_key(const struct ub__addr *src, uint32_t inc, uint16_t id)
 static struct ub__tstream *tstream_get(struct ub__tl *s, const struct ub__addr *src, uint32_t inc,
                                        uint16_t id, uint64_t now)
 {
+    struct ub__tstream *ts = s->ts_last;
+    /* The records of a packed packet, and most packets in a row, are of one stream. */
+    if (ts && ts->id == id && ts->inc == inc && ub__ses_peer_eq(&ts->src, src)) {
+        if (s->tstream_lru.prev != &ts->lru) {
+            ub__list_remove(&ts->lru);
+            ub__list_push_back(&s->tstream_lru, &ts->lru);
+        }
+        ts->last_active = now;
+        return ts;
+    }
     uint64_t key = ts_key(src, inc, id);
-    struct ub__tstream *ts = ub__hmap_get(&s->tstreams, key);
+    ts = ub__hmap_get(&s->tstreams, key);
     if (ts) {
         if (!ub__ses_peer_eq(&ts->src, src) || ts->inc != inc || ts->id != id)
             return NULL; /* a 64-bit hash collision: refuse rather than mix two streams */
@@ -166,11 +171,13 @@ static struct ub__tstream *tstream_get(struct ub__tl *s, const struct ub__addr *
     ub__list_remove(&ts->lru);
     ub__list_push_back(&s->tstream_lru, &ts->lru);
     ts->last_active = now;
-    return ts;
+    return s->ts_last = ts;
 }
 
 static void tstream_free(struct ub__tl *s, struct ub__tstream *ts)
 {
+    if (s->ts_last == ts)
+        s->ts_last = NULL;
     uint64_t k;
     void *v;
     while (ts->msgs.slots && ub__hmap_next(&ts->msgs, 0, &k, &v))
@@ -194,6 +201,25 @@ void ub__ses_tgt_gc(struct ub__tl *s, uint64_t now)
 
 /* ---- messages -------------------------------------------------------------------------------- */
 
+/* A zeroed message: from the cache of freed ones (one per request at message rates: malloc and
+ * free cost more than the memset), or new. */
+static struct ub__rxmsg *msg_alloc(struct ub__tl *s)
+{
+    if (!s->nmsg_cache)
+        return calloc(1, sizeof(struct ub__rxmsg));
+    struct ub__rxmsg *m = s->msg_cache[--s->nmsg_cache];
+    memset(m, 0, sizeof(*m));
+    return m;
+}
+
+static void msg_release(struct ub__tl *s, struct ub__rxmsg *m)
+{
+    if (s->nmsg_cache < UB_SES_MSG_CACHE)
+        s->msg_cache[s->nmsg_cache++] = m;
+    else
+        free(m);
+}
+
 /* Detaches m from its stream and frees it. */
 void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m)
 {
@@ -212,7 +238,7 @@ void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m)
     ub__ivl_reset(&m->ivl);
     free(m->cma_seg);
     free(m->stage);
-    free(m);
+    msg_release(s, m);
 }
 
 /* ---- responses ------------------------------------------------------------------------------ */
@@ -276,26 +302,89 @@ static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
     return 0;
 }
 
+/* Queues a response that cannot go now (it goes from ub__ses_rd_pump, in order). */
+static void rsp_queue(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r)
+{
+    struct ub__rspq *q = malloc(sizeof(*q));
+    if (!q)
+        return; /* the initiator's request stays open; nothing else can be done */
+    q->dst = *dst;
+    q->r = *r;
+    ub__list_push_back(rspq_of(s), &q->link);
+}
+
+static bool rsp_send_one(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
+                         uint64_t now)
+{
+    return ub__list_empty(rspq_of(s)) && s->eng->pool.avail > UB_SES_POOL_RESERVE / 4 &&
+           send_rsp_now(s, dst, r->stream, r->seq, r->rc, r->mod_len, r->data, r->n, r->off, now) ==
+               0;
+}
+
+void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now)
+{
+    uint32_t n = s->prsp_n;
+    if (!n)
+        return;
+    s->prsp_n = 0;
+    s->prsp_bytes = 0;
+    if (n == 1) { /* alone: the ordinary response packet */
+        if (!rsp_send_one(s, &s->prsp_dst, &s->prsp[0], now))
+            rsp_queue(s, &s->prsp_dst, &s->prsp[0]);
+        return;
+    }
+    if (ub__list_empty(rspq_of(s)) && s->eng->pool.avail > UB_SES_POOL_RESERVE / 4 &&
+        ub__ses_prsp_send(s, &s->prsp_dst, s->prsp, n, now) == 0)
+        return;
+    for (uint32_t i = 0; i < n; i++) /* one by one when buffers come back */
+        rsp_queue(s, &s->prsp_dst, &s->prsp[i]);
+}
+
+/*
+ * A response of at most UB_SES_PRSP_DATA data bytes. To an initiator that takes packed
+ * responses (pk) it waits in s->prsp until the end of the pump, so that the responses of one
+ * progress round to one initiator leave in one packet; otherwise it goes now (or is queued).
+ */
+static void rsp_out(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r, bool pk,
+                    uint64_t now)
+{
+    if (pk && ub__list_empty(rspq_of(s))) {
+        uint32_t b = UB_SES_PRSP_REC(r->n);
+        if (s->prsp_n &&
+            (s->prsp_n == UB_SES_PACK_RECS || s->prsp_bytes + b > s->max_prsp_payload ||
+             !ub__addr_eq(&s->prsp_dst, dst)))
+            ub__ses_rsp_flush(s, now);
+        if (!s->prsp_n)
+            s->prsp_dst = *dst;
+        s->prsp[s->prsp_n++] = *r;
+        s->prsp_bytes += b;
+        return;
+    }
+    ub__ses_rsp_flush(s, now); /* those gathered before go first */
+    if (!rsp_send_one(s, dst, r, now))
+        rsp_queue(s, dst, r);
+}
+
+static void rsp_val(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                    uint8_t rc, uint32_t len, bool has_val, uint64_t val, bool pk, uint64_t now)
+{
+    struct ub__prsp r;
+    r.stream = stream;
+    r.rc = rc;
+    r.n = has_val ? 8 : 0;
+    r.seq = seq;
+    r.mod_len = len;
+    r.off = 0;
+    if (has_val)
+        put_be64(r.data, val);
+    rsp_out(s, dst, &r, pk, now);
+}
+
 /* Sends a response without data (or with an 8-byte value); queued if it cannot go now. */
 void ub__tgt_send_rsp(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
                       uint8_t rc, uint32_t len, bool has_val, uint64_t val, uint64_t now)
 {
-    uint8_t b[8];
-    put_be64(b, val);
-    if (ub__list_empty(rspq_of(s)) && s->eng->pool.avail > UB_SES_POOL_RESERVE / 4 &&
-        send_rsp_now(s, dst, stream, seq, rc, len, b, has_val ? 8 : 0, 0, now) == 0)
-        return;
-    struct ub__rspq *q = calloc(1, sizeof(*q));
-    if (!q)
-        return; /* the initiator's request stays open; nothing else can be done */
-    q->dst = *dst;
-    q->stream = stream;
-    q->seq = seq;
-    q->rc = rc;
-    q->len = len;
-    q->has_val = has_val;
-    q->val = val;
-    ub__list_push_back(rspq_of(s), &q->link);
+    rsp_val(s, dst, stream, seq, rc, len, has_val, val, false, now);
 }
 
 void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t len, bool has_val,
@@ -310,7 +399,7 @@ void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t
         c->has_val = has_val;
         c->val = val;
     }
-    ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, rc, len, has_val, val, now);
+    rsp_val(s, &m->src, m->stream, m->seq, rc, len, has_val, val, m->pk, now);
 }
 
 /* ---- the order engine ----------------------------------------------------------------------- */
@@ -491,7 +580,7 @@ static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxm
     if (m->rc == UB_SES_RC_OK && m->cma_refuse) {
         /* No single copy here: not executed; the initiator sends it again as packets. */
         s->st.cma_refused++;
-        ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, UB_SES_RC_CMA_REFUSED, 0, false, 0, now);
+        rsp_val(s, &m->src, m->stream, m->seq, UB_SES_RC_CMA_REFUSED, 0, false, 0, m->pk, now);
         ub__tgt_msg_free(s, m);
         return;
     }
@@ -505,7 +594,7 @@ static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxm
         } else {
             s->st.rnr_sent++;
         }
-        ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, rc, 0, false, 0, now);
+        rsp_val(s, &m->src, m->stream, m->seq, rc, 0, false, 0, m->pk, now);
         if (m->rb) { /* never holds one when RNR; defensive */
             ub__tgt_rbuf_free(m->jfr, m->rb);
             m->rb = NULL;
@@ -521,14 +610,15 @@ static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxm
 /* ---- requests ----------------------------------------------------------------------------------
  */
 
+/* *seg: a WRITE's segment, found valid by the check here (for this call only). */
 static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
                                  const struct ub__pds_rx *rx, const struct ub__ses_tail *t,
-                                 uint64_t now)
+                                 uint64_t now, ub_seg **seg)
 {
     const struct ub__wire_dgram *d = rx->hdr;
     const struct ub__ses_std *q = &d->ses.u.std;
     ub_context *ctx = s->ctx;
-    struct ub__rxmsg *m = calloc(1, sizeof(*m));
+    struct ub__rxmsg *m = msg_alloc(s);
     if (!m)
         return NULL;
     ub__list_init(&m->link);
@@ -545,6 +635,7 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
     m->aux = t->aux & 0xffffffu;
     m->solicited = ((t->aux >> 24) & UB_SES_TAIL_S) != 0;
     m->deferrable = ((t->aux >> 24) & UB_SES_TAIL_D) != 0;
+    m->pk = ((t->aux >> 24) & UB_SES_TAIL_A) != 0;
     m->restart = q->buffer_offset;
     m->op = q->opcode;
     ub__timer_init(&m->rd_timer, ub__tgt_rndv_timeout);
@@ -578,7 +669,7 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
             m->rc = UB_SES_RC_UNSUPPORTED_SIZE;
     }
     if (ub__hmap_put(&ts->msgs, m->seq, m)) {
-        free(m);
+        msg_release(s, m);
         return NULL;
     }
     m->cma = ((t->aux >> 24) & UB_SES_TAIL_C) != 0;
@@ -588,7 +679,7 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
     }
     switch (m->op) {
     case UB_SES_OP_WRITE:
-        m->rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, NULL);
+        m->rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, seg);
         if (m->rc == UB_SES_RC_OK && m->aux &&
             !m->cma_refuse) { /* WRITE_IMM: a record in the target JFR */
             m->jfr = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFR, m->aux));
@@ -663,7 +754,9 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
     return m;
 }
 
-static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uint8_t *p, uint32_t n)
+/* seg: m's segment if this very call checked it already (NULL: check it here). */
+static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uint8_t *p, uint32_t n,
+                  ub_seg *seg)
 {
     if (!n || m->rc != UB_SES_RC_OK || m->bind == BIND_RNR)
         return;
@@ -677,10 +770,11 @@ static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uin
     }
     switch (m->op) {
     case UB_SES_OP_WRITE: {
-        /* Checked on every packet: unregistering revokes at once. */
-        ub_seg *seg = NULL;
-        uint8_t rc =
-            ub__tgt_seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, &seg);
+        /* Checked on every packet: unregistering revokes at once (nothing can unregister
+         * between the check of a first packet and its placement in the same call). */
+        uint8_t rc = seg ? UB_SES_RC_OK
+                         : ub__tgt_seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr,
+                                             m->len, &seg);
         if (rc != UB_SES_RC_OK) {
             m->rc = rc;
             return;
@@ -704,7 +798,7 @@ static void resend_cached(struct ub__tl *s, struct ub__tstream *ts, uint32_t seq
     if (!c->valid || c->seq != seq)
         return;
     s->st.rsp_resent++;
-    ub__tgt_send_rsp(s, &ts->src, ts->id, seq, c->rc, c->len, c->has_val, c->val, now);
+    rsp_val(s, &ts->src, ts->id, seq, c->rc, c->len, c->has_val, c->val, ts->pk, now);
 }
 
 void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
@@ -731,6 +825,7 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_bad_pkts++;
         return;
     }
+    ts->pk = ((t.aux >> 24) & UB_SES_TAIL_A) != 0;
     uint32_t seq = d->ext.order_seq;
     if (executed(ts, seq)) {
         /* A re-delivered transaction that already ran: never again; its answer goes again. */
@@ -744,8 +839,9 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         return;
     }
     struct ub__rxmsg *m = ub__hmap_get(&ts->msgs, seq);
+    ub_seg *seg = NULL;
     if (!m) {
-        m = msg_new(s, ts, rx, &t, now);
+        m = msg_new(s, ts, rx, &t, now, &seg);
         if (!m) {
             s->st.rx_bad_pkts++;
             return;
@@ -787,7 +883,7 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
             m->imm = q->header_data;
         }
     }
-    place(s, m, off, rx->payload, n);
+    place(s, m, off, rx->payload, n, seg);
     m->got = m->ivl.total;
     if (m->som_seen && m->got >= m->wire_len)
         on_complete(s, ts, m, now);
@@ -826,10 +922,9 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
     struct ub__engine *e = s->eng;
     while (!ub__list_empty(&s->rspq)) {
         struct ub__rspq *q = UB_CONTAINER_OF(s->rspq.next, struct ub__rspq, link);
-        uint8_t b[8];
-        put_be64(b, q->val);
+        const struct ub__prsp *r = &q->r;
         if (e->pool.avail <= UB_SES_POOL_RESERVE / 4 ||
-            send_rsp_now(s, &q->dst, q->stream, q->seq, q->rc, q->len, b, q->has_val ? 8 : 0, 0,
+            send_rsp_now(s, &q->dst, r->stream, r->seq, r->rc, r->mod_len, r->data, r->n, r->off,
                          now))
             return false;
         ub__list_remove(&q->link);
@@ -849,12 +944,25 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
             uint8_t rc =
                 ub__tgt_seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
             if (rc != UB_SES_RC_OK) { /* revoked while being read */
-                ub__tgt_send_rsp(s, &m->src, m->stream, m->seq, rc, 0, false, 0, now);
+                rsp_val(s, &m->src, m->stream, m->seq, rc, 0, false, 0, m->pk, now);
                 rd_done(s, j, now);
                 break;
             }
             uint32_t n = (uint32_t)UB_MIN((uint64_t)s->max_rsp_payload, m->len - j->off);
             const uint8_t *src = seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr) + j->off;
+            if (m->pk && m->len <= UB_SES_PRSP_DATA) { /* small: packs with the others */
+                struct ub__prsp r;
+                r.stream = m->stream;
+                r.rc = UB_SES_RC_OK;
+                r.n = (uint8_t)m->len;
+                r.seq = m->seq;
+                r.mod_len = (uint32_t)m->len;
+                r.off = 0;
+                memcpy(r.data, src, r.n);
+                rsp_out(s, &m->src, &r, true, now);
+                rd_done(s, j, now);
+                break;
+            }
             int err = send_rsp_now(s, &m->src, m->stream, m->seq, UB_SES_RC_OK, (uint32_t)m->len,
                                    src, n, (uint32_t)j->off, now);
             if (err)
@@ -883,4 +991,6 @@ void ub__ses_tgt_fini(struct ub__tl *s)
         ub__tgt_msg_free(s, v);
     while (s->tstreams.slots && ub__hmap_next(&s->tstreams, 0, &k, &v))
         tstream_free(s, v);
+    while (s->nmsg_cache) /* last: freeing the streams above fills it */
+        free(s->msg_cache[--s->nmsg_cache]);
 }

@@ -36,6 +36,7 @@ struct ub__tstream {
     struct ub__rspc cache[UB_SES_RSP_CACHE];
     uint64_t last_active;
     uint32_t busy;
+    bool pk; /* the initiator takes packed responses (its last request said so) */
 };
 
 struct ub__rxmsg {
@@ -52,6 +53,7 @@ struct ub__rxmsg {
     uint64_t addr, mkey, imm;
     bool has_imm, som_seen, complete, staged, on_wait, running, on_unexp;
     bool deferrable, rndv, in_rndv;
+    bool pk;                     /* the initiator takes packed responses */
     uint64_t len, wire_len, got; /* got: request bytes that arrived (ivl.total) */
     struct ub__ivl ivl;          /* which bytes arrived (request packets, then READ data) */
     uint32_t rd_jfs, read_id;    /* rendezvous: the initiator's JFS, our READ's id */

@@ -235,6 +235,61 @@ static inline void ub__put_zero(struct ub__wcur *w, size_t n)
  * Encoders call this before writing a header of n bytes, so that a header
  * either lands whole or not at all: nothing is written when it does not fit.
  */
+/* ---- fixed layouts ------------------------------------------------------ */
+
+/*
+ * Big-endian stores and loads at a pointer into room already claimed (ub__wcur_take /
+ * ub__rcur_take): for headers of fixed size, one bounds check for the whole header instead of
+ * one per field (byte stores may alias the cursor, so per-field checks reload it each time).
+ * Compilers turn each into one load or store and a byte swap.
+ */
+static inline void ub__st16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static inline void ub__st24(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 16);
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)v;
+}
+
+static inline void ub__st32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static inline void ub__st64(uint8_t *p, uint64_t v)
+{
+    ub__st32(p, (uint32_t)(v >> 32));
+    ub__st32(p + 4, (uint32_t)v);
+}
+
+static inline uint16_t ub__ld16(const uint8_t *p)
+{
+    return (uint16_t)((p[0] << 8) | p[1]);
+}
+
+static inline uint32_t ub__ld24(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 16) | ((uint32_t)p[1] << 8) | p[2];
+}
+
+static inline uint32_t ub__ld32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static inline uint64_t ub__ld64(const uint8_t *p)
+{
+    return ((uint64_t)ub__ld32(p) << 32) | ub__ld32(p + 4);
+}
+
 static inline int ub__wcur_reserve(struct ub__wcur *w, size_t n)
 {
     if (w->err || n > w->cap - w->off) {

@@ -23,48 +23,55 @@ int ub__ext_encode(const struct ub__ext *h, struct ub__wcur *w)
         (h->version == UB_EXT_VERSION && h->tail_len))
         return UB_EINVAL;
     size_t size = ub__ext_size(h);
-    if (ub__wcur_reserve(w, size))
+    uint8_t *p = ub__wcur_take(w, size);
+    if (!p)
         return UB_ETRUNC;
     uint8_t b2 = (uint8_t)(h->exec_order << UB_EXT_B2_EO_SHIFT);
     b2 = (uint8_t)(b2 | (h->inorder_completion ? UB_EXT_B2_CO : 0) | (h->fence ? UB_EXT_B2_F : 0) |
                    (h->aqm_increase ? UB_EXT_B2_I : 0) | (h->aqm_congestion ? UB_EXT_B2_C : 0));
-    ub__put_u8(w, (uint8_t)((h->version << 4) | h->next_hdr));
-    ub__put_u8(w, (uint8_t)(size / UB_EXT_HLEN_UNIT));
-    ub__put_u8(w, b2);
-    ub__put_u8(w, 0);
-    ub__put_u16(w, h->aqm_hint);
-    ub__put_u16(w, h->stream);
-    ub__put_u32(w, h->order_seq);
-    ub__put_u32(w, h->incarnation);
+    p[0] = (uint8_t)((h->version << 4) | h->next_hdr);
+    p[1] = (uint8_t)(size / UB_EXT_HLEN_UNIT);
+    p[2] = b2;
+    p[3] = 0;
+    ub__st16(p + 4, h->aqm_hint);
+    ub__st16(p + 6, h->stream);
+    ub__st32(p + 8, h->order_seq);
+    ub__st32(p + 12, h->incarnation);
     if (h->tail_len)
-        ub__put_bytes(w, h->tail, h->tail_len);
+        memcpy(p + UB_EXT_SIZE, h->tail, h->tail_len);
     return 0;
 }
 
 int ub__ext_decode(struct ub__ext *h, struct ub__rcur *r)
 {
-    uint8_t b0 = ub__get_u8(r);
-    uint8_t hlen = ub__get_u8(r);
-    if (ub__rcur_error(r))
+    const uint8_t *p = ub__rcur_peek(r, 2);
+    if (!p) {
+        ub__rcur_skip(r, 2); /* records the truncation */
         return UB_ETRUNC;
+    }
+    uint8_t b0 = p[0];
+    uint8_t hlen = p[1];
     uint8_t version = (uint8_t)(b0 >> 4);
     size_t size = (size_t)hlen * UB_EXT_HLEN_UNIT;
     if (version > UB_EXT_VERSION_COMPAT_MAX || size < UB_EXT_SIZE ||
-        (version == UB_EXT_VERSION && size != UB_EXT_SIZE))
+        (version == UB_EXT_VERSION && size != UB_EXT_SIZE)) {
+        ub__rcur_skip(r, 2);
         return UB_EBADMSG;
-    uint8_t b2 = ub__get_u8(r);
-    uint8_t b3 = ub__get_u8(r);
+    }
+    p = ub__rcur_take(r, size);
+    if (!p)
+        return UB_ETRUNC;
+    uint8_t b2 = p[2];
+    uint8_t b3 = p[3];
     memset(h, 0, sizeof(*h));
     h->version = version;
     h->next_hdr = (uint8_t)(b0 & 0x0fu);
-    h->aqm_hint = ub__get_u16(r);
-    h->stream = ub__get_u16(r);
-    h->order_seq = ub__get_u32(r);
-    h->incarnation = ub__get_u32(r);
+    h->aqm_hint = ub__ld16(p + 4);
+    h->stream = ub__ld16(p + 6);
+    h->order_seq = ub__ld32(p + 8);
+    h->incarnation = ub__ld32(p + 12);
     h->tail_len = (uint16_t)(size - UB_EXT_SIZE);
-    h->tail = h->tail_len ? ub__rcur_take(r, h->tail_len) : NULL;
-    if (ub__rcur_error(r))
-        return UB_ETRUNC;
+    h->tail = h->tail_len ? p + UB_EXT_SIZE : NULL;
     h->exec_order = (uint8_t)(b2 >> UB_EXT_B2_EO_SHIFT);
     h->inorder_completion = (b2 & UB_EXT_B2_CO) != 0;
     h->fence = (b2 & UB_EXT_B2_F) != 0;

@@ -27,27 +27,27 @@ static int common_check(const struct req_common *c)
     return 0;
 }
 
-static void common_put(struct ub__wcur *w, const struct req_common *c)
+static void common_put(uint8_t *p, const struct req_common *c)
 {
-    ub__put_u8(w, c->opcode); /* rsvd(2) | opcode(6) */
-    ub__put_u8(w, c->flags);  /* version(2) = 0 | flags(6) */
-    ub__put_u16(w, c->slot);
-    ub__put_u8(w, c->ri_generation);
-    ub__put_u24(w, c->job_id);
-    ub__put_u16(w, c->pid_on_fep);     /* rsvd(4) | pid(12) */
-    ub__put_u16(w, c->resource_index); /* rsvd(4) | ri(12) */
+    p[0] = c->opcode; /* rsvd(2) | opcode(6) */
+    p[1] = c->flags;  /* version(2) = 0 | flags(6) */
+    ub__st16(p + 2, c->slot);
+    p[4] = c->ri_generation;
+    ub__st24(p + 5, c->job_id);
+    ub__st16(p + 8, c->pid_on_fep);      /* rsvd(4) | pid(12) */
+    ub__st16(p + 10, c->resource_index); /* rsvd(4) | ri(12) */
 }
 
 /* Reads the prefix; returns nonzero if a reserved bit is set or a value is reserved. */
-static bool common_get(struct ub__rcur *r, struct req_common *c)
+static bool common_get(const uint8_t *p, struct req_common *c)
 {
-    uint8_t b0 = ub__get_u8(r);
-    uint8_t b1 = ub__get_u8(r);
-    c->slot = ub__get_u16(r);
-    c->ri_generation = ub__get_u8(r);
-    c->job_id = ub__get_u24(r);
-    c->pid_on_fep = ub__get_u16(r);
-    c->resource_index = ub__get_u16(r);
+    uint8_t b0 = p[0];
+    uint8_t b1 = p[1];
+    c->slot = ub__ld16(p + 2);
+    c->ri_generation = p[4];
+    c->job_id = ub__ld24(p + 5);
+    c->pid_on_fep = ub__ld16(p + 8);
+    c->resource_index = ub__ld16(p + 10);
     c->opcode = (uint8_t)(b0 & 0x3fu);
     c->flags = (uint8_t)(b1 & UB_SES_F_MASK);
     return (b0 & 0xc0u) || (b1 >> 6) != UB_SES_VERSION || c->opcode > UB_SES_OP_MAX ||
@@ -70,26 +70,30 @@ int ub__ses_std_encode(const struct ub__ses_std *h, struct ub__wcur *w)
         if ((uint64_t)h->message_offset + h->payload_len > h->request_length)
             return UB_EINVAL;
     }
-    if (ub__wcur_reserve(w, UB_SES_STD_SIZE))
+    uint8_t *p = ub__wcur_take(w, UB_SES_STD_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    common_put(w, &c);
-    ub__put_u64(w, h->buffer_offset);
-    ub__put_u32(w, h->initiator);
-    ub__put_u64(w, h->mem_key);
+    common_put(p, &c);
+    ub__st64(p + 12, h->buffer_offset);
+    ub__st32(p + 20, h->initiator);
+    ub__st64(p + 24, h->mem_key);
     if (som) {
-        ub__put_u64(w, (h->flags & UB_SES_F_HD) ? h->header_data : 0);
+        ub__st64(p + 32, (h->flags & UB_SES_F_HD) ? h->header_data : 0);
     } else {
-        ub__put_u32(w, h->payload_len); /* rsvd(18) | payload_len(14) */
-        ub__put_u32(w, h->message_offset);
+        ub__st32(p + 32, h->payload_len); /* rsvd(18) | payload_len(14) */
+        ub__st32(p + 36, h->message_offset);
     }
-    ub__put_u32(w, h->request_length);
+    ub__st32(p + 40, h->request_length);
     return 0;
 }
 
 int ub__ses_std_decode(struct ub__ses_std *h, struct ub__rcur *r)
 {
+    const uint8_t *p = ub__rcur_take(r, UB_SES_STD_SIZE);
+    if (!p)
+        return UB_ETRUNC;
     struct req_common c;
-    bool bad = common_get(r, &c);
+    bool bad = common_get(p, &c);
     memset(h, 0, sizeof(*h));
     h->opcode = c.opcode;
     h->flags = c.flags;
@@ -98,13 +102,11 @@ int ub__ses_std_decode(struct ub__ses_std *h, struct ub__rcur *r)
     h->job_id = c.job_id;
     h->pid_on_fep = c.pid_on_fep;
     h->resource_index = c.resource_index;
-    h->buffer_offset = ub__get_u64(r);
-    h->initiator = ub__get_u32(r);
-    h->mem_key = ub__get_u64(r);
-    uint64_t hd = ub__get_u64(r);
-    h->request_length = ub__get_u32(r);
-    if (ub__rcur_error(r))
-        return UB_ETRUNC;
+    h->buffer_offset = ub__ld64(p + 12);
+    h->initiator = ub__ld32(p + 20);
+    h->mem_key = ub__ld64(p + 24);
+    uint64_t hd = ub__ld64(p + 32);
+    h->request_length = ub__ld32(p + 40);
     if (bad)
         return UB_EBADMSG;
     if (h->flags & UB_SES_F_SOM) {
@@ -137,20 +139,22 @@ int ub__ses_small_encode(const struct ub__ses_small *h, struct ub__wcur *w)
         return UB_EOVERFLOW;
     if ((h->flags & SINGLE_PACKET) != SINGLE_PACKET || (h->flags & UB_SES_F_HD))
         return UB_EINVAL;
-    if (ub__wcur_reserve(w, UB_SES_SMALL_SIZE))
+    uint8_t *p = ub__wcur_take(w, UB_SES_SMALL_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    common_put(w, &c);
-    ub__put_u64(w, h->buffer_offset);
+    common_put(p, &c);
+    ub__st64(p + 12, h->buffer_offset);
     return 0;
 }
 
 int ub__ses_small_decode(struct ub__ses_small *h, struct ub__rcur *r)
 {
-    struct req_common c;
-    bool bad = common_get(r, &c);
-    uint64_t off = ub__get_u64(r);
-    if (ub__rcur_error(r))
+    const uint8_t *p = ub__rcur_take(r, UB_SES_SMALL_SIZE);
+    if (!p)
         return UB_ETRUNC;
+    struct req_common c;
+    bool bad = common_get(p, &c);
+    uint64_t off = ub__ld64(p + 12);
     if (bad || c.slot > UB_SES_LEN14_MAX || (c.flags & SINGLE_PACKET) != SINGLE_PACKET ||
         (c.flags & UB_SES_F_HD))
         return UB_EBADMSG;
@@ -176,24 +180,26 @@ int ub__ses_medium_encode(const struct ub__ses_medium *h, struct ub__wcur *w)
         return UB_EOVERFLOW;
     if ((h->flags & SINGLE_PACKET) != SINGLE_PACKET)
         return UB_EINVAL;
-    if (ub__wcur_reserve(w, UB_SES_MEDIUM_SIZE))
+    uint8_t *p = ub__wcur_take(w, UB_SES_MEDIUM_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    common_put(w, &c);
-    ub__put_u64(w, (h->flags & UB_SES_F_HD) ? h->header_data : h->buffer_offset);
-    ub__put_u32(w, h->initiator);
-    ub__put_u64(w, h->mem_key);
+    common_put(p, &c);
+    ub__st64(p + 12, (h->flags & UB_SES_F_HD) ? h->header_data : h->buffer_offset);
+    ub__st32(p + 20, h->initiator);
+    ub__st64(p + 24, h->mem_key);
     return 0;
 }
 
 int ub__ses_medium_decode(struct ub__ses_medium *h, struct ub__rcur *r)
 {
-    struct req_common c;
-    bool bad = common_get(r, &c);
-    uint64_t slot = ub__get_u64(r);
-    uint32_t initiator = ub__get_u32(r);
-    uint64_t mem_key = ub__get_u64(r);
-    if (ub__rcur_error(r))
+    const uint8_t *p = ub__rcur_take(r, UB_SES_MEDIUM_SIZE);
+    if (!p)
         return UB_ETRUNC;
+    struct req_common c;
+    bool bad = common_get(p, &c);
+    uint64_t slot = ub__ld64(p + 12);
+    uint32_t initiator = ub__ld32(p + 20);
+    uint64_t mem_key = ub__ld64(p + 24);
     if (bad || c.slot > UB_SES_LEN14_MAX || (c.flags & SINGLE_PACKET) != SINGLE_PACKET)
         return UB_EBADMSG;
     memset(h, 0, sizeof(*h));
@@ -289,33 +295,35 @@ int ub__ses_rsp_data_encode(const struct ub__ses_rsp_data *h, struct ub__wcur *w
         return rc;
     if (h->job_id > UB_SES_JOB_ID_MAX || h->payload_len > UB_SES_LEN14_MAX)
         return UB_EOVERFLOW;
-    if (ub__wcur_reserve(w, UB_SES_RSP_DATA_SIZE))
+    uint8_t *p = ub__wcur_take(w, UB_SES_RSP_DATA_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    ub__put_u8(w, (uint8_t)((h->list << 6) | UB_SES_RSP_WITH_DATA));
-    ub__put_u8(w, h->rc);
-    ub__put_u16(w, h->msg_id);
-    ub__put_u8(w, 0);
-    ub__put_u24(w, h->job_id);
-    ub__put_u16(w, h->read_req_msg_id);
-    ub__put_u16(w, h->payload_len);
-    ub__put_u32(w, h->modified_length);
-    ub__put_u32(w, h->message_offset);
+    p[0] = (uint8_t)((h->list << 6) | UB_SES_RSP_WITH_DATA);
+    p[1] = h->rc;
+    ub__st16(p + 2, h->msg_id);
+    p[4] = 0;
+    ub__st24(p + 5, h->job_id);
+    ub__st16(p + 8, h->read_req_msg_id);
+    ub__st16(p + 10, h->payload_len);
+    ub__st32(p + 12, h->modified_length);
+    ub__st32(p + 16, h->message_offset);
     return 0;
 }
 
 int ub__ses_rsp_data_decode(struct ub__ses_rsp_data *h, struct ub__rcur *r)
 {
-    uint8_t b0 = ub__get_u8(r);
-    uint8_t b1 = ub__get_u8(r);
-    h->msg_id = ub__get_u16(r);
-    uint8_t rsvd = ub__get_u8(r);
-    h->job_id = ub__get_u24(r);
-    h->read_req_msg_id = ub__get_u16(r);
-    h->payload_len = ub__get_u16(r);
-    h->modified_length = ub__get_u32(r);
-    h->message_offset = ub__get_u32(r);
-    if (ub__rcur_error(r))
+    const uint8_t *p = ub__rcur_take(r, UB_SES_RSP_DATA_SIZE);
+    if (!p)
         return UB_ETRUNC;
+    uint8_t b0 = p[0];
+    uint8_t b1 = p[1];
+    h->msg_id = ub__ld16(p + 2);
+    uint8_t rsvd = p[4];
+    h->job_id = ub__ld24(p + 5);
+    h->read_req_msg_id = ub__ld16(p + 8);
+    h->payload_len = ub__ld16(p + 10);
+    h->modified_length = ub__ld32(p + 12);
+    h->message_offset = ub__ld32(p + 16);
     uint8_t opcode;
     if (!rsp_split(b0, b1, &h->list, &opcode, &h->rc) || opcode != UB_SES_RSP_WITH_DATA || rsvd ||
         h->payload_len > UB_SES_LEN14_MAX)
@@ -505,7 +513,18 @@ int ub__ses_encode(const struct ub__ses *s, struct ub__wcur *w)
         return UB_EINVAL;
     if (s->ext != ub__ses_ext_for(s->kind, ses_opcode(s)))
         return UB_EINVAL;
-    /* Check the values before claiming room, so over-long fields win over ETRUNC. */
+    /* Without an extension the header's own encoder checks every value before it claims
+     * room; with one, both are checked (in a scratch buffer) before anything is written. */
+    if (s->ext == UB_SES_EXT_NONE) {
+        switch (s->kind) {
+        case UB_PDS_NH_REQ_STD:
+            return ub__ses_std_encode(&s->u.std, w);
+        case UB_PDS_NH_RSP_DATA:
+            return ub__ses_rsp_data_encode(&s->u.rsp_data, w);
+        default:
+            break;
+        }
+    }
     uint8_t scratch[UB_SES_MAX_SIZE];
     struct ub__wcur tmp;
     ub__wcur_init(&tmp, scratch, sizeof(scratch));

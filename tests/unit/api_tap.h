@@ -24,13 +24,16 @@ struct tap {
     bool record;                               /* capture matching requests (up to limit) */
     bool swallow;                              /* captured requests are not passed on */
     bool (*keep)(const struct ub__pds_rx *rx); /* which requests to capture; NULL: all */
+    bool rsp;                                  /* capture responses with data, not requests */
+    uint16_t src_port;                         /* loop port re-delivered packets come from */
 };
 static struct tap TAP;
 
 static inline void tap_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
 {
     (void)arg;
-    if (TAP.record && TAP.n < TAP.limit && rx->hdr->ses_kind == UB_PDS_NH_REQ_STD &&
+    uint8_t kind = TAP.rsp ? UB_PDS_NH_RSP_DATA : UB_PDS_NH_REQ_STD;
+    if (TAP.record && TAP.n < TAP.limit && rx->hdr->ses_kind == kind &&
         (!TAP.keep || TAP.keep(rx))) {
         const uint8_t *start = rx->payload - rx->hdr->payload_off;
         TAP.saved[TAP.n] = malloc(rx->hdr->len);
@@ -82,7 +85,7 @@ static inline void tap_redeliver_buf(const uint8_t *buf, uint32_t len)
     struct ub__wire_dgram d;
     assert_int_equal(ub__wire_parse_datagram(&d, buf, len, 0), 0);
     struct ub__addr src;
-    ub__addr_loop(&src, 0);
+    ub__addr_loop(&src, TAP.src_port);
     struct ub__pds_rx rx = {.src = &src,
                             .incarnation = d.ext.incarnation,
                             .mode = UB_PDS_RUD,
