@@ -180,6 +180,9 @@ struct ub__pds {
     void *peer_rtt_arg;
     uint32_t incarnation;
     struct ub__hmap ipdc_by_peer, ipdc_by_id;
+    /* The entry of ipdc_by_peer found or made last (NULL when it left the table): a sender
+     * pumping many requests to one peer asks for the same context again and again. */
+    struct ub__pds_ipdc *last_ipdc;
     struct ub__hmap tpdc_by_key, tpdc_by_id;
     struct ub__hmap graves;
     struct ub__list grave_list; /* oldest first */

@@ -209,11 +209,16 @@ static void start_fresh(struct ub__pds_ipdc *c)
 struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                                       uint64_t now, int *err)
 {
+    struct ub__pds_ipdc *c = pds->last_ipdc;
+    if (c && c->mode == mode && ub__addr_eq(&c->peer, dst))
+        return c;
     uint64_t key = peer_key(dst, mode);
-    struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_peer, key);
+    c = ub__hmap_get(&pds->ipdc_by_peer, key);
     if (c) {
-        if (ub__addr_eq(&c->peer, dst))
+        if (ub__addr_eq(&c->peer, dst)) {
+            pds->last_ipdc = c;
             return c;
+        }
         *err = UB_EEXIST; /* a 64-bit hash collision between two peers: refuse, never mix */
         return NULL;
     }
@@ -285,6 +290,7 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
         return NULL;
     }
     pds->st.pdc_opened++;
+    pds->last_ipdc = c;
     ub__timer_arm(pds->timers, &c->idle, now + pds->cfg.idle_close_ns);
     return c;
 }
@@ -307,6 +313,8 @@ void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now)
         ub__list_remove(&c->ready);
     if (ub__hmap_get(&pds->ipdc_by_peer, c->key) == c)
         ub__hmap_del(&pds->ipdc_by_peer, c->key);
+    if (pds->last_ipdc == c)
+        pds->last_ipdc = NULL;
     ub__hmap_del(&pds->ipdc_by_id, c->id);
     /* Unlinked first, so an upcall that sends again opens a new context. */
     for (uint32_t psn = c->una; psn != c->nxt; psn++) {
@@ -1189,6 +1197,8 @@ static void start_close(struct ub__pds_ipdc *c, uint64_t now)
     }
     /* New sends to this peer open a new context from now on. */
     ub__hmap_del(&pds->ipdc_by_peer, c->key);
+    if (pds->last_ipdc == c)
+        pds->last_ipdc = NULL;
     c->state = IPDC_CLOSING;
     c->close_psn = c->nxt;
     c->retries = 0;
