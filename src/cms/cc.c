@@ -144,6 +144,13 @@ void ub__cc_on_timeout(struct ub__cc *cc, uint64_t bytes, uint64_t now)
     sync_pacer(cc, now);
 }
 
+void ub__cc_undo_timeout(struct ub__cc *cc, uint64_t cwnd)
+{
+    cc->st.undone++;
+    if (cc->cwnd != UINT64_MAX && cwnd != UINT64_MAX && cwnd > cc->cwnd)
+        cc->cwnd = cwnd;
+}
+
 void ub__cc_on_credit(struct ub__cc *cc, uint64_t bytes)
 {
     if (!cc->credit_on)

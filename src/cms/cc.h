@@ -142,6 +142,7 @@ struct ub__cc_algo;
 /* Counters, for tests and statistics. */
 struct ub__cc_stats {
     uint64_t md, quick_adapt, fulfil, fast_inc, nacks, timeouts, cnps, hints;
+    uint64_t undone; /* timeouts undone as spurious */
 };
 
 struct ub__cc {
@@ -190,6 +191,9 @@ void ub__cc_on_ack(struct ub__cc *cc, const struct ub__cc_ack *ack, uint64_t now
 void ub__cc_on_nack(struct ub__cc *cc, const struct ub__cc_nack *nack, uint64_t now);
 /* A retransmission timeout of a packet of `bytes`. */
 void ub__cc_on_timeout(struct ub__cc *cc, uint64_t bytes, uint64_t now);
+/* A timeout turned out spurious (what it declared lost had arrived): a window algorithm's
+ * window goes back up to `cwnd`, its value before the timeout. Counted; rates stay. */
+void ub__cc_undo_timeout(struct ub__cc *cc, uint64_t cwnd);
 /* A credit grant from the receiver (RCCC), bytes. */
 void ub__cc_on_credit(struct ub__cc *cc, uint64_t bytes);
 /* Runs rate timers due by now (DCQCN); harmless for the others. */

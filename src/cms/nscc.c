@@ -17,12 +17,19 @@
 #define GAMMA_NUM   4         /* MD: cwnd *= max(1 - 0.8 (d - t) / d, 0.5) */
 #define GAMMA_DEN   5
 
+/*
+ * The pair's base RTT (the delay reference) and BDP. The max window is fixed at init from the
+ * configured RTT (the network's, or the pair's seed): a lower sample moves the delay reference
+ * only. htsim shrinks the max window with it; on hosts the minimum sample is one taken while
+ * both ends happened to be idle (a few us over loopback), while at full rate their batching
+ * (GSO/GRO runs, receive batches, coalesced ACKs) keeps far more than that BDP in flight, and a
+ * window of a handful of packets caps the flow at a fraction of what the hosts can move.
+ */
 static void nscc_set_base(struct ub__cc *cc, uint64_t base_rtt)
 {
     struct ub__cc_nscc *s = &cc->u.nscc;
     s->base_rtt = base_rtt;
     s->bdp = ub__bdp(cc->p.link_bps, base_rtt);
-    s->maxwnd = ub__max64(s->bdp * 3 / 2, s->minwnd);
 }
 
 static void nscc_bounds(struct ub__cc *cc)
@@ -44,6 +51,7 @@ static void nscc_init(struct ub__cc *cc)
     /* htsim initNscc(peer_rtt): the network's RTT, or the pair's when configured; samples
      * below it lower it (update_base_rtt) */
     nscc_set_base(cc, p->peer_base_rtt_ns ? p->peer_base_rtt_ns : p->base_rtt_ns);
+    s->maxwnd = ub__max64(s->bdp * 3 / 2, s->minwnd);
     if (p->target_qdelay_ns)
         s->target = p->target_qdelay_ns;
     else

@@ -37,6 +37,7 @@
 #define GSO_MAX_BYTES 65000 /* below the 64 KiB IP datagram limit, either family */
 #define GRO_BUF_SIZE  65536 /* a coalesced receive never exceeds 64 KiB */
 #define GRO_STAGE     16    /* staging buffers: 1 MiB per device, only with GRO */
+#define GRO_DIRECT    16    /* direct GRO receives: at most this many pool buffers per message */
 #define RX_PASSES     4     /* bound on round-robin passes over the sockets per recv */
 #define ECN_MASK      3u
 #define ECN_ECT0      2u
@@ -100,6 +101,7 @@ struct udp_dev {
     union udp_sa rxname[UB_UDP_BATCH];
     union udp_ctrl rxctrl[UB_UDP_BATCH];
     struct ub__pkt *rxpkt[UB_UDP_BATCH];
+    struct iovec rxgiov[UB_UDP_BATCH]; /* direct GRO: one pool buffer per segment slot */
     struct epoll_event evs[UB_UDP_MAX_PATHS + 1];
 
     /* GRO staging, [stage_head, stage_n) still to split. */
@@ -839,6 +841,103 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
 }
 
 /*
+ * GRO without the staging copy: each message gets k = ceil(64 KiB / room) pool buffers as
+ * its iovec, so a coalesced receive whose segments are exactly a pool buffer's room (the
+ * peer's full-size packets when both ends use the same MTU: the bulk of a large transfer)
+ * leaves every segment at the start of its own buffer, and a datagram that was not
+ * coalesced lands whole in the first one. Anything else (smaller segments: ACK trains,
+ * mixed sizes) is gathered into staging and split there as before, and so is every later
+ * message of the batch, to keep the socket's order. Only called with staging empty.
+ * Returns the packets handed out; 0 with nothing received when it cannot run (the caller
+ * then stages).
+ */
+static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, uint32_t want,
+                           struct ub__pktpool *pool, bool *ran)
+{
+    uint32_t room = pool_buf_room(pool);
+    uint32_t k = (GRO_BUF_SIZE + room - 1) / room;
+    uint32_t msgs = UB_MIN(UB_MIN(want, (uint32_t)UB_UDP_BATCH), pool->avail) / k;
+    msgs = UB_MIN(msgs, (uint32_t)GRO_STAGE);
+    *ran = k <= GRO_DIRECT && msgs > 0;
+    if (!*ran)
+        return 0;
+    for (uint32_t j = 0; j < msgs * k; j++) {
+        struct ub__pkt *p = ub__pkt_alloc(pool);
+        u->rxpkt[j] = p;
+        u->rxgiov[j] = (struct iovec){p->data, room};
+    }
+    for (uint32_t j = 0; j < msgs; j++) {
+        rx_prepare(u, j, NULL, 0);
+        u->rxmsg[j].msg_hdr.msg_iov = &u->rxgiov[j * k];
+        u->rxmsg[j].msg_hdr.msg_iovlen = k;
+    }
+    int r = recvmmsg(u->fds[s], u->rxmsg, msgs, 0, NULL);
+    uint32_t got = r > 0 ? (uint32_t)r : 0, n = 0;
+    if (r <= 0)
+        rx_failed(u, s);
+    else {
+        u->st.rx_batches++;
+        if (got < msgs)
+            u->ready &= ~(1ull << s);
+    }
+    bool staging = false;
+    for (uint32_t j = 0; j < got; j++) {
+        struct ub__pkt **bufs = &u->rxpkt[j * k];
+        struct msghdr *h = &u->rxmsg[j].msg_hdr;
+        struct rx_meta m;
+        parse_rx_cmsgs(u, s, h, &m);
+        uint32_t len = u->rxmsg[j].msg_len, used = 0;
+        uint32_t seg = m.gro_seg && m.gro_seg < len ? m.gro_seg : len;
+        struct ub__addr src;
+        sa_to_addr(&u->rxname[j], &src);
+        if (h->msg_flags & MSG_TRUNC) {
+            u->st.rx_truncated++;
+        } else if (!staging && seg == len && len > room) {
+            u->st.rx_truncated++; /* one datagram larger than a buffer: as recv_sock drops it */
+        } else if (!staging && (seg == len || seg == room)) {
+            used = len ? (len + seg - 1) / seg : 1;
+            for (uint32_t i = 0; i < used; i++) {
+                struct ub__pkt *p = bufs[i];
+                p->len = i + 1 < used ? seg : len - i * seg;
+                p->addr = src;
+                p->path = (uint16_t)s;
+                p->ecn = m.ecn;
+                rx_count(u, p);
+                out[n++] = p;
+            }
+            if (used > 1) {
+                u->st.rx_gro_msgs++;
+                u->st.rx_gro_segs += used;
+                u->st.rx_direct += used;
+            }
+        } else {
+            staging = true;
+            struct udp_stage *g = &u->stage[u->stage_n];
+            g->buf = u->stage_mem + (size_t)u->stage_n * GRO_BUF_SIZE;
+            u->stage_n++;
+            for (uint32_t off = 0, i = 0; off < len; off += room, i++)
+                memcpy(g->buf + off, bufs[i]->data, UB_MIN(room, len - off));
+            g->len = len;
+            g->off = 0;
+            g->seg = seg;
+            g->left = len ? (len + seg - 1) / seg : 1;
+            g->src = src;
+            g->path = (uint16_t)s;
+            g->ecn = m.ecn;
+            if (g->left > 1) {
+                u->st.rx_gro_msgs++;
+                u->st.rx_gro_segs += g->left;
+            }
+        }
+        for (uint32_t i = used; i < k; i++)
+            ub__pkt_free(bufs[i]);
+    }
+    for (uint32_t j = got * k; j < msgs * k; j++)
+        ub__pkt_free(u->rxpkt[j]);
+    return n;
+}
+
+/*
  * Staged segments are invisible to epoll: while some wait, the device's
  * eventfd keeps the device fd readable so a driver does not sleep on them.
  */
@@ -939,7 +1038,11 @@ static int udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
             n += recv_sock(u, s, pkts + n, q, pool, &stalled);
             continue;
         }
-        stage_fill(u, s, q, pool, &stalled);
+        bool direct = false;
+        if (!u->stage_n)
+            n += gro_direct(u, s, pkts + n, q, pool, &direct);
+        if (!direct)
+            stage_fill(u, s, q, pool, &stalled);
         n += stage_drain(u, pkts + n, max - n, pool, &stalled);
         if (u->stage_n)
             break; /* staging is full: hand it out before reading more */

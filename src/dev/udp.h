@@ -19,8 +19,11 @@
  * (the last segment may be shorter). Packets larger than the MTU are
  * refused: the call stops there (UB_ELENGTH if the first is too big).
  *
- * Receive: recvmmsg straight into pool buffers, or, with UDP GRO, into
- * device staging buffers split by the segment size into pool buffers.
+ * Receive: recvmmsg straight into pool buffers, or, with UDP GRO, into a
+ * run of pool buffers per message (each segment lands in its own buffer
+ * when the segments are a buffer's room: full-size packets at a matching
+ * MTU), else into device staging buffers split by the segment size into
+ * pool buffers.
  * Sockets are drained round-robin. An empty pool stops the call (counted;
  * the data stays in the kernel, or in staging with GRO). Datagrams larger
  * than a pool buffer are dropped and counted.
@@ -113,11 +116,12 @@ struct ub__udp_stats {
     uint64_t rx_batches;        /* recvmmsg calls that returned something */
     uint64_t rx_gro_msgs;       /* coalesced receives split into packets */
     uint64_t rx_gro_segs;       /* packets they held */
-    uint64_t rx_truncated;      /* datagrams (or GRO segments) larger than a pool buffer: dropped */
-    uint64_t rx_pool_empty;     /* recv calls stopped by an empty pool */
-    uint64_t rx_kernel_drops;   /* datagrams the kernel dropped (socket buffer full, SO_RXQ_OVFL) */
-    uint64_t rx_ce;             /* packets received with CE */
-    uint64_t rx_errors;         /* recvmmsg errors other than EAGAIN */
+    uint64_t rx_direct;       /* of those, received straight into pool buffers (no staging copy) */
+    uint64_t rx_truncated;    /* datagrams (or GRO segments) larger than a pool buffer: dropped */
+    uint64_t rx_pool_empty;   /* recv calls stopped by an empty pool */
+    uint64_t rx_kernel_drops; /* datagrams the kernel dropped (socket buffer full, SO_RXQ_OVFL) */
+    uint64_t rx_ce;           /* packets received with CE */
+    uint64_t rx_errors;       /* recvmmsg errors other than EAGAIN */
 
     bool gso, gro;           /* offloads in use now */
     uint32_t num_paths, mtu; /* as configured */

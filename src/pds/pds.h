@@ -141,6 +141,7 @@ struct ub__pds_stats {
     uint64_t acks_tx, acks_rx, nacks_tx, nacks_rx, ctrl_tx, ctrl_rx;
     uint64_t nacks_by_code[32];
     uint64_t rto_fired, probes_sent;
+    uint64_t rto_undone; /* RTOs found spurious (the originals arrived): window restored */
     uint64_t pdc_opened, pdc_accepted, pdc_closed, pdc_evicted, pdc_failed;
     uint64_t tx_failed;  /* packets failed back to the layer above */
     uint64_t table_full; /* PDCs refused: table full and nothing to evict */

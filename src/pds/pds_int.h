@@ -128,6 +128,12 @@ struct ub__pds_ipdc {
     bool probed;             /* a tail-loss probe went out since the last progress */
     uint32_t close_psn;      /* CLOSING: the PSN of our CLOSE */
     uint32_t gbn_win; /* go-back-N: packets from una that may be (re)sent; halved per go-back */
+    /* Spurious RTO: the congestion window before the first RTO of a series and nxt then. A
+     * packet outstanding then and acknowledged before it was resent, or an ACK provoked by its
+     * original copy, says the RTO was spurious: the cut is undone. */
+    uint64_t undo_cwnd;
+    uint32_t undo_nxt;
+    bool undo_armed, undo_seen;
 };
 
 /* Target context: created by the first packet (SYN) of an initiator PDC. */

@@ -208,6 +208,7 @@ static void start_fresh(struct ub__pds_ipdc *c)
     c->any_acked = false;
     c->retries = 0;
     c->probed = false;
+    c->undo_armed = c->undo_seen = false;
     c->gbn_win = pds->cfg.window;
     memset(c->slots, 0, (c->wmask + 1) * sizeof(*c->slots));
 }
@@ -678,10 +679,14 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *ac
     struct ub__pds_slot *s = slot_of(c, psn);
     if (s->state != SLOT_INFLIGHT && s->state != SLOT_LOST)
         return false;
-    if (s->state == SLOT_LOST)
+    if (s->state == SLOT_LOST) {
         c->nlost--;
-    else
+        /* Declared lost by an RTO and not resent since: a copy from before the RTO arrived. */
+        if (s->why == WHY_RTO)
+            c->undo_seen = true;
+    } else {
         path_unlink(c, s);
+    }
     uncount(c, s);
     *acked += ub__pkt_wire_len(s->pkt);
     ub__lb_on_ack(&c->lb, s->path, ecn, now);
@@ -851,6 +856,24 @@ static void detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, 
     }
 }
 
+/*
+ * After an ACK: was the last RTO spurious (the peer slow, e.g. off the CPU, not the network
+ * lossy)? Then its window cut goes. What it marked lost and is still unacknowledged is resent
+ * (the ACKs behind this one usually acknowledge it first).
+ */
+static void undo_check(struct ub__pds_ipdc *c)
+{
+    if (c->undo_armed && c->undo_seen) {
+        c->undo_armed = false;
+        c->pds->st.rto_undone++;
+        if (c->ccx)
+            ub__cc_undo_timeout(&c->ccx->cc, c->undo_cwnd);
+    } else if (c->undo_armed && !ub__seq_lt(c->una, c->undo_nxt)) {
+        c->undo_armed = false; /* all of it repaired: the losses were real */
+    }
+    c->undo_seen = false;
+}
+
 static void progress(struct ub__pds_ipdc *c, uint64_t now)
 {
     /*
@@ -921,6 +944,13 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
             rtt_sample(c, rtt);
         }
     }
+    /* Provoked by an original copy of a packet outstanding at the RTO: it was not lost. */
+    if (c->undo_armed && !(a->flags & UB_PDS_ACK_F_RETX) && ub__seq_le(c->una, ack_psn) &&
+        ub__seq_lt(ack_psn, c->undo_nxt)) {
+        const struct ub__pds_slot *s = slot_of(c, ack_psn);
+        if (s->state == SLOT_INFLIGHT || s->state == SLOT_LOST)
+            c->undo_seen = true;
+    }
     bool ecn = (a->flags & UB_PDS_ACK_F_M) != 0;
     if (ecn)
         pds->st.acks_ecn_rx++;
@@ -945,6 +975,7 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
         }
     }
     advance_una(c);
+    undo_check(c);
     if (news)
         progress(c, now);
     /* One congestion event per ACK: the bytes it newly acknowledged, its RTT sample, its mark. */
@@ -1163,6 +1194,7 @@ void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
     uint64_t acked = 0;
     bool news = ack_one(c, psn, ecn, &acked, now);
     advance_una(c);
+    undo_check(c);
     if (news)
         progress(c, now);
     if (c->ccx && (acked || ecn)) {
@@ -1291,6 +1323,11 @@ static void rto_fire(struct ub__timer *t, uint64_t now)
      */
     const struct ub__pds_slot *old = slot_of(c, c->una);
     ub__lb_on_timeout(&c->lb, old->pkt ? old->path : UB_LB_EV_UNKNOWN, now);
+    if (!c->undo_armed) { /* the first RTO of a series: what an undo restores */
+        c->undo_armed = true;
+        c->undo_cwnd = c->ccx ? c->ccx->cc.cwnd : 0;
+        c->undo_nxt = c->nxt;
+    }
     if (c->ccx) {
         uint64_t bytes = 0;
         for (uint32_t psn = c->una; psn != c->nxt; psn++) {

@@ -268,11 +268,12 @@ static void test_nscc_rcv_penalty(void **state)
     a.ecn = false;
     ub__cc_on_ack(&cc, &a, 6000);
     assert_int_equal(cc.u.nscc.base_rtt, 12000);
-    /* a shorter RTT lowers the base RTT and the max window */
+    /* a shorter RTT lowers the base RTT (the delay reference), not the max window */
     struct ub__cc_ack b = ack_of(4096, 8000, false);
     ub__cc_on_ack(&cc, &b, 7000);
     assert_int_equal(cc.u.nscc.base_rtt, 8000);
-    assert_int_equal(cc.u.nscc.maxwnd, 150000);
+    assert_int_equal(cc.u.nscc.bdp, 100000);
+    assert_int_equal(cc.u.nscc.maxwnd, 225000);
 }
 
 /* DCQCN: one CNP halves the rate (alpha = 1), then the 55 us timer walks the

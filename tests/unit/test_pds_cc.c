@@ -389,6 +389,67 @@ static void test_lb_steers_away(void **state)
     assert_int_equal(a[2], 1500 / 4);
 }
 
+/*
+ * A spurious RTO: the target's ACKs stall (one held 300 us, the rest queued behind it: a
+ * peer off the CPU) while nothing is lost. The RTO (200 us) cuts the window and marks the
+ * flight lost; the held ACKs then acknowledge packets it declared lost before any was resent,
+ * so the cut is undone: the window is back where it was before the RTO. With the packet
+ * window binding (256) the cut leaves room to resend the whole flight at once; with the
+ * congestion window binding (packet window 1024) it leaves one MTU, and the ACKs behind the
+ * held one acknowledge the rest of what the RTO marked before it can be resent.
+ */
+static void spurious_rto_run(uint32_t window, uint32_t count)
+{
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 21);
+    ec.pds.cc_algo = "nscc";
+    ec.pds.window = window;
+    static struct run r;
+    run_init(&r, &nc, &ec);
+    struct ub__impair_cfg ic = {.fifo = true};
+    ub__impair_add(&ic, UB_IMPAIR_DELAY_NTH, 40, 300000, 0);
+    assert_int_equal(ub__loopnet_impair(r.tb.net, 1, 0, &ic), 0);
+    offer(&r, count, UB_PDS_RUD);
+    assert_false(ub__testbed_run(&r.tb, 50000000, 10000000));
+    assert_int_equal(r.ndeliv, count);
+    assert_int_equal(r.nfailed, 0);
+    const struct ub__pds_stats *s0 = st(&r, 0);
+    const struct ub__cc *cc = ub__pds_cc(r.tb.nodes[0].eng.pds, &r.tb.nodes[1].addr);
+    assert_non_null(cc);
+    /* The window each packet saw acknowledged: before the stall, then right after the undo. */
+    uint64_t before = r.cwnd[r.order[35]], cut = UINT64_MAX, after = 0;
+    for (uint32_t k = 36; k < r.nacked; k++) {
+        uint64_t w = r.cwnd[r.order[k]];
+        cut = UB_MIN(cut, w);
+        if (cut < before && w >= before) {
+            after = w;
+            break;
+        }
+    }
+    printf("  window %u: %" PRIu64 " RTO, %" PRIu64 " undone, %" PRIu64 " resent, %" PRIu64
+           " spurious at the target; cwnd %" PRIu64 " -> %" PRIu64 " -> %" PRIu64 "\n",
+           window, s0->rto_fired, s0->rto_undone, s0->retx_pkts, st(&r, 1)->spurious_retx, before,
+           cut, after);
+    assert_int_equal(s0->rto_fired, 1);
+    assert_int_equal(s0->rto_undone, 1);
+    assert_int_equal(cc->st.timeouts, 1);
+    assert_int_equal(cc->st.undone, 1);
+    assert_true(cut < before);    /* the RTO cut it ... */
+    assert_true(after >= before); /* ... and the first ACK after the stall restored it */
+    /* Only what the cut window let go before the ACKs came back was resent, not the flight. */
+    if (window > 256)
+        assert_true(s0->retx_pkts <= cut / wire_size(&r) + 2);
+    ub__testbed_destroy(&r.tb);
+}
+
+static void test_spurious_rto_undone(void **state)
+{
+    (void)state;
+    spurious_rto_run(256, 400);
+    spurious_rto_run(1024, 2000);
+}
+
 /* Same seed, same trajectory (times, paths, windows); another seed, another one. */
 static void one_run(struct run *r, uint64_t seed)
 {
@@ -757,11 +818,17 @@ static void test_dest_fc_penalty(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_window_follows_cc), cmocka_unit_test(test_ecn_md_once_per_rtt),
-        cmocka_unit_test(test_ecn_echo),          cmocka_unit_test(test_pacing_exact),
-        cmocka_unit_test(test_lb_steers_away),    cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_trimmed_nacked),    cmocka_unit_test(test_shared_context),
-        cmocka_unit_test(test_caqm_echo),         cmocka_unit_test(test_dest_fc_penalty),
+        cmocka_unit_test(test_window_follows_cc),
+        cmocka_unit_test(test_ecn_md_once_per_rtt),
+        cmocka_unit_test(test_ecn_echo),
+        cmocka_unit_test(test_pacing_exact),
+        cmocka_unit_test(test_lb_steers_away),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_trimmed_nacked),
+        cmocka_unit_test(test_shared_context),
+        cmocka_unit_test(test_caqm_echo),
+        cmocka_unit_test(test_dest_fc_penalty),
+        cmocka_unit_test(test_spurious_rto_undone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

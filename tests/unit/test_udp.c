@@ -494,6 +494,112 @@ static void test_gso_gro_matrix(void **state)
     }
 }
 
+/*
+ * GRO straight into pool buffers. 117 packets of 9000 bytes on one path (the last one 4000:
+ * a 1 MiB transfer's shape) go out as super-datagrams of at most 7 segments; a receiver
+ * whose buffers hold exactly 9000 bytes gets each segment in its own buffer, none staged.
+ * Then runs of 4000-byte segments (not a buffer's size: staged and split) interleaved with
+ * full-size runs and single datagrams: every byte intact, the socket's order kept.
+ */
+#define BIG      9000
+#define BIG_N    117
+#define MIX_RUNS 12
+
+static void check_order(const struct ub__pkt *p, uint32_t *next)
+{
+    uint32_t seq;
+    memcpy(&seq, p->data, 4);
+    assert_int_equal(seq, *next);
+    (*next)++;
+}
+
+static void direct_drain(struct ub__dev *b, struct ub__pktpool *pool, struct rx_check *c,
+                         uint32_t want, uint32_t *next)
+{
+    uint64_t end = now_ns() + 5 * UB_NS_PER_S;
+    for (int it = 0; it < 100000 && c->got + c->bad + c->dup < want && now_ns() < end; it++) {
+        struct ub__pkt *pk[64];
+        int r = ub__dev_recv(b, pk, 64, pool);
+        assert_true(r >= 0);
+        for (int i = 0; i < r; i++) {
+            check_pkt(c, pk[i]);
+            check_order(pk[i], next);
+            ub__pkt_free(pk[i]);
+        }
+        if (r == 0)
+            wait_fd(ub__dev_fd(b), WAIT_MS);
+    }
+}
+
+static void test_gro_direct(void **state)
+{
+    (void)state;
+    struct ub__dev *a = open_spec("127.0.0.1:0?paths=1&mtu=9000");
+    struct ub__dev *b = open_spec("127.0.0.1:0?paths=1&mtu=9000&rcvbuf=8388608");
+    struct ub__udp_stats sa = stats_of(a), sb = stats_of(b);
+    if (!sa.gso || !sb.gro) {
+        print_message("  no UDP GSO/GRO here: skipped\n");
+        ub__dev_close(a);
+        ub__dev_close(b);
+        return;
+    }
+    struct ub__pktpool pa, pb;
+    assert_int_equal(ub__pktpool_init(&pa, 256, BIG + 64, 64), 0);
+    assert_int_equal(ub__pktpool_init(&pb, 256, BIG + 64, 64), 0);
+    uint32_t total = BIG_N + MIX_RUNS * 10, next = 0;
+    struct rx_check c = {.n_expected = total, .seen = calloc(total, 1)};
+    assert_non_null(c.seen);
+
+    struct ub__pkt *pk[BIG_N];
+    for (uint32_t i = 0; i < BIG_N; i++)
+        pk[i] = mk(&pa, &b->local, i, i + 1 < BIG_N ? BIG : 4000, 0);
+    send_all(a, pk, BIG_N);
+    direct_drain(b, &pb, &c, BIG_N, &next);
+    sa = stats_of(a);
+    sb = stats_of(b);
+    assert_int_equal(c.got, BIG_N);
+    assert_int_equal(c.bad + c.dup, 0);
+    /* A sendmmsg batch holds 64 iovecs: 9 x 7 segments and a single, then 7 x 7 and 4. */
+    assert_int_equal(sa.tx_pkts, BIG_N);
+    assert_int_equal(sa.tx_gso_msgs, 17);
+    assert_int_equal(sa.tx_gso_segs, BIG_N - 1);
+    assert_int_equal(sb.rx_gro_msgs, 17);
+    assert_int_equal(sb.rx_gro_segs, BIG_N - 1);
+    assert_int_equal(sb.rx_direct, BIG_N - 1);
+    assert_int_equal(sb.rx_bytes, (uint64_t)(BIG_N - 1) * BIG + 4000);
+
+    /* Each round: 4 x 4000 (staged), 4 x 9000 (direct unless behind a staged one), 2 singles. */
+    uint32_t seq = BIG_N;
+    for (uint32_t r = 0; r < MIX_RUNS; r++) {
+        struct ub__pkt *m[10];
+        for (uint32_t i = 0; i < 10; i++, seq++)
+            m[i] = mk(&pa, &b->local, seq, i < 4 ? 4000 : i < 8 ? BIG : 100 + 50 * i, 0);
+        send_all(a, m, 4); /* one super-datagram each, so the runs do not merge */
+        send_all(a, m + 4, 4);
+        send_all(a, m + 8, 1);
+        send_all(a, m + 9, 1);
+    }
+    direct_drain(b, &pb, &c, total, &next);
+    struct ub__udp_stats sb2 = stats_of(b);
+    assert_int_equal(c.got, total);
+    assert_int_equal(c.bad + c.dup, 0);
+    assert_int_equal(next, total);
+    assert_int_equal(sb2.rx_gro_msgs - sb.rx_gro_msgs, 2 * MIX_RUNS);
+    assert_int_equal(sb2.rx_truncated, 0);
+    /* The 4000-byte runs never go direct; the 9000-byte ones may (when first in a batch). */
+    assert_true(sb2.rx_direct - sb.rx_direct <= 4 * MIX_RUNS);
+    print_message("  %llu of %u full-size segments direct in the mixed rounds\n",
+                  (unsigned long long)(sb2.rx_direct - sb.rx_direct), 4 * MIX_RUNS);
+
+    free(c.seen);
+    ub__dev_close(a);
+    ub__dev_close(b);
+    assert_int_equal(pa.avail, pa.count);
+    assert_int_equal(pb.avail, pb.count);
+    ub__pktpool_fini(&pa);
+    ub__pktpool_fini(&pb);
+}
+
 /* ---- ECN ------------------------------------------------------------------------------------- */
 
 static void test_ecn(void **state)
@@ -1031,12 +1137,13 @@ static void test_send_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_parse),  cmocka_unit_test(test_open_errors),
-        cmocka_unit_test(test_send_errors), cmocka_unit_test(test_e2e_ipv4),
-        cmocka_unit_test(test_e2e_ipv6),    cmocka_unit_test(test_gso_gro_matrix),
-        cmocka_unit_test(test_ecn),         cmocka_unit_test(test_foreign_datagrams),
-        cmocka_unit_test(test_full_rcvbuf), cmocka_unit_test(test_fairness),
-        cmocka_unit_test(test_pool_empty),  cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_spec_parse),        cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_send_errors),       cmocka_unit_test(test_e2e_ipv4),
+        cmocka_unit_test(test_e2e_ipv6),          cmocka_unit_test(test_gso_gro_matrix),
+        cmocka_unit_test(test_gro_direct),        cmocka_unit_test(test_ecn),
+        cmocka_unit_test(test_foreign_datagrams), cmocka_unit_test(test_full_rcvbuf),
+        cmocka_unit_test(test_fairness),          cmocka_unit_test(test_pool_empty),
+        cmocka_unit_test(test_truncated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
