@@ -96,6 +96,10 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
     uint32_t dpaths = ub__dev_num_paths(ctx->dev);
     ec.num_paths = attr->num_paths && attr->num_paths < dpaths ? attr->num_paths : dpaths;
     failure_bound(attr, &ec.pds);
+    /* Two kernel UDP stacks are in every round trip: tens of microseconds, not a NIC's 12,
+     * and congestion control's window (1.5 x rate x base RTT) must cover them. */
+    if (x->kind == UB_CTX_UDP || x->kind == UB_CTX_MULTI)
+        ec.pds.base_rtt_ns = UB_API_UDP_BASE_RTT_NS;
     /* Real devices: an ACK, a response and the next request to a peer share one datagram. */
     const char *nb = getenv("SOFTUB_BUNDLE");
     ec.bundle = (x->kind == UB_CTX_UDP || x->kind == UB_CTX_MULTI) && !(nb && strcmp(nb, "0") == 0);
