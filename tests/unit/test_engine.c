@@ -366,12 +366,9 @@ static void test_requeue(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dgram_bytes),
-        cmocka_unit_test(test_send_errors),
-        cmocka_unit_test(test_requeue),
-        cmocka_unit_test(test_malformed_and_unsupported),
-        cmocka_unit_test(test_bundles),
-        cmocka_unit_test(test_testbed_deterministic),
+        cmocka_unit_test(test_dgram_bytes),  cmocka_unit_test(test_send_errors),
+        cmocka_unit_test(test_requeue),      cmocka_unit_test(test_malformed_and_unsupported),
+        cmocka_unit_test(test_bundles),      cmocka_unit_test(test_testbed_deterministic),
         cmocka_unit_test(test_testbed_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
