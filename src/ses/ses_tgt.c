@@ -220,11 +220,21 @@ static void msg_release(struct ub__tl *s, struct ub__rxmsg *m)
         free(m);
 }
 
+static void msg_untrack(struct ub__tstream *ts, struct ub__rxmsg *m)
+{
+    if (m->in_map) {
+        ub__hmap_del(&ts->msgs, m->seq);
+        m->in_map = false;
+    }
+}
+
 /* Detaches m from its stream and frees it. */
 void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m)
 {
+    if (s->msg_live == m)
+        s->msg_live = NULL;
     if (m->ts)
-        ub__hmap_del(&m->ts->msgs, m->seq);
+        msg_untrack(m->ts, m);
     if (m->on_wait)
         ub__list_remove(&m->link);
     if (m->on_unexp)
@@ -526,12 +536,12 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
                  * learns the target holds it (no response bound while it waits). */
                 ub__tgt_respond(s, m, UB_SES_RC_PENDING, 0, false, 0, now);
                 ub__tgt_executed_now(ts, m);
-                ub__hmap_del(&ts->msgs, m->seq);
+                msg_untrack(ts, m);
                 m->ts = NULL;
                 return false;
             }
             ub__tgt_executed_now(ts, m);
-            ub__hmap_del(&ts->msgs, m->seq);
+            msg_untrack(ts, m);
             m->ts = NULL;
             return ub__tgt_rndv_begin(s, m, now);
         }
@@ -539,7 +549,7 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
             /* Buffered: the sender is done; the receiver gets it when a buffer matches. */
             ub__tgt_respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
             ub__tgt_executed_now(ts, m);
-            ub__hmap_del(&ts->msgs, m->seq);
+            msg_untrack(ts, m);
             m->ts = NULL;
             return false;
         }
@@ -610,10 +620,11 @@ static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxm
 /* ---- requests ----------------------------------------------------------------------------------
  */
 
-/* *seg: a WRITE's segment, found valid by the check here (for this call only). */
+/* *seg: a WRITE's segment, found valid by the check here (for this call only). late: m goes
+ * into ts->msgs only if it outlives the handling of this packet (see ub__ses_on_req). */
 static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
                                  const struct ub__pds_rx *rx, const struct ub__ses_tail *t,
-                                 uint64_t now, ub_seg **seg)
+                                 uint64_t now, bool late, ub_seg **seg)
 {
     const struct ub__wire_dgram *d = rx->hdr;
     const struct ub__ses_std *q = &d->ses.u.std;
@@ -668,9 +679,14 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
         if (r->eager_length > m->len || r->read_offset != r->eager_length)
             m->rc = UB_SES_RC_UNSUPPORTED_SIZE;
     }
-    if (ub__hmap_put(&ts->msgs, m->seq, m)) {
-        msg_release(s, m);
-        return NULL;
+    if (late) {
+        s->msg_live = m;
+    } else {
+        if (ub__hmap_put(&ts->msgs, m->seq, m)) {
+            msg_release(s, m);
+            return NULL;
+        }
+        m->in_map = true;
     }
     m->cma = ((t->aux >> 24) & UB_SES_TAIL_C) != 0;
     if (m->cma) { /* one request packet; refused (before any binding) if we cannot copy */
@@ -801,6 +817,17 @@ static void resend_cached(struct ub__tl *s, struct ub__tstream *ts, uint32_t seq
     rsp_val(s, &ts->src, ts->id, seq, c->rc, c->len, c->has_val, c->val, ts->pk, now);
 }
 
+/* The end of a late message's first packet: if m is still alive and in its stream, it enters
+ * the map now (room was checked before, and nothing in between adds to it). */
+static void msg_outlives(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg *m)
+{
+    if (s->msg_live != m)
+        return; /* freed */
+    s->msg_live = NULL;
+    if (m->ts && !ub__hmap_put(&ts->msgs, m->seq, m))
+        m->in_map = true;
+}
+
 void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
 {
     const struct ub__wire_dgram *d = rx->hdr;
@@ -838,10 +865,22 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_bad_pkts++;
         return;
     }
-    struct ub__rxmsg *m = ub__hmap_get(&ts->msgs, seq);
+    struct ub__rxmsg *m = ts->msgs.count ? ub__hmap_get(&ts->msgs, seq) : NULL;
     ub_seg *seg = NULL;
+    bool som = (q->flags & UB_SES_F_SOM) != 0;
+    bool late = false;
     if (!m) {
-        m = msg_new(s, ts, rx, &t, now, &seg);
+        /* A whole message in one packet usually executes and is freed before this call
+         * returns: it enters the map (which finds its re-delivered packets) only if it
+         * outlives the call. Not for tagged and rendezvous messages (matching walks the
+         * map) nor single copies; and only when the insert later cannot need memory. */
+        uint8_t op = q->opcode;
+        late = som && !((t.aux >> 24) & UB_SES_TAIL_C) && ts->msgs.slots &&
+               (uint64_t)(ts->msgs.count + 1) * 4 <= (uint64_t)(ts->msgs.mask + 1) * 3 &&
+               (op == UB_SES_OP_READ || op == UB_SES_OP_FETCHING_ATOMIC ||
+                ((op == UB_SES_OP_WRITE || op == UB_SES_OP_SEND || op == UB_SES_OP_DEFER_SEND) &&
+                 rx->payload_len == q->request_length));
+        m = msg_new(s, ts, rx, &t, now, late, &seg);
         if (!m) {
             s->st.rx_bad_pkts++;
             return;
@@ -852,7 +891,6 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_dup_pkts++;
         return;
     }
-    bool som = (q->flags & UB_SES_F_SOM) != 0;
     uint64_t off = som ? 0 : q->message_offset;
     uint32_t n = m->op == UB_SES_OP_FETCHING_ATOMIC || m->op == UB_SES_OP_READ || m->cma
                      ? 0
@@ -863,17 +901,23 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
             m->rc = UB_SES_RC_TOO_LONG;
         if (!m->complete)
             on_complete(s, ts, m, now);
+        if (late)
+            msg_outlives(s, ts, m);
         return;
     }
     /* A packet seen before (re-delivered through a re-established PDC) counts once. */
     uint64_t fresh = 0;
     if (ub__ivl_add(&m->ivl, off, off + n, &fresh)) {
         s->st.rx_bad_pkts++;
+        if (late)
+            msg_outlives(s, ts, m);
         return;
     }
     s->st.dup_bytes += n - fresh;
     if (n ? fresh == 0 : (!som || m->som_seen)) {
         s->st.rx_dup_pkts++;
+        if (late)
+            msg_outlives(s, ts, m);
         return;
     }
     if (som) {
@@ -887,6 +931,8 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
     m->got = m->ivl.total;
     if (m->som_seen && m->got >= m->wire_len)
         on_complete(s, ts, m, now);
+    if (late)
+        msg_outlives(s, ts, m);
 }
 
 /* ---- READ responses ------------------------------------------------------------------------- */

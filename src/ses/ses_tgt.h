@@ -54,6 +54,7 @@ struct ub__rxmsg {
     bool has_imm, som_seen, complete, staged, on_wait, running, on_unexp;
     bool deferrable, rndv, in_rndv;
     bool pk;                     /* the initiator takes packed responses */
+    bool in_map;                 /* in ts->msgs */
     uint64_t len, wire_len, got; /* got: request bytes that arrived (ivl.total) */
     struct ub__ivl ivl;          /* which bytes arrived (request packets, then READ data) */
     uint32_t rd_jfs, read_id;    /* rendezvous: the initiator's JFS, our READ's id */
