@@ -59,9 +59,17 @@ static uint64_t get_be64(const uint8_t *b)
     return v;
 }
 
+/* Requests in a row mostly name one segment: the last one found is kept (seg.c forgets it
+ * when it is unregistered, so revocation stays immediate). */
 static ub_seg *seg_lookup(ub_context *ctx, uint32_t key)
 {
-    return ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_SEG, key));
+    ub_seg *seg = ctx->ses.seg_last;
+    if (seg && seg->key == key)
+        return seg;
+    seg = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_SEG, key));
+    if (seg)
+        ctx->ses.seg_last = seg;
+    return seg;
 }
 
 uint8_t ub__tgt_seg_check(ub_context *ctx, uint32_t key, uint64_t token, uint32_t need,
