@@ -54,6 +54,17 @@ int ub__ivl_add(struct ub__ivl *t, uint64_t a, uint64_t b, uint64_t *fresh)
     if (a >= b)
         return 0;
     uint64_t *v = ivl_v(t);
+    /* In-order arrival (nearly every packet): the first interval, or the last one grows. */
+    if (!t->n || v[2 * t->n - 1] == a) {
+        if (!t->n) {
+            v[0] = a;
+            t->n = 1;
+        }
+        v[2 * t->n - 1] = b;
+        *fresh = b - a;
+        t->total += b - a;
+        return 0;
+    }
     /* First interval that ends at or after a (touching counts: they merge). */
     uint32_t i = 0;
     while (i < t->n && v[2 * i + 1] < a)
