@@ -32,10 +32,13 @@ struct ub__rdjob {
     uint64_t off;
 };
 
+/* Responses that found no buffer yet, in order: one alone, or (to an initiator that takes
+ * them) a batch that leaves as one packed response. */
 struct ub__rspq {
     struct ub__list link;
     struct ub__addr dst;
-    struct ub__prsp r;
+    uint32_t n, cap, bytes;
+    struct ub__prsp r[];
 };
 
 static inline struct ub__list *rspq_of(struct ub__tl *s)
@@ -320,15 +323,31 @@ static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
     return 0;
 }
 
-/* Queues a response that cannot go now (it goes from ub__ses_rd_pump, in order). */
-static void rsp_queue(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r)
+/* Queues a response that cannot go now (it goes from ub__ses_rd_pump, in order). A packable
+ * one (pk) joins the last queued batch when it fits, so packing survives back-pressure. */
+static void rsp_queue(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
+                      bool pk)
 {
-    struct ub__rspq *q = malloc(sizeof(*q));
+    uint32_t b = UB_SES_PRSP_REC(r->n);
+    struct ub__list *l = rspq_of(s);
+    if (pk && !ub__list_empty(l)) {
+        struct ub__rspq *t = UB_CONTAINER_OF(l->prev, struct ub__rspq, link);
+        if (t->n < t->cap && t->bytes + b <= s->max_prsp_payload && ub__addr_eq(&t->dst, dst)) {
+            t->r[t->n++] = *r;
+            t->bytes += b;
+            return;
+        }
+    }
+    uint32_t cap = pk ? UB_SES_PACK_RECS : 1;
+    struct ub__rspq *q = malloc(sizeof(*q) + cap * sizeof(q->r[0]));
     if (!q)
         return; /* the initiator's request stays open; nothing else can be done */
     q->dst = *dst;
-    q->r = *r;
-    ub__list_push_back(rspq_of(s), &q->link);
+    q->n = 1;
+    q->cap = cap;
+    q->bytes = b;
+    q->r[0] = *r;
+    ub__list_push_back(l, &q->link);
 }
 
 static bool rsp_send_one(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
@@ -348,14 +367,14 @@ void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now)
     s->prsp_bytes = 0;
     if (n == 1) { /* alone: the ordinary response packet */
         if (!rsp_send_one(s, &s->prsp_dst, &s->prsp[0], now))
-            rsp_queue(s, &s->prsp_dst, &s->prsp[0]);
+            rsp_queue(s, &s->prsp_dst, &s->prsp[0], true);
         return;
     }
     if (ub__list_empty(rspq_of(s)) && s->eng->pool.avail > UB_SES_POOL_RESERVE / 4 &&
         ub__ses_prsp_send(s, &s->prsp_dst, s->prsp, n, now) == 0)
         return;
-    for (uint32_t i = 0; i < n; i++) /* one by one when buffers come back */
-        rsp_queue(s, &s->prsp_dst, &s->prsp[i]);
+    for (uint32_t i = 0; i < n; i++) /* still packed when buffers come back */
+        rsp_queue(s, &s->prsp_dst, &s->prsp[i], true);
 }
 
 /*
@@ -380,7 +399,7 @@ static void rsp_out(struct ub__tl *s, const struct ub__addr *dst, const struct u
     }
     ub__ses_rsp_flush(s, now); /* those gathered before go first */
     if (!rsp_send_one(s, dst, r, now))
-        rsp_queue(s, dst, r);
+        rsp_queue(s, dst, r, pk);
 }
 
 static void rsp_val(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
@@ -976,10 +995,11 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
     struct ub__engine *e = s->eng;
     while (!ub__list_empty(&s->rspq)) {
         struct ub__rspq *q = UB_CONTAINER_OF(s->rspq.next, struct ub__rspq, link);
-        const struct ub__prsp *r = &q->r;
+        const struct ub__prsp *r = &q->r[0];
         if (e->pool.avail <= UB_SES_POOL_RESERVE / 4 ||
-            send_rsp_now(s, &q->dst, r->stream, r->seq, r->rc, r->mod_len, r->data, r->n, r->off,
-                         now))
+            (q->n == 1 ? send_rsp_now(s, &q->dst, r->stream, r->seq, r->rc, r->mod_len, r->data,
+                                      r->n, r->off, now)
+                       : ub__ses_prsp_send(s, &q->dst, q->r, q->n, now)))
             return false;
         ub__list_remove(&q->link);
         free(q);
