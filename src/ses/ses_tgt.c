@@ -15,6 +15,7 @@
  * ro_count), so the target never waits for a transaction it has not seen
  * only because it cannot tell its class.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,14 +213,14 @@ void ub__ses_tgt_gc(struct ub__tl *s, uint64_t now)
 
 /* ---- messages -------------------------------------------------------------------------------- */
 
-/* A zeroed message: from the cache of freed ones (one per request at message rates: malloc and
- * free cost more than the memset), or new. */
+/* A message from the cache of freed ones (one per request at message rates: malloc and free
+ * cost more than the memset), or new; zeroed from `amo` on (msg_new sets the fields before). */
 static struct ub__rxmsg *msg_alloc(struct ub__tl *s)
 {
     if (!s->nmsg_cache)
         return calloc(1, sizeof(struct ub__rxmsg));
     struct ub__rxmsg *m = s->msg_cache[--s->nmsg_cache];
-    memset(m, 0, sizeof(*m));
+    memset(&m->amo, 0, sizeof(*m) - offsetof(struct ub__rxmsg, amo));
     return m;
 }
 
