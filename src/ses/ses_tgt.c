@@ -272,10 +272,11 @@ int ub__ses_rsp_data_pkt(struct ub__tl *s, uint32_t seq, uint8_t rc, uint32_t mo
     struct ub__pkt *p = ub__pkt_alloc(&e->pool);
     if (!p)
         return UB_ENOBUFS;
-    struct ub__ses h;
+    /* A response with data has no SES extension: its own encoder does (ub__ses_encode would
+     * call it). */
+    struct ub__ses_rsp_data h;
     memset(&h, 0, sizeof(h));
-    h.kind = UB_PDS_NH_RSP_DATA;
-    struct ub__ses_rsp_data *r = &h.u.rsp_data;
+    struct ub__ses_rsp_data *r = &h;
     r->list = UB_SES_LIST_EXPECTED;
     r->rc = rc;
     r->msg_id = (uint16_t)seq;
@@ -287,7 +288,7 @@ int ub__ses_rsp_data_pkt(struct ub__tl *s, uint32_t seq, uint8_t rc, uint32_t mo
     uint8_t *at = ub__pkt_put(p, UB_SES_RSP_DATA_SIZE);
     struct ub__wcur w;
     ub__wcur_init(&w, at, UB_SES_RSP_DATA_SIZE);
-    int err = ub__ses_encode(&h, &w);
+    int err = ub__ses_rsp_data_encode(&h, &w);
     *data = NULL;
     if (!err && n && !(*data = ub__pkt_put(p, n)))
         err = UB_ENOBUFS;
