@@ -166,7 +166,15 @@ struct ub__ivl {
 };
 /* Adds [a, b); *fresh: bytes not covered before. UB_ENOMEM leaves t unchanged. */
 int ub__ivl_add(struct ub__ivl *t, uint64_t a, uint64_t b, uint64_t *fresh);
-void ub__ivl_reset(struct ub__ivl *t);
+void ub__ivl_free_heap(struct ub__ivl *t);
+/* Empties t (inline: once per request on both sides, and mostly without a heap array). */
+static inline void ub__ivl_reset(struct ub__ivl *t)
+{
+    if (t->heap)
+        ub__ivl_free_heap(t);
+    t->n = t->cap = 0;
+    t->total = 0;
+}
 /* Whether [a, b) is entirely covered. */
 bool ub__ivl_covers(const struct ub__ivl *t, uint64_t a, uint64_t b);
 

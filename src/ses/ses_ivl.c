@@ -28,13 +28,11 @@ static uint32_t ivl_cap(const struct ub__ivl *t)
     return t->cap ? t->cap : UB_IVL_INLINE;
 }
 
-void ub__ivl_reset(struct ub__ivl *t)
+/* ub__ivl_reset's rare part. The inline array is only read below n: it is never cleared. */
+void ub__ivl_free_heap(struct ub__ivl *t)
 {
-    /* The inline array is only read below n: no need to clear it (once per request). */
     free(t->heap);
     t->heap = NULL;
-    t->n = t->cap = 0;
-    t->total = 0;
 }
 
 bool ub__ivl_covers(const struct ub__ivl *t, uint64_t a, uint64_t b)
