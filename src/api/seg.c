@@ -67,6 +67,8 @@ static int seg_unregister_impl(ub_seg *s)
         return UB_EINVAL;
     /* Out of the table: the next packet that names it is refused (revocation is immediate). */
     ub__hmap_del(&s->ctx->objs, ub__obj_key(UB__OBJ_SEG, s->key));
+    if (s->ctx->ses.seg_last == s) /* the target's lookup cache */
+        s->ctx->ses.seg_last = NULL;
     ub__list_remove(&s->link);
     free(s);
     return 0;

@@ -166,29 +166,39 @@ struct ub__ivl {
 };
 /* Adds [a, b); *fresh: bytes not covered before. UB_ENOMEM leaves t unchanged. */
 int ub__ivl_add(struct ub__ivl *t, uint64_t a, uint64_t b, uint64_t *fresh);
-void ub__ivl_reset(struct ub__ivl *t);
+void ub__ivl_free_heap(struct ub__ivl *t);
+/* Empties t (inline: once per request on both sides, and mostly without a heap array). */
+static inline void ub__ivl_reset(struct ub__ivl *t)
+{
+    if (t->heap)
+        ub__ivl_free_heap(t);
+    t->n = t->cap = 0;
+    t->total = 0;
+}
 /* Whether [a, b) is entirely covered. */
 bool ub__ivl_covers(const struct ub__ivl *t, uint64_t a, uint64_t b);
 
 struct ub__wr {
+    /* Kept when the slot is reused (ub__ses_post sets or clears everything from `state` on). */
     struct ub__list order;      /* jfs->unreported: every not yet reported request, posting order */
     struct ub__list txq;        /* ses->txq while it has packets to hand to PDS */
     struct ub__timer rnr_timer; /* RNR back-off */
     struct ub__timer rsp_timer; /* response bound; while deferred: the deferral bound */
-    uint64_t rsp_due;           /* when the bound really ends (rsp_timer may fire earlier) */
-    bool rsp_on;                /* the bound applies (else a firing rsp_timer is stale) */
     struct ub_jfs *jfs;
-    struct ub__ostream *os;
+    struct ub_sge *sge; /* jfs->attr.max_sge entries */
+    uint8_t *inl;       /* jfs->attr.max_inline bytes: the copied inline data */
+    struct ub__ivl rd;  /* READ: response bytes placed (emptied when the request finishes) */
     uint32_t gen;
     uint16_t idx;
     uint8_t state;
     bool on_txq;
+    uint64_t rsp_due; /* when the bound really ends (rsp_timer may fire earlier) */
+    bool rsp_on;      /* the bound applies (else a firing rsp_timer is stale) */
+    struct ub__ostream *os;
     enum ub_opcode opcode;
     uint32_t flags;
     uint64_t user_ctx;
-    struct ub_sge *sge; /* jfs->attr.max_sge entries */
     uint32_t num_sge;
-    uint8_t *inl; /* jfs->attr.max_inline bytes: the copied inline data */
     bool is_inline;
     uint64_t len;  /* request bytes (READ: bytes to fetch) */
     uint64_t sent; /* bytes handed to PDS (0-length: 1 once the packet went) */
@@ -211,7 +221,6 @@ struct ub__wr {
     bool deferrable, deferred; /* deferred: paused until DEFER_RTR or the bound */
     bool rtr_early;            /* DEFER_RTR overtook the DEFERRED response */
     bool parked;               /* rendezvous PENDING: the target holds it, no response bound */
-    struct ub__ivl rd;         /* READ: response bytes placed */
     bool cma;                  /* single copy: the target pulls (WRITE) or pushes (READ) */
     enum ub_cr_status status;
     uint32_t out_len;
@@ -401,6 +410,9 @@ struct ub__tl {
     struct ub__prsp prsp[UB_SES_PACK_RECS];
     struct ub__rxmsg *msg_cache[UB_SES_MSG_CACHE]; /* target: freed messages, for reuse */
     uint32_t nmsg_cache;
+    ub_seg *seg_last; /* target: the segment last looked up (cleared when it is unregistered) */
+    struct ub__rxmsg *msg_live; /* target: a new message kept out of its stream's map until its
+                                   first packet is handled (NULL once it is freed) */
     struct ub__ses_stats st;
 };
 

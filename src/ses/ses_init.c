@@ -3,6 +3,7 @@
  * requests into packets for PDS, responses, RNR retries, failures, and the
  * completion order (in-order completion per JFS).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -405,16 +406,11 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
     uint16_t idx = jfs->free_stack[--jfs->nfree];
     struct ub__wr *w = &jfs->wrs[idx];
     jfs->used++;
-    uint32_t gen = w->gen;
-    struct ub_sge *sge = w->sge;
-    uint8_t *inlbuf = w->inl;
-    struct ub__timer t = w->rnr_timer, t2 = w->rsp_timer;
-    memset(w, 0, sizeof(*w));
-    w->rnr_timer = t;
-    w->rsp_timer = t2;
-    w->sge = sge;
-    w->inl = inlbuf;
-    w->gen = gen;
+    /* The fields before `state` belong to the slot (timers, buffers, generation); the list
+     * links are set below and rd was emptied when the slot's last request finished. */
+    memset(&w->state, 0, sizeof(*w) - offsetof(struct ub__wr, state));
+    w->rd.n = 0;
+    w->rd.total = 0;
     w->idx = idx;
     w->jfs = jfs;
     w->opcode = op;

@@ -28,13 +28,11 @@ static uint32_t ivl_cap(const struct ub__ivl *t)
     return t->cap ? t->cap : UB_IVL_INLINE;
 }
 
-void ub__ivl_reset(struct ub__ivl *t)
+/* ub__ivl_reset's rare part. The inline array is only read below n: it is never cleared. */
+void ub__ivl_free_heap(struct ub__ivl *t)
 {
-    /* The inline array is only read below n: no need to clear it (once per request). */
     free(t->heap);
     t->heap = NULL;
-    t->n = t->cap = 0;
-    t->total = 0;
 }
 
 bool ub__ivl_covers(const struct ub__ivl *t, uint64_t a, uint64_t b)
@@ -54,6 +52,17 @@ int ub__ivl_add(struct ub__ivl *t, uint64_t a, uint64_t b, uint64_t *fresh)
     if (a >= b)
         return 0;
     uint64_t *v = ivl_v(t);
+    /* In-order arrival (nearly every packet): the first interval, or the last one grows. */
+    if (!t->n || v[2 * t->n - 1] == a) {
+        if (!t->n) {
+            v[0] = a;
+            t->n = 1;
+        }
+        v[2 * t->n - 1] = b;
+        *fresh = b - a;
+        t->total += b - a;
+        return 0;
+    }
     /* First interval that ends at or after a (touching counts: they merge). */
     uint32_t i = 0;
     while (i < t->n && v[2 * i + 1] < a)

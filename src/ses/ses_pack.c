@@ -165,7 +165,15 @@ void ub__ses_pack_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t
         const struct ub__ses_prec *rec = &recs[i];
         rd.ext = rec->ext;
         rd.ext.incarnation = rx->incarnation;
-        rd.ses = rec->ses;
+        /* The standard header, and an extension header only when the record has one (the
+         * target reads those only then): not the whole struct per record. */
+        rd.ses.kind = rec->ses.kind;
+        rd.ses.ext = rec->ses.ext;
+        rd.ses.u.std = rec->ses.u.std;
+        if (rec->ses.ext == UB_SES_EXT_ATOMIC)
+            rd.ses.atomic = rec->ses.atomic;
+        else if (rec->ses.ext == UB_SES_EXT_RNDV)
+            rd.ses.rndv = rec->ses.rndv;
         rd.payload_len = rec->payload_len;
         one.payload = rec->payload;
         one.payload_len = rec->payload_len;
@@ -555,13 +563,15 @@ void ub__ses_pack_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t
     memset(&rd, 0, sizeof(rd));
     rd.has_ext = true;
     rd.ses_kind = UB_PDS_NH_RSP_DATA;
+    rd.ses.kind = UB_PDS_NH_RSP_DATA;
+    rd.ses.ext = UB_SES_EXT_NONE;
     struct ub__pds_rx one = *rx;
     one.hdr = &rd;
     for (int i = 0; i < count; i++) {
         const struct ub__ses_prec *rec = &recs[i];
         rd.ext = rec->ext;
         rd.ext.incarnation = d->ext.incarnation;
-        rd.ses = rec->ses;
+        rd.ses.u.rsp_data = rec->ses.u.rsp_data; /* kind and (no) extension: set above */
         rd.payload_len = rec->payload_len;
         one.payload = rec->payload;
         one.payload_len = rec->payload_len;

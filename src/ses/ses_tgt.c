@@ -15,6 +15,7 @@
  * ro_count), so the target never waits for a transaction it has not seen
  * only because it cannot tell its class.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,10 +33,13 @@ struct ub__rdjob {
     uint64_t off;
 };
 
+/* Responses that found no buffer yet, in order: one alone, or (to an initiator that takes
+ * them) a batch that leaves as one packed response. */
 struct ub__rspq {
     struct ub__list link;
     struct ub__addr dst;
-    struct ub__prsp r;
+    uint32_t n, cap, bytes;
+    struct ub__prsp r[];
 };
 
 static inline struct ub__list *rspq_of(struct ub__tl *s)
@@ -59,9 +63,17 @@ static uint64_t get_be64(const uint8_t *b)
     return v;
 }
 
+/* Requests in a row mostly name one segment: the last one found is kept (seg.c forgets it
+ * when it is unregistered, so revocation stays immediate). */
 static ub_seg *seg_lookup(ub_context *ctx, uint32_t key)
 {
-    return ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_SEG, key));
+    ub_seg *seg = ctx->ses.seg_last;
+    if (seg && seg->key == key)
+        return seg;
+    seg = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_SEG, key));
+    if (seg)
+        ctx->ses.seg_last = seg;
+    return seg;
 }
 
 uint8_t ub__tgt_seg_check(ub_context *ctx, uint32_t key, uint64_t token, uint32_t need,
@@ -201,14 +213,14 @@ void ub__ses_tgt_gc(struct ub__tl *s, uint64_t now)
 
 /* ---- messages -------------------------------------------------------------------------------- */
 
-/* A zeroed message: from the cache of freed ones (one per request at message rates: malloc and
- * free cost more than the memset), or new. */
+/* A message from the cache of freed ones (one per request at message rates: malloc and free
+ * cost more than the memset), or new; zeroed from `amo` on (msg_new sets the fields before). */
 static struct ub__rxmsg *msg_alloc(struct ub__tl *s)
 {
     if (!s->nmsg_cache)
         return calloc(1, sizeof(struct ub__rxmsg));
     struct ub__rxmsg *m = s->msg_cache[--s->nmsg_cache];
-    memset(m, 0, sizeof(*m));
+    memset(&m->amo, 0, sizeof(*m) - offsetof(struct ub__rxmsg, amo));
     return m;
 }
 
@@ -220,11 +232,21 @@ static void msg_release(struct ub__tl *s, struct ub__rxmsg *m)
         free(m);
 }
 
+static void msg_untrack(struct ub__tstream *ts, struct ub__rxmsg *m)
+{
+    if (m->in_map) {
+        ub__hmap_del(&ts->msgs, m->seq);
+        m->in_map = false;
+    }
+}
+
 /* Detaches m from its stream and frees it. */
 void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m)
 {
+    if (s->msg_live == m)
+        s->msg_live = NULL;
     if (m->ts)
-        ub__hmap_del(&m->ts->msgs, m->seq);
+        msg_untrack(m->ts, m);
     if (m->on_wait)
         ub__list_remove(&m->link);
     if (m->on_unexp)
@@ -250,10 +272,11 @@ int ub__ses_rsp_data_pkt(struct ub__tl *s, uint32_t seq, uint8_t rc, uint32_t mo
     struct ub__pkt *p = ub__pkt_alloc(&e->pool);
     if (!p)
         return UB_ENOBUFS;
-    struct ub__ses h;
+    /* A response with data has no SES extension: its own encoder does (ub__ses_encode would
+     * call it). */
+    struct ub__ses_rsp_data h;
     memset(&h, 0, sizeof(h));
-    h.kind = UB_PDS_NH_RSP_DATA;
-    struct ub__ses_rsp_data *r = &h.u.rsp_data;
+    struct ub__ses_rsp_data *r = &h;
     r->list = UB_SES_LIST_EXPECTED;
     r->rc = rc;
     r->msg_id = (uint16_t)seq;
@@ -265,7 +288,7 @@ int ub__ses_rsp_data_pkt(struct ub__tl *s, uint32_t seq, uint8_t rc, uint32_t mo
     uint8_t *at = ub__pkt_put(p, UB_SES_RSP_DATA_SIZE);
     struct ub__wcur w;
     ub__wcur_init(&w, at, UB_SES_RSP_DATA_SIZE);
-    int err = ub__ses_encode(&h, &w);
+    int err = ub__ses_rsp_data_encode(&h, &w);
     *data = NULL;
     if (!err && n && !(*data = ub__pkt_put(p, n)))
         err = UB_ENOBUFS;
@@ -302,15 +325,31 @@ static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
     return 0;
 }
 
-/* Queues a response that cannot go now (it goes from ub__ses_rd_pump, in order). */
-static void rsp_queue(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r)
+/* Queues a response that cannot go now (it goes from ub__ses_rd_pump, in order). A packable
+ * one (pk) joins the last queued batch when it fits, so packing survives back-pressure. */
+static void rsp_queue(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
+                      bool pk)
 {
-    struct ub__rspq *q = malloc(sizeof(*q));
+    uint32_t b = UB_SES_PRSP_REC(r->n);
+    struct ub__list *l = rspq_of(s);
+    if (pk && !ub__list_empty(l)) {
+        struct ub__rspq *t = UB_CONTAINER_OF(l->prev, struct ub__rspq, link);
+        if (t->n < t->cap && t->bytes + b <= s->max_prsp_payload && ub__addr_eq(&t->dst, dst)) {
+            t->r[t->n++] = *r;
+            t->bytes += b;
+            return;
+        }
+    }
+    uint32_t cap = pk ? UB_SES_PACK_RECS : 1;
+    struct ub__rspq *q = malloc(sizeof(*q) + cap * sizeof(q->r[0]));
     if (!q)
         return; /* the initiator's request stays open; nothing else can be done */
     q->dst = *dst;
-    q->r = *r;
-    ub__list_push_back(rspq_of(s), &q->link);
+    q->n = 1;
+    q->cap = cap;
+    q->bytes = b;
+    q->r[0] = *r;
+    ub__list_push_back(l, &q->link);
 }
 
 static bool rsp_send_one(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
@@ -330,14 +369,14 @@ void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now)
     s->prsp_bytes = 0;
     if (n == 1) { /* alone: the ordinary response packet */
         if (!rsp_send_one(s, &s->prsp_dst, &s->prsp[0], now))
-            rsp_queue(s, &s->prsp_dst, &s->prsp[0]);
+            rsp_queue(s, &s->prsp_dst, &s->prsp[0], true);
         return;
     }
     if (ub__list_empty(rspq_of(s)) && s->eng->pool.avail > UB_SES_POOL_RESERVE / 4 &&
         ub__ses_prsp_send(s, &s->prsp_dst, s->prsp, n, now) == 0)
         return;
-    for (uint32_t i = 0; i < n; i++) /* one by one when buffers come back */
-        rsp_queue(s, &s->prsp_dst, &s->prsp[i]);
+    for (uint32_t i = 0; i < n; i++) /* still packed when buffers come back */
+        rsp_queue(s, &s->prsp_dst, &s->prsp[i], true);
 }
 
 /*
@@ -362,7 +401,7 @@ static void rsp_out(struct ub__tl *s, const struct ub__addr *dst, const struct u
     }
     ub__ses_rsp_flush(s, now); /* those gathered before go first */
     if (!rsp_send_one(s, dst, r, now))
-        rsp_queue(s, dst, r);
+        rsp_queue(s, dst, r, pk);
 }
 
 static void rsp_val(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
@@ -526,12 +565,12 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
                  * learns the target holds it (no response bound while it waits). */
                 ub__tgt_respond(s, m, UB_SES_RC_PENDING, 0, false, 0, now);
                 ub__tgt_executed_now(ts, m);
-                ub__hmap_del(&ts->msgs, m->seq);
+                msg_untrack(ts, m);
                 m->ts = NULL;
                 return false;
             }
             ub__tgt_executed_now(ts, m);
-            ub__hmap_del(&ts->msgs, m->seq);
+            msg_untrack(ts, m);
             m->ts = NULL;
             return ub__tgt_rndv_begin(s, m, now);
         }
@@ -539,7 +578,7 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
             /* Buffered: the sender is done; the receiver gets it when a buffer matches. */
             ub__tgt_respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
             ub__tgt_executed_now(ts, m);
-            ub__hmap_del(&ts->msgs, m->seq);
+            msg_untrack(ts, m);
             m->ts = NULL;
             return false;
         }
@@ -610,10 +649,11 @@ static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxm
 /* ---- requests ----------------------------------------------------------------------------------
  */
 
-/* *seg: a WRITE's segment, found valid by the check here (for this call only). */
+/* *seg: a WRITE's segment, found valid by the check here (for this call only). late: m goes
+ * into ts->msgs only if it outlives the handling of this packet (see ub__ses_on_req). */
 static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
                                  const struct ub__pds_rx *rx, const struct ub__ses_tail *t,
-                                 uint64_t now, ub_seg **seg)
+                                 uint64_t now, bool late, ub_seg **seg)
 {
     const struct ub__wire_dgram *d = rx->hdr;
     const struct ub__ses_std *q = &d->ses.u.std;
@@ -668,9 +708,14 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
         if (r->eager_length > m->len || r->read_offset != r->eager_length)
             m->rc = UB_SES_RC_UNSUPPORTED_SIZE;
     }
-    if (ub__hmap_put(&ts->msgs, m->seq, m)) {
-        msg_release(s, m);
-        return NULL;
+    if (late) {
+        s->msg_live = m;
+    } else {
+        if (ub__hmap_put(&ts->msgs, m->seq, m)) {
+            msg_release(s, m);
+            return NULL;
+        }
+        m->in_map = true;
     }
     m->cma = ((t->aux >> 24) & UB_SES_TAIL_C) != 0;
     if (m->cma) { /* one request packet; refused (before any binding) if we cannot copy */
@@ -801,6 +846,17 @@ static void resend_cached(struct ub__tl *s, struct ub__tstream *ts, uint32_t seq
     rsp_val(s, &ts->src, ts->id, seq, c->rc, c->len, c->has_val, c->val, ts->pk, now);
 }
 
+/* The end of a late message's first packet: if m is still alive and in its stream, it enters
+ * the map now (room was checked before, and nothing in between adds to it). */
+static void msg_outlives(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg *m)
+{
+    if (s->msg_live != m)
+        return; /* freed */
+    s->msg_live = NULL;
+    if (m->ts && !ub__hmap_put(&ts->msgs, m->seq, m))
+        m->in_map = true;
+}
+
 void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
 {
     const struct ub__wire_dgram *d = rx->hdr;
@@ -838,10 +894,22 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_bad_pkts++;
         return;
     }
-    struct ub__rxmsg *m = ub__hmap_get(&ts->msgs, seq);
+    struct ub__rxmsg *m = ts->msgs.count ? ub__hmap_get(&ts->msgs, seq) : NULL;
     ub_seg *seg = NULL;
+    bool som = (q->flags & UB_SES_F_SOM) != 0;
+    bool late = false;
     if (!m) {
-        m = msg_new(s, ts, rx, &t, now, &seg);
+        /* A whole message in one packet usually executes and is freed before this call
+         * returns: it enters the map (which finds its re-delivered packets) only if it
+         * outlives the call. Not for tagged and rendezvous messages (matching walks the
+         * map) nor single copies; and only when the insert later cannot need memory. */
+        uint8_t op = q->opcode;
+        late = som && !((t.aux >> 24) & UB_SES_TAIL_C) && ts->msgs.slots &&
+               (uint64_t)(ts->msgs.count + 1) * 4 <= (uint64_t)(ts->msgs.mask + 1) * 3 &&
+               (op == UB_SES_OP_READ || op == UB_SES_OP_FETCHING_ATOMIC ||
+                ((op == UB_SES_OP_WRITE || op == UB_SES_OP_SEND || op == UB_SES_OP_DEFER_SEND) &&
+                 rx->payload_len == q->request_length));
+        m = msg_new(s, ts, rx, &t, now, late, &seg);
         if (!m) {
             s->st.rx_bad_pkts++;
             return;
@@ -852,7 +920,6 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_dup_pkts++;
         return;
     }
-    bool som = (q->flags & UB_SES_F_SOM) != 0;
     uint64_t off = som ? 0 : q->message_offset;
     uint32_t n = m->op == UB_SES_OP_FETCHING_ATOMIC || m->op == UB_SES_OP_READ || m->cma
                      ? 0
@@ -863,17 +930,23 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
             m->rc = UB_SES_RC_TOO_LONG;
         if (!m->complete)
             on_complete(s, ts, m, now);
+        if (late)
+            msg_outlives(s, ts, m);
         return;
     }
     /* A packet seen before (re-delivered through a re-established PDC) counts once. */
     uint64_t fresh = 0;
     if (ub__ivl_add(&m->ivl, off, off + n, &fresh)) {
         s->st.rx_bad_pkts++;
+        if (late)
+            msg_outlives(s, ts, m);
         return;
     }
     s->st.dup_bytes += n - fresh;
     if (n ? fresh == 0 : (!som || m->som_seen)) {
         s->st.rx_dup_pkts++;
+        if (late)
+            msg_outlives(s, ts, m);
         return;
     }
     if (som) {
@@ -887,6 +960,8 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
     m->got = m->ivl.total;
     if (m->som_seen && m->got >= m->wire_len)
         on_complete(s, ts, m, now);
+    if (late)
+        msg_outlives(s, ts, m);
 }
 
 /* ---- READ responses ------------------------------------------------------------------------- */
@@ -922,10 +997,11 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
     struct ub__engine *e = s->eng;
     while (!ub__list_empty(&s->rspq)) {
         struct ub__rspq *q = UB_CONTAINER_OF(s->rspq.next, struct ub__rspq, link);
-        const struct ub__prsp *r = &q->r;
+        const struct ub__prsp *r = &q->r[0];
         if (e->pool.avail <= UB_SES_POOL_RESERVE / 4 ||
-            send_rsp_now(s, &q->dst, r->stream, r->seq, r->rc, r->mod_len, r->data, r->n, r->off,
-                         now))
+            (q->n == 1 ? send_rsp_now(s, &q->dst, r->stream, r->seq, r->rc, r->mod_len, r->data,
+                                      r->n, r->off, now)
+                       : ub__ses_prsp_send(s, &q->dst, q->r, q->n, now)))
             return false;
         ub__list_remove(&q->link);
         free(q);

@@ -40,36 +40,42 @@ struct ub__tstream {
 };
 
 struct ub__rxmsg {
+    /* Set by msg_new for every message (ivl: emptied when the message was freed); the rest,
+     * from `amo` on, is cleared when a freed message is reused. */
     struct ub__list link;  /* ts->waiting */
     struct ub__list ulink; /* jfr->unexpected */
     struct ub__tstream *ts;
     struct ub__addr src;
     uint16_t stream;
     uint32_t seq, send_seq, aux;
-    uint8_t op, eo, amo;
-    bool fence, solicited;
+    uint8_t op, eo;
+    bool fence, solicited, deferrable, pk; /* pk: the initiator takes packed responses */
     uint16_t so_delta, ro_count;
     uint32_t key, initiator;
-    uint64_t addr, mkey, imm;
+    uint64_t addr, mkey;
+    uint64_t len, wire_len;
+    uint64_t restart; /* deferrable: the initiator's restart token */
+    uint8_t rc;
+    bool cma;                  /* single copy */
+    struct ub__timer rd_timer; /* rendezvous: bound on the READ data */
+    struct ub__ivl ivl;        /* which bytes arrived (request packets, then READ data) */
+    uint8_t amo;
     bool has_imm, som_seen, complete, staged, on_wait, running, on_unexp;
-    bool deferrable, rndv, in_rndv;
-    bool pk;                     /* the initiator takes packed responses */
-    uint64_t len, wire_len, got; /* got: request bytes that arrived (ivl.total) */
-    struct ub__ivl ivl;          /* which bytes arrived (request packets, then READ data) */
+    bool rndv, in_rndv;
+    bool in_map; /* in ts->msgs */
+    uint64_t imm;
+    uint64_t got;                /* request bytes that arrived (ivl.total) */
     uint32_t rd_jfs, read_id;    /* rendezvous: the initiator's JFS, our READ's id */
     uint64_t rd_off, rd_key;     /* rendezvous: where the READ starts, its token */
-    struct ub__timer rd_timer;   /* rendezvous: bound on the READ data */
     enum ub_cr_status cr_status; /* the receive record's status, if not success */
-    uint8_t rc;
     uint8_t *stage;
     uint8_t bind;
     struct ub__rbuf *rb;
     ub_jfr *jfr;
     uint64_t operand, compare;
-    uint64_t restart;     /* deferrable: the initiator's restart token */
-    bool cma, cma_refuse; /* single copy; refused here (answer CMA_REFUSED, not executed) */
-    pid_t cma_pid;        /* the initiator's process */
-    uint64_t cma_until;   /* CLOCK_MONOTONIC time after which nothing is copied any more */
+    bool cma_refuse;    /* answer CMA_REFUSED, not executed: resend */
+    pid_t cma_pid;      /* the initiator's process */
+    uint64_t cma_until; /* CLOCK_MONOTONIC time after which nothing is copied any more */
     uint32_t cma_nseg;
     uint64_t *cma_seg; /* address, length pairs in the initiator's memory */
 };

@@ -290,12 +290,67 @@ static void test_send_order(void **state)
     teardown();
 }
 
+static bool keep_small(const struct ub__pds_rx *rx)
+{
+    return rx->payload_len == 8;
+}
+
+/* A one-packet WRITE that waits for its turn (staged) stays findable: its packet delivered
+ * again meanwhile is a duplicate, and it executes once when the earlier one completes. */
+static void test_redeliver_waiting(void **state)
+{
+    (void)state;
+    setup();
+    tap_install(T.ctx[1], 8);
+    TAP.keep = keep_small;
+    TAP.record = true;
+    memset(M0, 0xaa, 12000);
+    memset(M0 + 20000, 0xbb, 8);
+    struct ub_sge sa, sb;
+    struct ub_wr a, b;
+    write_wr(&a, &sa, 1, UB_WR_ORDER_RO, 0, 12000);
+    write_wr(&b, &sb, 2, UB_WR_ORDER_SO, 20000, 8);
+    a.next = &b;
+    drop_next_hold(1, 4);
+    uint64_t exec0 = T.ctx[1]->ses.st.executed;
+    assert_int_equal(ub_post_jetty_send(T.jetty[0], &a, NULL), 0);
+    for (int i = 0; i < 50; i++)
+        tnet_step(&T, 1000);
+    TAP.record = false;
+    assert_int_equal(TAP.n, 1);
+    assert_int_not_equal(M1[20000], 0xbb); /* B waits for A */
+    uint64_t dup0 = T.ctx[1]->ses.st.rx_dup_pkts;
+    tap_redeliver(0);
+    tap_redeliver(0);
+    assert_int_equal(T.ctx[1]->ses.st.rx_dup_pkts, dup0 + 2);
+    heal();
+    struct ub_cr cr[3];
+    int got = 0;
+    for (int i = 0; i < 2000 && got < 2; i++) {
+        int k = ub_poll_jfc(T.jfc[0], 2 - got, cr + got);
+        got += k;
+        if (!k)
+            tnet_step(&T, 50000);
+    }
+    assert_int_equal(got, 2);
+    assert_int_equal(cr[0].user_ctx, 1);
+    assert_int_equal(cr[1].user_ctx, 2);
+    assert_int_equal(M1[20000], 0xbb);
+    for (int i = 0; i < 20; i++)
+        tnet_step(&T, 1000);
+    assert_int_equal(ub_poll_jfc(T.jfc[0], 1, cr), 0);
+    assert_int_equal(T.ctx[1]->ses.st.executed, exec0 + 2);
+    tap_free();
+    teardown();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ab_scenario),
         cmocka_unit_test(test_exactly_once),
         cmocka_unit_test(test_send_order),
+        cmocka_unit_test(test_redeliver_waiting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

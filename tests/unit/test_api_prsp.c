@@ -722,6 +722,54 @@ static void test_prsp_malformed(void **state)
     teardown();
 }
 
+/*
+ * Back-pressure: the target has no spare buffers when it answers 64 WRITEs, so the responses
+ * wait; when buffers come back they still leave as one packed response, in order.
+ */
+static void test_prsp_backpressure(void **state)
+{
+    (void)state;
+    setup();
+    static struct ub_sge sg[64];
+    static struct ub_wr wr[64];
+    fill_pattern(M0, 8 * 64, 5);
+    for (uint32_t i = 0; i < 64; i++)
+        write_wr(&wr[i], &sg[i], i, 8 * i, 8);
+    chain(wr, 64);
+    /* Hold target buffers down to the floor below which no response goes out (the request is
+     * still received). */
+    struct ub__pktpool *pool = &T.ctx[1]->eng.pool;
+    static struct ub__pkt *held[8192];
+    uint32_t nheld = 0;
+    while (pool->avail > UB_SES_POOL_RESERVE / 4) {
+        assert_true(nheld < 8192);
+        held[nheld++] = ub__pkt_alloc(pool);
+    }
+    struct ub__ses_stats i0 = *I(), g0 = *G();
+    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr[0], NULL), 0);
+    for (int i = 0; i < 20 && G()->rx_req_pkts == g0.rx_req_pkts; i++)
+        tnet_step(&T, 1000);
+    assert_int_equal(G()->rx_req_pkts - g0.rx_req_pkts, 64); /* records */
+    for (int i = 0; i < 5; i++)
+        tnet_step(&T, 1000);
+    assert_int_equal(G()->tx_rsp_pkts, g0.tx_rsp_pkts); /* all waiting */
+    assert_memory_equal(M1, M0, 8 * 64);                /* executed */
+    while (nheld)
+        ub__pkt_free(held[--nheld]);
+    struct ub_cr cr[64];
+    collect(0, cr, 64);
+    for (uint32_t i = 0; i < 64; i++) {
+        assert_int_equal(cr[i].status, UB_CR_SUCCESS);
+        assert_int_equal(cr[i].user_ctx, i);
+    }
+    assert_int_equal(G()->tx_rsp_pkts - g0.tx_rsp_pkts, 1);
+    assert_int_equal(G()->tx_prsp_pkts - g0.tx_prsp_pkts, 1);
+    assert_int_equal(G()->tx_prsp_recs - g0.tx_prsp_recs, 64);
+    assert_int_equal(I()->rx_prsp_recs - i0.rx_prsp_recs, 64);
+    assert_int_equal(I()->rx_stale_rsp, i0.rx_stale_rsp);
+    teardown();
+}
+
 int main(void)
 {
     (void)rx_pkts;
@@ -731,7 +779,7 @@ int main(void)
         cmocka_unit_test(test_prsp_atomic_read),    cmocka_unit_test(test_prsp_deferred),
         cmocka_unit_test(test_prsp_cached_again),   cmocka_unit_test(test_prsp_malformed),
         cmocka_unit_test(test_prsp_window_wrap),    cmocka_unit_test(test_pack_record_ext),
-        cmocka_unit_test(test_prsp_split_by_bytes),
+        cmocka_unit_test(test_prsp_split_by_bytes), cmocka_unit_test(test_prsp_backpressure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
