@@ -34,6 +34,30 @@ struct ub__pack {
     uint64_t member[]; /* the members' own cookies (stale ones name nothing any more) */
 };
 
+/*
+ * The fixed 16 bytes of a record's softub extension at e (what ub__ext_decode accepts of
+ * them), read in place into x (tail none): 0, or UB_EBADMSG for reserved bits or an
+ * execution order out of range.
+ */
+static int ext_in_place(const uint8_t *e, uint8_t version, uint8_t next_hdr, struct ub__ext *x)
+{
+    if ((e[2] & UB_EXT_B2_RSVD) || (e[2] >> UB_EXT_B2_EO_SHIFT) > UB_EXT_EO_SO || e[3])
+        return UB_EBADMSG;
+    memset(x, 0, sizeof(*x));
+    x->version = version;
+    x->next_hdr = next_hdr;
+    x->exec_order = (uint8_t)(e[2] >> UB_EXT_B2_EO_SHIFT);
+    x->inorder_completion = (e[2] & UB_EXT_B2_CO) != 0;
+    x->fence = (e[2] & UB_EXT_B2_F) != 0;
+    x->aqm_increase = (e[2] & UB_EXT_B2_I) != 0;
+    x->aqm_congestion = (e[2] & UB_EXT_B2_C) != 0;
+    x->aqm_hint = ub__ld16(e + 4);
+    x->stream = ub__ld16(e + 6);
+    x->order_seq = ub__ld32(e + 8);
+    x->incarnation = ub__ld32(e + 12);
+    return 0;
+}
+
 /* ---- records ----------------------------------------------------------------------------- */
 
 bool ub__ses_is_pack(const struct ub__wire_dgram *d)
@@ -58,21 +82,9 @@ int ub__ses_pack_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
     if (e[0] == ((1u << 4) | UB_PDS_NH_REQ_STD) && e[1] == REC_EXT_SIZE / UB_EXT_HLEN_UNIT) {
         /* The form softub sends (version 1, one tail): what ub__ext_decode accepts of it,
          * read in place. */
-        if ((e[2] & UB_EXT_B2_RSVD) || (e[2] >> UB_EXT_B2_EO_SHIFT) > UB_EXT_EO_SO || e[3])
+        if (ext_in_place(e, 1, UB_PDS_NH_REQ_STD, &rec->ext))
             return UB_EBADMSG;
         struct ub__ext *x = &rec->ext;
-        memset(x, 0, sizeof(*x));
-        x->version = 1;
-        x->next_hdr = UB_PDS_NH_REQ_STD;
-        x->exec_order = (uint8_t)(e[2] >> UB_EXT_B2_EO_SHIFT);
-        x->inorder_completion = (e[2] & UB_EXT_B2_CO) != 0;
-        x->fence = (e[2] & UB_EXT_B2_F) != 0;
-        x->aqm_increase = (e[2] & UB_EXT_B2_I) != 0;
-        x->aqm_congestion = (e[2] & UB_EXT_B2_C) != 0;
-        x->aqm_hint = ub__ld16(e + 4);
-        x->stream = ub__ld16(e + 6);
-        x->order_seq = ub__ld32(e + 8);
-        x->incarnation = ub__ld32(e + 12);
         x->tail = e + UB_EXT_SIZE;
         x->tail_len = UB_SES_TAIL_LEN;
         ub__rcur_skip(&r, REC_EXT_SIZE);
@@ -421,20 +433,8 @@ int ub__ses_prsp_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
      * ub__ext_decode accepts of that form, read in place. */
     const uint8_t *e = p + UB_SES_PACK_LEN;
     if (e[0] != UB_PDS_NH_RSP_DATA || e[1] != UB_EXT_SIZE / UB_EXT_HLEN_UNIT ||
-        (e[2] & UB_EXT_B2_RSVD) || (e[2] >> UB_EXT_B2_EO_SHIFT) > UB_EXT_EO_SO || e[3])
+        ext_in_place(e, 0, UB_PDS_NH_RSP_DATA, &rec->ext))
         return UB_EBADMSG;
-    struct ub__ext *x = &rec->ext;
-    memset(x, 0, sizeof(*x));
-    x->next_hdr = UB_PDS_NH_RSP_DATA;
-    x->exec_order = (uint8_t)(e[2] >> UB_EXT_B2_EO_SHIFT);
-    x->inorder_completion = (e[2] & UB_EXT_B2_CO) != 0;
-    x->fence = (e[2] & UB_EXT_B2_F) != 0;
-    x->aqm_increase = (e[2] & UB_EXT_B2_I) != 0;
-    x->aqm_congestion = (e[2] & UB_EXT_B2_C) != 0;
-    x->aqm_hint = ub__ld16(e + 4);
-    x->stream = ub__ld16(e + 6);
-    x->order_seq = ub__ld32(e + 8);
-    x->incarnation = ub__ld32(e + 12);
     struct ub__rcur r;
     ub__rcur_init(&r, e + UB_EXT_SIZE, len - UB_EXT_SIZE);
     rec->ses.kind = UB_PDS_NH_RSP_DATA;
