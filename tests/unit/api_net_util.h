@@ -362,4 +362,65 @@ static inline pid_t t_fork_target(const char *uri, bool check_ops, ub_bootstrap 
     return pid;
 }
 
+/*
+ * A peer SIGKILLed mid-transfer: a forked target on uri; 16 WRITEs of `size` bytes in
+ * flight until 32 succeeded, then the kill. Every request must complete (none hanging),
+ * successes before, PEER_UNREACHABLE after, nothing else, the first error within
+ * bound_ms of the kill. timeout_ms: the initiator's failure bound.
+ */
+static inline void t_peer_killed(const char *uri, uint32_t size, uint32_t timeout_ms,
+                                 uint64_t bound_ms)
+{
+    ub_bootstrap *bs;
+    uint8_t d[NODE_DESC];
+    pid_t pid = t_fork_target(uri, false, &bs, d);
+    struct node a;
+    struct ub_context_attr ca = {
+        .progress = UB_PROGRESS_MANUAL, .timeout_ms = timeout_ms, .retries = 4};
+    assert_int_equal(node_open(&a, uri, &ca), 0);
+    struct peer p;
+    node_import(&a, d, &p);
+    t_fill(a.mem, 1u << 20, 6);
+    uint32_t posted = 0, ok = 0, unreach = 0, other = 0;
+    uint64_t killed_at = 0, first_err = 0, end = t_now() + 10ull * 1000000000ull;
+    while (t_now() < end) {
+        while (posted - (ok + unreach + other) < 16 && !first_err) {
+            struct ub_sge sg = {a.mem, size, a.seg};
+            struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
+            wr.user_ctx = posted;
+            assert_int_equal(ub_post_jetty_send(a.jetty, &wr, NULL), 0);
+            posted++;
+        }
+        struct ub_cr cr;
+        int k = ub_poll_jfc(a.jfc, 1, &cr);
+        if (!k)
+            continue;
+        if (cr.status == UB_CR_SUCCESS)
+            ok++;
+        else if (cr.status == UB_CR_PEER_UNREACHABLE)
+            unreach++;
+        else
+            other++;
+        if (cr.status != UB_CR_SUCCESS && !first_err)
+            first_err = t_now();
+        if (ok >= 32 && !killed_at) {
+            kill(pid, SIGKILL);
+            killed_at = t_now();
+        }
+        if (ok + unreach + other == posted && first_err)
+            break;
+    }
+    assert_true(t_reap(pid, 2000) == 128 + SIGKILL);
+    ub_bootstrap_close(bs);
+    print_message("%s: killed after %u writes: %u ok, %u unreachable, %u other; first error "
+                  "%.1f ms after the kill\n",
+                  uri, ok, ok, unreach, other, (double)(first_err - killed_at) / 1e6);
+    assert_true(killed_at && first_err);
+    assert_int_equal(ok + unreach + other, posted); /* nothing left hanging */
+    assert_int_equal(other, 0);
+    assert_true(unreach > 0);
+    assert_true(first_err - killed_at < bound_ms * 1000000ull);
+    node_close(&a);
+}
+
 #endif
