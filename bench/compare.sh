@@ -261,6 +261,8 @@ table() {
     echo "| udp 8 B p99.9 / raw UDP | $r | - | - |"
     r=$(ratio "$(get softub-udp p50)" "$(get ucx-tcp p50)")
     echo "| udp 8 B p50 / UCX tcp | $r | <= 0.6 | $(verdict "$r" "<=" 0.6) |"
+    r=$(ratio "$(get raw p50)" "$(get ucx-tcp p50)")
+    echo "| raw UDP p50 / UCX tcp (the least any transport over UDP sockets can reach) | $r | - | - |"
     r=$(ratio "$(get softub-udp p999)" "$(get ucx-tcp p999)")
     echo "| udp 8 B p99.9 / UCX tcp | $r | - | - |"
     r=$(ratio "$(get softub-udp p50)" "$(get fi-tcp p50)")
