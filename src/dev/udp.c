@@ -79,7 +79,10 @@ struct udp_dev {
     bool ev_armed;  /* evfd signalled: staged GRO segments wait */
     int evfd;       /* in the epoll set with GRO only; -1 otherwise */
     uint64_t ready; /* sockets epoll reported readable and not yet found drained */
-    uint32_t rr;    /* socket recv serves first next time */
+    /* Sockets whose last receive held full-size datagrams: direct GRO receives pay off there
+     * (small ones, as a ping-pong's, are cheaper staged than given eight pool buffers each). */
+    uint64_t bulk;
+    uint32_t rr; /* socket recv serves first next time */
     int fds[UB_UDP_MAX_PATHS];
     uint32_t ovfl[UB_UDP_MAX_PATHS]; /* last SO_RXQ_OVFL count seen per socket */
     struct ub__addr path_addr[UB_UDP_MAX_PATHS];
@@ -415,6 +418,7 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
     for (uint32_t i = 0; i < UB_UDP_MAX_PATHS; i++)
         u->fds[i] = -1;
     u->evfd = -1;
+    u->bulk = ~0ull; /* direct until a receive shows small datagrams */
     u->cfg = c;
     u->np = c.num_paths;
     u->family = c.local.family == UB_AF_INET ? AF_INET : AF_INET6;
@@ -829,6 +833,8 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
         g->len = u->rxmsg[j].msg_len;
         g->off = 0;
         g->seg = m.gro_seg && m.gro_seg < g->len ? m.gro_seg : g->len;
+        if (g->seg == pool_buf_room(pool))
+            u->bulk |= 1ull << s;
         g->left = g->len ? (g->len + g->seg - 1) / g->seg : 1;
         sa_to_addr(&u->rxname[j], &g->src);
         g->path = (uint16_t)s;
@@ -880,7 +886,7 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
         if (got < msgs)
             u->ready &= ~(1ull << s);
     }
-    bool staging = false;
+    bool staging = false, full = false;
     for (uint32_t j = 0; j < got; j++) {
         struct ub__pkt **bufs = &u->rxpkt[j * k];
         struct msghdr *h = &u->rxmsg[j].msg_hdr;
@@ -888,6 +894,7 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
         parse_rx_cmsgs(u, s, h, &m);
         uint32_t len = u->rxmsg[j].msg_len, used = 0;
         uint32_t seg = m.gro_seg && m.gro_seg < len ? m.gro_seg : len;
+        full |= seg == room;
         struct ub__addr src;
         sa_to_addr(&u->rxname[j], &src);
         if (h->msg_flags & MSG_TRUNC) {
@@ -934,6 +941,8 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
     }
     for (uint32_t j = got * k; j < msgs * k; j++)
         ub__pkt_free(u->rxpkt[j]);
+    if (got && !full)
+        u->bulk &= ~(1ull << s);
     return n;
 }
 
@@ -1039,7 +1048,7 @@ static int udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
             continue;
         }
         bool direct = false;
-        if (!u->stage_n)
+        if (!u->stage_n && (u->bulk & (1ull << s)))
             n += gro_direct(u, s, pkts + n, q, pool, &direct);
         if (!direct)
             stage_fill(u, s, q, pool, &stalled);
