@@ -215,6 +215,7 @@ uint64_t ub__pds_host_key(const struct ub__addr *a);
 struct ub__pkt *ub__pds_alloc(struct ub__pds *pds);
 void ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p);
 int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d);
+int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a);
 void ub__pds_mark_ready(struct ub__pds_ipdc *c, uint64_t now);
 
 /* pds_tx.c */

@@ -189,10 +189,9 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
         return; /* the initiator's RTO or probe asks again */
     uint32_t mask = pds->cfg.mp_range - 1;
     uint32_t cack = t->rcv_nxt - 1;
-    struct ub__wire_dgram d;
-    memset(&d, 0, sizeof(d));
-    d.pds.type = UB_PDS_TYPE_ACK_CC;
-    struct ub__pds_ack *a = &d.pds.u.ack;
+    struct ub__pds_ack ack;
+    memset(&ack, 0, sizeof(ack));
+    struct ub__pds_ack *a = &ack;
     a->type = UB_PDS_TYPE_ACK_CC;
     a->flags =
         (uint8_t)((t->retx_seen ? UB_PDS_ACK_F_RETX : 0) | (t->ecn_seen ? UB_PDS_ACK_F_M : 0));
@@ -239,7 +238,7 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
     a->cc.nscc.service_time = (uint16_t)UB_MIN(held_ns / UB_PDS_SERVICE_TIME_NS, 0xffffu);
     caqm_echo(t, a);
     ub__pds_rccc_ack_out(pds, &t->peer, a); /* RCCC: pending credit for that host rides here */
-    if (ub__pds_encode_into(pds, p, &d)) {
+    if (ub__pds_encode_ack_into(p, a)) {
         ub__pkt_free(p);
         return;
     }
