@@ -384,6 +384,7 @@ static struct ub__pds_tpdc *tpdc_create(struct ub__pds *pds, uint64_t key, const
     t->mode = mode;
     t->rcv_nxt = start_psn;
     t->peer = p->addr;
+    t->key_addr = p->addr; /* key came from it and the fields above */
     ub__timer_init(&t->ack_timer, ack_timer_fire);
     if (ub__hmap_put(&pds->tpdc_by_key, key, t) || ub__hmap_put(&pds->tpdc_by_id, t->id, t)) {
         ub__hmap_del(&pds->tpdc_by_key, key);
@@ -443,10 +444,10 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
                        ? UB_PDS_ROD
                        : UB_PDS_RUD;
     uint32_t inc = d->ext.incarnation;
-    uint64_t key = tpdc_key(&p->addr, inc, r->spdcid, mode);
     bool retx = r->flags & UB_PDS_REQ_F_RETX;
     struct ub__pds_tpdc *t;
     if (r->flags & UB_PDS_REQ_F_SYN) {
+        uint64_t key = tpdc_key(&p->addr, inc, r->spdcid, mode);
         t = ub__hmap_get(&pds->tpdc_by_key, key);
         if (!t) {
             ub__pds_graves_expire(pds, now);
@@ -463,17 +464,23 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
         }
     } else {
         t = ub__hmap_get(&pds->tpdc_by_id, r->dpdcid);
-        if (t && t->key != key) {
-            /*
-             * Our PDC id, someone else's (host, incarnation, spdcid, mode): an earlier
-             * incarnation's straggler or a damaged header. Dropped without a NACK: a NO_PDC
-             * would make the rightful owner of the id fail its whole context.
-             */
-            pds->st.rx_stale++;
-            return;
+        /* The key check without hashing the address again when nothing changed since. */
+        bool same = t && t->incarnation == inc && t->ispdcid == r->spdcid && t->mode == mode;
+        if (t && !(same && ub__addr_eq(&t->key_addr, &p->addr))) {
+            if (t->key != tpdc_key(&p->addr, inc, r->spdcid, mode)) {
+                /*
+                 * Our PDC id, someone else's (host, incarnation, spdcid, mode): an earlier
+                 * incarnation's straggler or a damaged header. Dropped without a NACK: a NO_PDC
+                 * would make the rightful owner of the id fail its whole context.
+                 */
+                pds->st.rx_stale++;
+                return;
+            }
+            if (same)
+                t->key_addr = p->addr;
         }
         if (!t) {
-            reject_unknown(pds, p, key, r, now);
+            reject_unknown(pds, p, tpdc_key(&p->addr, inc, r->spdcid, mode), r, now);
             return;
         }
     }
