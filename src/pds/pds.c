@@ -246,6 +246,26 @@ int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub_
     return 0;
 }
 
+/*
+ * An ACK without a next header at the front of p, written in place: the generic path's
+ * datagram struct, chain checks and scratch copy cost more than the ACK itself.
+ */
+int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a)
+{
+    if (a->next_hdr != UB_PDS_NH_NONE)
+        return UB_EINVAL;
+    uint32_t n = (uint32_t)ub__pds_hdr_size(a->type, a->flags);
+    uint8_t *at = ub__pkt_push(p, n);
+    if (!at)
+        return UB_ENOBUFS;
+    struct ub__wcur w;
+    ub__wcur_init(&w, at, n);
+    int rc = ub__pds_ack_encode(a, &w);
+    if (rc)
+        ub__pkt_pull(p, n);
+    return rc;
+}
+
 static void mark_one(struct ub__pds_ipdc *c, uint64_t now)
 {
     if (!c->on_ready && ub__pds_ipdc_can_send(c, now)) {

@@ -141,10 +141,11 @@ struct ub__pds_tpdc {
     struct ub__timer ack_timer;
     struct ub__list lru; /* pds->tpdc_lru, least recently active first */
     struct ub__pds *pds;
-    struct ub__addr peer; /* where ACKs go: the source of the latest packet */
-    uint64_t key;         /* in pds->tpdc_by_key: (host, incarnation, spdcid, mode) */
-    uint16_t id;          /* our pdcid */
-    uint16_t ispdcid;     /* the initiator's spdcid */
+    struct ub__addr peer;     /* where ACKs go: the source of the latest packet */
+    uint64_t key;             /* in pds->tpdc_by_key: (host, incarnation, spdcid, mode) */
+    struct ub__addr key_addr; /* a source known to give key with the fields below */
+    uint16_t id;              /* our pdcid */
+    uint16_t ispdcid;         /* the initiator's spdcid */
     uint32_t incarnation;
     uint8_t mode;
     bool retx_seen; /* the packet that triggered the pending ACK was a retransmission */
@@ -215,6 +216,7 @@ uint64_t ub__pds_host_key(const struct ub__addr *a);
 struct ub__pkt *ub__pds_alloc(struct ub__pds *pds);
 void ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p);
 int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d);
+int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a);
 void ub__pds_mark_ready(struct ub__pds_ipdc *c, uint64_t now);
 
 /* pds_tx.c */

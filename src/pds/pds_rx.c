@@ -189,10 +189,9 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
         return; /* the initiator's RTO or probe asks again */
     uint32_t mask = pds->cfg.mp_range - 1;
     uint32_t cack = t->rcv_nxt - 1;
-    struct ub__wire_dgram d;
-    memset(&d, 0, sizeof(d));
-    d.pds.type = UB_PDS_TYPE_ACK_CC;
-    struct ub__pds_ack *a = &d.pds.u.ack;
+    struct ub__pds_ack ack;
+    memset(&ack, 0, sizeof(ack));
+    struct ub__pds_ack *a = &ack;
     a->type = UB_PDS_TYPE_ACK_CC;
     a->flags =
         (uint8_t)((t->retx_seen ? UB_PDS_ACK_F_RETX : 0) | (t->ecn_seen ? UB_PDS_ACK_F_M : 0));
@@ -239,7 +238,7 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
     a->cc.nscc.service_time = (uint16_t)UB_MIN(held_ns / UB_PDS_SERVICE_TIME_NS, 0xffffu);
     caqm_echo(t, a);
     ub__pds_rccc_ack_out(pds, &t->peer, a); /* RCCC: pending credit for that host rides here */
-    if (ub__pds_encode_into(pds, p, &d)) {
+    if (ub__pds_encode_ack_into(p, a)) {
         ub__pkt_free(p);
         return;
     }
@@ -385,6 +384,7 @@ static struct ub__pds_tpdc *tpdc_create(struct ub__pds *pds, uint64_t key, const
     t->mode = mode;
     t->rcv_nxt = start_psn;
     t->peer = p->addr;
+    t->key_addr = p->addr; /* key came from it and the fields above */
     ub__timer_init(&t->ack_timer, ack_timer_fire);
     if (ub__hmap_put(&pds->tpdc_by_key, key, t) || ub__hmap_put(&pds->tpdc_by_id, t->id, t)) {
         ub__hmap_del(&pds->tpdc_by_key, key);
@@ -444,10 +444,10 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
                        ? UB_PDS_ROD
                        : UB_PDS_RUD;
     uint32_t inc = d->ext.incarnation;
-    uint64_t key = tpdc_key(&p->addr, inc, r->spdcid, mode);
     bool retx = r->flags & UB_PDS_REQ_F_RETX;
     struct ub__pds_tpdc *t;
     if (r->flags & UB_PDS_REQ_F_SYN) {
+        uint64_t key = tpdc_key(&p->addr, inc, r->spdcid, mode);
         t = ub__hmap_get(&pds->tpdc_by_key, key);
         if (!t) {
             ub__pds_graves_expire(pds, now);
@@ -464,17 +464,23 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
         }
     } else {
         t = ub__hmap_get(&pds->tpdc_by_id, r->dpdcid);
-        if (t && t->key != key) {
-            /*
-             * Our PDC id, someone else's (host, incarnation, spdcid, mode): an earlier
-             * incarnation's straggler or a damaged header. Dropped without a NACK: a NO_PDC
-             * would make the rightful owner of the id fail its whole context.
-             */
-            pds->st.rx_stale++;
-            return;
+        /* The key check without hashing the address again when nothing changed since. */
+        bool same = t && t->incarnation == inc && t->ispdcid == r->spdcid && t->mode == mode;
+        if (t && !(same && ub__addr_eq(&t->key_addr, &p->addr))) {
+            if (t->key != tpdc_key(&p->addr, inc, r->spdcid, mode)) {
+                /*
+                 * Our PDC id, someone else's (host, incarnation, spdcid, mode): an earlier
+                 * incarnation's straggler or a damaged header. Dropped without a NACK: a NO_PDC
+                 * would make the rightful owner of the id fail its whole context.
+                 */
+                pds->st.rx_stale++;
+                return;
+            }
+            if (same)
+                t->key_addr = p->addr;
         }
         if (!t) {
-            reject_unknown(pds, p, key, r, now);
+            reject_unknown(pds, p, tpdc_key(&p->addr, inc, r->spdcid, mode), r, now);
             return;
         }
     }

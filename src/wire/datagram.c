@@ -66,7 +66,7 @@ int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t
     ub__rcur_init(&r, buf, len);
     int rc;
 
-    if (ub__tss_present(buf, len)) {
+    if (len >= 1 && (buf[0] >> 3) == UB_PDS_TYPE_TSS) { /* ub__tss_present() */
         d->has_tss = true;
         if ((rc = ub__tss_decode(&d->tss, &r)) != 0)
             return rc;
@@ -88,11 +88,12 @@ int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t
     if ((rc = ub__pds_decode(&d->pds, &r)) != 0)
         return rc;
     d->pds_len = ub__rcur_offset(&r) - d->pds_off;
-    uint8_t nh = ub__pds_next_hdr(&d->pds);
+    /* ub__pds_next_hdr(): every decoder keeps the prologue's next_hdr; CTRL has none. */
+    uint8_t nh = d->pds.type == UB_PDS_TYPE_CTRL
+                     ? UB_PDS_NH_NONE
+                     : (uint8_t)((ub__ld16(buf + d->pds_off) >> 7) & 0x0fu);
 
     if (nh == UB_PDS_NH_SOFTUB_EXT) {
-        if (d->pds.type == UB_PDS_TYPE_CTRL)
-            return UB_EBADMSG;
         d->has_ext = true;
         d->ext_off = ub__rcur_offset(&r);
         if ((rc = ub__ext_decode(&d->ext, &r)) != 0)

@@ -39,6 +39,22 @@ int ub__pds_prologue_decode(struct ub__pds_prologue *p, struct ub__rcur *r)
     return 0;
 }
 
+/*
+ * The decoders below peek at the prologue, then claim the whole fixed-size header at once (one
+ * bounds check instead of one per field) and read it at fixed offsets. NULL (the truncation
+ * recorded) if even the prologue is cut short.
+ */
+static const uint8_t *peek_prologue(struct ub__rcur *r, struct ub__pds_prologue *p)
+{
+    const uint8_t *b = ub__rcur_peek(r, UB_PDS_PROLOGUE_SIZE);
+    if (!b) {
+        ub__rcur_skip(r, UB_PDS_PROLOGUE_SIZE);
+        return NULL;
+    }
+    prologue_split(ub__ld16(b), p);
+    return b;
+}
+
 bool ub__pds_nh_valid(uint8_t next_hdr)
 {
     return next_hdr <= UB_PDS_NH_RSP_DATA_SMALL || next_hdr == UB_PDS_NH_SOFTUB_EXT;
@@ -102,44 +118,49 @@ int ub__pds_req_encode(const struct ub__pds_req *h, struct ub__wcur *w)
         return UB_EOVERFLOW;
     if (cc && h->credit_target > UB_PDS_CREDIT_MAX)
         return UB_EOVERFLOW;
-    if (ub__wcur_reserve(w, cc ? UB_PDS_REQ_CC_SIZE : UB_PDS_REQ_SIZE))
+    uint8_t *p = ub__wcur_take(w, cc ? UB_PDS_REQ_CC_SIZE : UB_PDS_REQ_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    ub__put_u16(w, prologue_word(h->type, h->next_hdr, h->flags));
-    ub__put_u16(w, (uint16_t)h->clear_psn_offset);
-    ub__put_u32(w, h->psn);
-    ub__put_u16(w, h->spdcid);
-    ub__put_u16(w, syn ? syn_word(h->use_rsv_pdc, h->psn_offset) : h->dpdcid);
+    ub__st16(p, prologue_word(h->type, h->next_hdr, h->flags));
+    ub__st16(p + 2, (uint16_t)h->clear_psn_offset);
+    ub__st32(p + 4, h->psn);
+    ub__st16(p + 8, h->spdcid);
+    ub__st16(p + 10, syn ? syn_word(h->use_rsv_pdc, h->psn_offset) : h->dpdcid);
     if (cc) {
-        ub__put_u8(w, h->ccc_id);
-        ub__put_u24(w, h->credit_target);
+        p[12] = h->ccc_id;
+        ub__st24(p + 13, h->credit_target);
     }
     return 0;
 }
 
 int ub__pds_req_decode(struct ub__pds_req *h, struct ub__rcur *r)
 {
-    struct ub__pds_prologue p;
-    if (ub__pds_prologue_decode(&p, r))
+    struct ub__pds_prologue pr;
+    if (!peek_prologue(r, &pr))
         return UB_ETRUNC;
-    if (!is_req_type(p.type))
+    if (!is_req_type(pr.type)) {
+        ub__rcur_skip(r, UB_PDS_PROLOGUE_SIZE);
         return UB_EBADMSG;
-    memset(h, 0, sizeof(*h));
-    h->type = p.type;
-    h->next_hdr = p.next_hdr;
-    h->flags = p.flags;
-    h->clear_psn_offset = ub__s16(ub__get_u16(r));
-    h->psn = ub__get_u32(r);
-    h->spdcid = ub__get_u16(r);
-    uint16_t slot = ub__get_u16(r);
-    if (is_cc_req_type(p.type)) {
-        h->ccc_id = ub__get_u8(r);
-        h->credit_target = ub__get_u24(r);
     }
-    if (ub__rcur_error(r))
+    bool cc = is_cc_req_type(pr.type);
+    const uint8_t *p = ub__rcur_take(r, cc ? UB_PDS_REQ_CC_SIZE : UB_PDS_REQ_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    if ((p.flags & ~UB_PDS_REQ_F_MASK) || !ub__pds_nh_valid(p.next_hdr))
+    h->type = pr.type;
+    h->next_hdr = pr.next_hdr;
+    h->flags = pr.flags;
+    h->clear_psn_offset = ub__s16(ub__ld16(p + 2));
+    h->psn = ub__ld32(p + 4);
+    h->spdcid = ub__ld16(p + 8);
+    uint16_t slot = ub__ld16(p + 10);
+    h->dpdcid = 0;
+    h->use_rsv_pdc = false;
+    h->psn_offset = 0;
+    h->ccc_id = cc ? p[12] : 0;
+    h->credit_target = cc ? ub__ld24(p + 13) : 0;
+    if ((pr.flags & ~UB_PDS_REQ_F_MASK) || !ub__pds_nh_valid(pr.next_hdr))
         return UB_EBADMSG;
-    if (p.flags & UB_PDS_REQ_F_SYN)
+    if (pr.flags & UB_PDS_REQ_F_SYN)
         return syn_split(slot, &h->use_rsv_pdc, &h->psn_offset);
     h->dpdcid = slot;
     return 0;
@@ -156,32 +177,36 @@ int ub__pds_rudi_encode(const struct ub__pds_rudi *h, struct ub__wcur *w)
         return rc;
     if (h->type == UB_PDS_TYPE_RUDI_REQ && (h->flags & UB_PDS_RUDI_F_M))
         return UB_EINVAL;
-    if (ub__wcur_reserve(w, UB_PDS_RUDI_SIZE))
+    uint8_t *p = ub__wcur_take(w, UB_PDS_RUDI_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    ub__put_u16(w, prologue_word(h->type, h->next_hdr, h->flags));
-    ub__put_u16(w, 0);
-    ub__put_u32(w, h->pkt_id);
+    ub__st16(p, prologue_word(h->type, h->next_hdr, h->flags));
+    ub__st16(p + 2, 0);
+    ub__st32(p + 4, h->pkt_id);
     return 0;
 }
 
 int ub__pds_rudi_decode(struct ub__pds_rudi *h, struct ub__rcur *r)
 {
-    struct ub__pds_prologue p;
-    if (ub__pds_prologue_decode(&p, r))
+    struct ub__pds_prologue pr;
+    if (!peek_prologue(r, &pr))
         return UB_ETRUNC;
-    if (p.type != UB_PDS_TYPE_RUDI_REQ && p.type != UB_PDS_TYPE_RUDI_RESP)
+    if (pr.type != UB_PDS_TYPE_RUDI_REQ && pr.type != UB_PDS_TYPE_RUDI_RESP) {
+        ub__rcur_skip(r, UB_PDS_PROLOGUE_SIZE);
         return UB_EBADMSG;
-    uint16_t rsvd = ub__get_u16(r);
-    uint32_t pkt_id = ub__get_u32(r);
-    if (ub__rcur_error(r))
+    }
+    const uint8_t *p = ub__rcur_take(r, UB_PDS_RUDI_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    if (rsvd || (p.flags & ~UB_PDS_RUDI_F_MASK) || !ub__pds_nh_valid(p.next_hdr))
+    uint16_t rsvd = ub__ld16(p + 2);
+    uint32_t pkt_id = ub__ld32(p + 4);
+    if (rsvd || (pr.flags & ~UB_PDS_RUDI_F_MASK) || !ub__pds_nh_valid(pr.next_hdr))
         return UB_EBADMSG;
-    if (p.type == UB_PDS_TYPE_RUDI_REQ && (p.flags & UB_PDS_RUDI_F_M))
+    if (pr.type == UB_PDS_TYPE_RUDI_REQ && (pr.flags & UB_PDS_RUDI_F_M))
         return UB_EBADMSG;
-    h->type = p.type;
-    h->next_hdr = p.next_hdr;
-    h->flags = p.flags;
+    h->type = pr.type;
+    h->next_hdr = pr.next_hdr;
+    h->flags = pr.flags;
     h->pkt_id = pkt_id;
     return 0;
 }
@@ -193,26 +218,29 @@ int ub__pds_uud_encode(const struct ub__pds_uud *h, struct ub__wcur *w)
     int rc = check_nh_flags(h->next_hdr, 0, 0);
     if (rc)
         return rc;
-    if (ub__wcur_reserve(w, UB_PDS_UUD_SIZE))
+    uint8_t *p = ub__wcur_take(w, UB_PDS_UUD_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    ub__put_u16(w, prologue_word(UB_PDS_TYPE_UUD_REQ, h->next_hdr, 0));
-    ub__put_u16(w, 0);
+    ub__st16(p, prologue_word(UB_PDS_TYPE_UUD_REQ, h->next_hdr, 0));
+    ub__st16(p + 2, 0);
     return 0;
 }
 
 int ub__pds_uud_decode(struct ub__pds_uud *h, struct ub__rcur *r)
 {
-    struct ub__pds_prologue p;
-    if (ub__pds_prologue_decode(&p, r))
+    struct ub__pds_prologue pr;
+    if (!peek_prologue(r, &pr))
         return UB_ETRUNC;
-    if (p.type != UB_PDS_TYPE_UUD_REQ)
+    if (pr.type != UB_PDS_TYPE_UUD_REQ) {
+        ub__rcur_skip(r, UB_PDS_PROLOGUE_SIZE);
         return UB_EBADMSG;
-    uint16_t rsvd = ub__get_u16(r);
-    if (ub__rcur_error(r))
+    }
+    const uint8_t *p = ub__rcur_take(r, UB_PDS_UUD_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    if (rsvd || p.flags || !ub__pds_nh_valid(p.next_hdr))
+    if (ub__ld16(p + 2) || pr.flags || !ub__pds_nh_valid(pr.next_hdr))
         return UB_EBADMSG;
-    h->next_hdr = p.next_hdr;
+    h->next_hdr = pr.next_hdr;
     return 0;
 }
 
@@ -313,71 +341,74 @@ int ub__pds_ack_encode(const struct ub__pds_ack *h, struct ub__wcur *w)
         if (rc)
             return rc;
     }
-    size_t size = ub__pds_hdr_size(h->type, h->flags);
-    if (ub__wcur_reserve(w, size))
+    uint8_t *p = ub__wcur_take(w, ub__pds_hdr_size(h->type, h->flags));
+    if (!p)
         return UB_ETRUNC;
     uint8_t flags = (uint8_t)(h->flags | (h->req << UB_PDS_ACK_F_REQ_SHIFT));
-    ub__put_u16(w, prologue_word(h->type, h->next_hdr, flags));
-    ub__put_u16(w, (uint16_t)h->ack_psn_offset);
-    ub__put_u32(w, h->cack_psn);
-    ub__put_u16(w, h->spdcid);
-    ub__put_u16(w, h->dpdcid);
+    ub__st16(p, prologue_word(h->type, h->next_hdr, flags));
+    ub__st16(p + 2, (uint16_t)h->ack_psn_offset);
+    ub__st32(p + 4, h->cack_psn);
+    ub__st16(p + 8, h->spdcid);
+    ub__st16(p + 10, h->dpdcid);
     if (epsn)
-        ub__put_u32(w, h->expected_psn);
+        ub__st32(p + 12, h->expected_psn);
     if (h->type != UB_PDS_TYPE_ACK) {
-        ub__put_u8(w, (uint8_t)(h->cc_type << 4)); /* cc_flags(4) reserved */
-        ub__put_u8(w, h->mpr);
-        ub__put_u16(w, (uint16_t)h->sack_psn_offset);
-        ub__put_u64(w, h->sack_bitmap);
+        p[12] = (uint8_t)(h->cc_type << 4); /* cc_flags(4) reserved */
+        p[13] = h->mpr;
+        ub__st16(p + 14, (uint16_t)h->sack_psn_offset);
+        ub__st64(p + 16, h->sack_bitmap);
         if (h->type == UB_PDS_TYPE_ACK_CC)
-            ub__put_u64(w, state);
+            ub__st64(p + 24, state);
         else
-            ub__put_bytes(w, h->ccx_state, sizeof(h->ccx_state));
+            memcpy(p + 24, h->ccx_state, sizeof(h->ccx_state));
     }
     return 0;
 }
 
 int ub__pds_ack_decode(struct ub__pds_ack *h, struct ub__rcur *r)
 {
-    struct ub__pds_prologue p;
-    if (ub__pds_prologue_decode(&p, r))
+    struct ub__pds_prologue pr;
+    if (!peek_prologue(r, &pr))
         return UB_ETRUNC;
-    if (!is_ack_type(p.type))
+    if (!is_ack_type(pr.type)) {
+        ub__rcur_skip(r, UB_PDS_PROLOGUE_SIZE);
         return UB_EBADMSG;
+    }
+    const uint8_t *p = ub__rcur_take(r, ub__pds_hdr_size(pr.type, pr.flags));
+    if (!p)
+        return UB_ETRUNC;
     memset(h, 0, sizeof(*h));
-    h->type = p.type;
-    h->next_hdr = p.next_hdr;
-    h->flags = (uint8_t)(p.flags & ~UB_PDS_ACK_F_REQ_MASK);
-    h->req = (uint8_t)((p.flags & UB_PDS_ACK_F_REQ_MASK) >> UB_PDS_ACK_F_REQ_SHIFT);
-    bool epsn = (p.flags & UB_PDS_ACK_F_EPSN) != 0;
-    h->ack_psn_offset = ub__s16(ub__get_u16(r));
-    h->cack_psn = ub__get_u32(r);
-    h->spdcid = ub__get_u16(r);
-    h->dpdcid = ub__get_u16(r);
-    if (epsn && p.type == UB_PDS_TYPE_ACK)
-        h->expected_psn = ub__get_u32(r);
+    h->type = pr.type;
+    h->next_hdr = pr.next_hdr;
+    h->flags = (uint8_t)(pr.flags & ~UB_PDS_ACK_F_REQ_MASK);
+    h->req = (uint8_t)((pr.flags & UB_PDS_ACK_F_REQ_MASK) >> UB_PDS_ACK_F_REQ_SHIFT);
+    bool epsn = (pr.flags & UB_PDS_ACK_F_EPSN) != 0;
+    h->ack_psn_offset = ub__s16(ub__ld16(p + 2));
+    h->cack_psn = ub__ld32(p + 4);
+    h->spdcid = ub__ld16(p + 8);
+    h->dpdcid = ub__ld16(p + 10);
+    if (epsn && pr.type == UB_PDS_TYPE_ACK)
+        h->expected_psn = ub__ld32(p + 12);
     uint8_t cc_byte = 0;
     uint64_t state = 0;
-    if (p.type != UB_PDS_TYPE_ACK) {
-        cc_byte = ub__get_u8(r);
+    if (pr.type != UB_PDS_TYPE_ACK) {
+        cc_byte = p[12];
         h->cc_type = (uint8_t)(cc_byte >> 4);
-        h->mpr = ub__get_u8(r);
-        h->sack_psn_offset = ub__s16(ub__get_u16(r));
-        h->sack_bitmap = ub__get_u64(r);
-        if (p.type == UB_PDS_TYPE_ACK_CC)
-            state = ub__get_u64(r);
+        h->mpr = p[13];
+        h->sack_psn_offset = ub__s16(ub__ld16(p + 14));
+        h->sack_bitmap = ub__ld64(p + 16);
+        if (pr.type == UB_PDS_TYPE_ACK_CC)
+            state = ub__ld64(p + 24);
         else
-            ub__get_bytes(r, h->ccx_state, sizeof(h->ccx_state));
+            memcpy(h->ccx_state, p + 24, sizeof(h->ccx_state));
     }
-    if (ub__rcur_error(r))
-        return UB_ETRUNC;
-    if ((p.flags & ~UB_PDS_ACK_F_MASK) || h->req == 3 || !ub__pds_nh_valid(p.next_hdr))
+    if ((pr.flags & ~UB_PDS_ACK_F_MASK) || h->req == 3 || !ub__pds_nh_valid(pr.next_hdr))
         return UB_EBADMSG;
-    if (epsn && p.type != UB_PDS_TYPE_ACK)
+    if (epsn && pr.type != UB_PDS_TYPE_ACK)
         return UB_EBADMSG;
     if (cc_byte & 0x0fu)
         return UB_EBADMSG; /* reserved cc_flags */
-    if (p.type == UB_PDS_TYPE_ACK_CC) {
+    if (pr.type == UB_PDS_TYPE_ACK_CC) {
         if (h->cc_type == UB_PDS_CC_NSCC)
             ub__pds_nscc_unpack(&h->cc.nscc, state);
         else if (h->cc_type == UB_PDS_CC_RCCC)
@@ -404,45 +435,50 @@ int ub__pds_nack_encode(const struct ub__pds_nack *h, struct ub__wcur *w)
     if ((h->flags & UB_PDS_NACK_F_NT) && (h->spdcid || h->dpdcid))
         return UB_EINVAL;
     bool ccx = h->type == UB_PDS_TYPE_NACK_CCX;
-    if (ub__wcur_reserve(w, ccx ? UB_PDS_NACK_CCX_SIZE : UB_PDS_NACK_SIZE))
+    uint8_t *p = ub__wcur_take(w, ccx ? UB_PDS_NACK_CCX_SIZE : UB_PDS_NACK_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    ub__put_u16(w, prologue_word(h->type, h->next_hdr, h->flags));
-    ub__put_u8(w, h->code);
-    ub__put_u8(w, h->vendor_code);
-    ub__put_u32(w, h->psn);
-    ub__put_u16(w, h->spdcid);
-    ub__put_u16(w, h->dpdcid);
-    ub__put_u32(w, h->payload);
+    ub__st16(p, prologue_word(h->type, h->next_hdr, h->flags));
+    p[2] = h->code;
+    p[3] = h->vendor_code;
+    ub__st32(p + 4, h->psn);
+    ub__st16(p + 8, h->spdcid);
+    ub__st16(p + 10, h->dpdcid);
+    ub__st32(p + 12, h->payload);
     if (ccx)
-        ub__put_bytes(w, h->ccx_state, sizeof(h->ccx_state));
+        memcpy(p + 16, h->ccx_state, sizeof(h->ccx_state));
     return 0;
 }
 
 int ub__pds_nack_decode(struct ub__pds_nack *h, struct ub__rcur *r)
 {
-    struct ub__pds_prologue p;
-    if (ub__pds_prologue_decode(&p, r))
+    struct ub__pds_prologue pr;
+    if (!peek_prologue(r, &pr))
         return UB_ETRUNC;
-    if (p.type != UB_PDS_TYPE_NACK && p.type != UB_PDS_TYPE_NACK_CCX)
+    if (pr.type != UB_PDS_TYPE_NACK && pr.type != UB_PDS_TYPE_NACK_CCX) {
+        ub__rcur_skip(r, UB_PDS_PROLOGUE_SIZE);
         return UB_EBADMSG;
-    memset(h, 0, sizeof(*h));
-    h->type = p.type;
-    h->next_hdr = p.next_hdr;
-    h->flags = p.flags;
-    h->code = ub__get_u8(r);
-    h->vendor_code = ub__get_u8(r);
-    h->psn = ub__get_u32(r);
-    h->spdcid = ub__get_u16(r);
-    h->dpdcid = ub__get_u16(r);
-    h->payload = ub__get_u32(r);
-    if (p.type == UB_PDS_TYPE_NACK_CCX)
-        ub__get_bytes(r, h->ccx_state, sizeof(h->ccx_state));
-    if (ub__rcur_error(r))
+    }
+    bool ccx = pr.type == UB_PDS_TYPE_NACK_CCX;
+    const uint8_t *p = ub__rcur_take(r, ccx ? UB_PDS_NACK_CCX_SIZE : UB_PDS_NACK_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    if ((p.flags & ~UB_PDS_NACK_F_MASK) || !ub__pds_nh_valid(p.next_hdr) ||
+    memset(h, 0, sizeof(*h));
+    h->type = pr.type;
+    h->next_hdr = pr.next_hdr;
+    h->flags = pr.flags;
+    h->code = p[2];
+    h->vendor_code = p[3];
+    h->psn = ub__ld32(p + 4);
+    h->spdcid = ub__ld16(p + 8);
+    h->dpdcid = ub__ld16(p + 10);
+    h->payload = ub__ld32(p + 12);
+    if (ccx)
+        memcpy(h->ccx_state, p + 16, sizeof(h->ccx_state));
+    if ((pr.flags & ~UB_PDS_NACK_F_MASK) || !ub__pds_nh_valid(pr.next_hdr) ||
         !ub__pds_nack_code_valid(h->code))
         return UB_EBADMSG;
-    if ((p.flags & UB_PDS_NACK_F_NT) && (h->spdcid || h->dpdcid))
+    if ((pr.flags & UB_PDS_NACK_F_NT) && (h->spdcid || h->dpdcid))
         return UB_EBADMSG;
     return 0;
 }
@@ -458,39 +494,43 @@ int ub__pds_ctrl_encode(const struct ub__pds_ctrl *h, struct ub__wcur *w)
     bool syn = (h->flags & UB_PDS_CTRL_F_SYN) != 0;
     if (syn && h->psn_offset > UB_PDS_PSN_OFFSET_MAX)
         return UB_EOVERFLOW;
-    if (ub__wcur_reserve(w, UB_PDS_CTRL_SIZE))
+    uint8_t *p = ub__wcur_take(w, UB_PDS_CTRL_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    ub__put_u16(w, prologue_word(UB_PDS_TYPE_CTRL, h->ctl_type, h->flags));
-    ub__put_u16(w, h->ctl_type == UB_PDS_CTRL_PROBE ? h->probe_opaque : 0);
-    ub__put_u32(w, h->psn);
-    ub__put_u16(w, h->spdcid);
-    ub__put_u16(w, syn ? syn_word(h->use_rsv_pdc, h->psn_offset) : h->dpdcid);
-    ub__put_u32(w, h->payload);
+    ub__st16(p, prologue_word(UB_PDS_TYPE_CTRL, h->ctl_type, h->flags));
+    ub__st16(p + 2, h->ctl_type == UB_PDS_CTRL_PROBE ? h->probe_opaque : 0);
+    ub__st32(p + 4, h->psn);
+    ub__st16(p + 8, h->spdcid);
+    ub__st16(p + 10, syn ? syn_word(h->use_rsv_pdc, h->psn_offset) : h->dpdcid);
+    ub__st32(p + 12, h->payload);
     return 0;
 }
 
 int ub__pds_ctrl_decode(struct ub__pds_ctrl *h, struct ub__rcur *r)
 {
-    struct ub__pds_prologue p;
-    if (ub__pds_prologue_decode(&p, r))
+    struct ub__pds_prologue pr;
+    if (!peek_prologue(r, &pr))
         return UB_ETRUNC;
-    if (p.type != UB_PDS_TYPE_CTRL)
+    if (pr.type != UB_PDS_TYPE_CTRL) {
+        ub__rcur_skip(r, UB_PDS_PROLOGUE_SIZE);
         return UB_EBADMSG;
-    memset(h, 0, sizeof(*h));
-    h->ctl_type = p.next_hdr;
-    h->flags = p.flags;
-    h->probe_opaque = ub__get_u16(r);
-    h->psn = ub__get_u32(r);
-    h->spdcid = ub__get_u16(r);
-    uint16_t slot = ub__get_u16(r);
-    h->payload = ub__get_u32(r);
-    if (ub__rcur_error(r))
+    }
+    const uint8_t *p = ub__rcur_take(r, UB_PDS_CTRL_SIZE);
+    if (!p)
         return UB_ETRUNC;
-    if (h->ctl_type > UB_PDS_CTRL_NEGOTIATION || (p.flags & ~UB_PDS_CTRL_F_MASK))
+    memset(h, 0, sizeof(*h));
+    h->ctl_type = pr.next_hdr;
+    h->flags = pr.flags;
+    h->probe_opaque = ub__ld16(p + 2);
+    h->psn = ub__ld32(p + 4);
+    h->spdcid = ub__ld16(p + 8);
+    uint16_t slot = ub__ld16(p + 10);
+    h->payload = ub__ld32(p + 12);
+    if (h->ctl_type > UB_PDS_CTRL_NEGOTIATION || (pr.flags & ~UB_PDS_CTRL_F_MASK))
         return UB_EBADMSG;
     if (h->ctl_type != UB_PDS_CTRL_PROBE && h->probe_opaque)
         return UB_EBADMSG;
-    if (p.flags & UB_PDS_CTRL_F_SYN)
+    if (pr.flags & UB_PDS_CTRL_F_SYN)
         return syn_split(slot, &h->use_rsv_pdc, &h->psn_offset);
     h->dpdcid = slot;
     return 0;
