@@ -337,23 +337,22 @@ int ub__ctx_progress_locked(ub_context *ctx)
      * the next round, or the watchdog), so the ACK, the response and the new request
      * leave as one datagram bundle (hold.c).
      */
-    bool manual = !x->hold_off && ctx->attr.progress != UB_PROGRESS_AUTO;
+    bool may_hold = !x->hold_off && ctx->attr.progress != UB_PROGRESS_AUTO;
     int n = 0;
-    if (x->tx_held) {
+    ub__ses_pump(&ctx->ses, now);
+    /* What an earlier round held and what was posted since leave before this round may
+     * hold output again. */
+    if (x->tx_held || (may_hold && ub__engine_pending(&ctx->eng))) {
         x->tx_held = false;
         n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
     }
-    ub__ses_pump(&ctx->ses, now);
-    /* What was posted since the last round leaves before the round may hold output. */
-    if (manual && ub__engine_pending(&ctx->eng))
-        n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
     ctx->drive.rounds++;
-    uint64_t cq0 = manual ? cq_records(ctx) : 0;
+    uint64_t cq0 = may_hold ? cq_records(ctx) : 0;
     n += ub__drive_recv(&ctx->eng, ctx->dev, now, &ctx->drive);
     if (ub__engine_next_deadline(&ctx->eng) <= now)
         ub__engine_expire(&ctx->eng, now);
     ub__ses_pump(&ctx->ses, now);
-    if (manual && ub__engine_pending(&ctx->eng) && cq_records(ctx) > cq0) {
+    if (may_hold && ub__engine_pending(&ctx->eng) && cq_records(ctx) > cq0) {
         ub__ctx_hold(ctx);
         if (x->tx_held)
             return n < 0 ? 1 : n + 1;
