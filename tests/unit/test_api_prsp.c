@@ -6,76 +6,16 @@
  * atomics and READs per record, re-sent cached responses, a malformed packed response
  * refused whole, an initiator that does not take them. Manual clock, loop fabric.
  */
-#include "unit/api_util.h"
+#include "unit/api_pack_world.h"
 #include "unit/api_tap.h"
 #include "dev/impair.h"
 #include "pds/pds_int.h"
 #include "wire/datagram.h"
 
-#define MEM (1u << 20)
-
-static struct tnet T;
-static uint8_t *M0, *M1, *R1;
-static ub_seg *S0, *S1, *SR;
-static ub_tseg *TS;
-static ub_tjetty *TJ;
-
-static void open_node(uint32_t i, uint32_t pack_max)
-{
-    char uri[32];
-    snprintf(uri, sizeof(uri), "loop:%u", i);
-    struct ub_context_attr ca = {.seed = 3000 + i + 7919ull * T.opens++, .loopnet = T.net};
-    ca.pack_max = pack_max;
-    assert_int_equal(ub_context_open(uri, &ca, &T.ctx[i]), 0);
-    struct ub_jfc_attr fa = {.depth = 4 * 128 + 64};
-    assert_int_equal(ub_jfc_create(T.ctx[i], &fa, &T.jfc[i]), 0);
-    struct ub_jetty_attr ja;
-    memset(&ja, 0, sizeof(ja));
-    ja.jfs.depth = 128;
-    ja.jfs.jfc = T.jfc[i];
-    ja.jfs.max_sge = 2;
-    ja.jfr.depth = 128;
-    ja.jfr.jfc = T.jfc[i];
-    assert_int_equal(ub_jetty_create(T.ctx[i], &ja, &T.jetty[i]), 0);
-}
-
 /* Node 0 initiates (its packing as given), node 1 answers; 9000-byte MTU: 64 records fit. */
 static void setup_mtu(uint32_t pack_max, uint32_t mtu)
 {
-    memset(&T, 0, sizeof(T));
-    struct ub_loopnet_attr la = {.ports = 4, .seed = 13, .mtu = mtu};
-    assert_int_equal(ub_loopnet_create(&la, &T.net), 0);
-    T.manual = true;
-    T.mclock.now = 1000000;
-    struct ub__clock c = ub__clock_manual(&T.mclock);
-    ub__loopnet_use_clock(T.net, &c);
-    T.n = 2;
-    open_node(0, pack_max);
-    open_node(1, 0);
-    M0 = calloc(1, MEM);
-    M1 = calloc(1, MEM);
-    R1 = calloc(1, MEM);
-    assert_int_equal(ub_seg_register(T.ctx[0], M0, MEM, ALL_ACCESS, 1, &S0), 0);
-    assert_int_equal(ub_seg_register(T.ctx[1], M1, MEM, ALL_ACCESS, 2, &S1), 0);
-    assert_int_equal(ub_seg_register(T.ctx[1], R1, MEM, ALL_ACCESS, 3, &SR), 0);
-    TS = tnet_import_seg(&T, 0, S1, 2);
-    TJ = tnet_import_jetty(&T, 0, 1);
-    /* Warm up: the PDC exists and has an RTT sample. */
-    struct ub_sge sg = {M0, 8, S0};
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_WRITE;
-    wr.flags = UB_WR_COMPLETE;
-    wr.sge = &sg;
-    wr.num_sge = 1;
-    wr.u.rma.tseg = TS;
-    wr.u.rma.addr = ub_tseg_base(TS) + 900000;
-    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
-    struct ub_cr cr;
-    assert_int_equal(tnet_wait(&T, 0, &cr), 1);
-    assert_int_equal(cr.status, UB_CR_SUCCESS);
-    for (int i = 0; i < 100; i++)
-        tnet_step(&T, 1000);
+    pw_setup(pack_max, mtu, 3000, 13);
 }
 
 static void setup_with(uint32_t pack_max)
@@ -90,10 +30,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    tnet_fini(&T);
-    free(M0);
-    free(M1);
-    free(R1);
+    pw_teardown();
 }
 
 static struct ub__ses_stats *I(void)
