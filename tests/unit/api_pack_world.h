@@ -82,4 +82,21 @@ static void pw_teardown(void)
     free(R1);
 }
 
+/* A WRITE or READ of len bytes between M0 + off and node 1's M1 + off. */
+static void pw_rma_wr(struct ub_wr *wr, struct ub_sge *sg, enum ub_opcode op, uint32_t flags,
+                      uint64_t user, uint32_t off, uint32_t len)
+{
+    memset(wr, 0, sizeof(*wr));
+    sg->addr = M0 + off;
+    sg->len = len;
+    sg->seg = S0;
+    wr->opcode = op;
+    wr->flags = UB_WR_COMPLETE | flags;
+    wr->user_ctx = user;
+    wr->sge = sg;
+    wr->num_sge = 1;
+    wr->u.rma.tseg = TS;
+    wr->u.rma.addr = ub_tseg_base(TS) + off;
+}
+
 #endif

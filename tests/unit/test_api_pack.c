@@ -50,17 +50,7 @@ static uint64_t tx_pkts(void)
 static void write_wr(struct ub_wr *wr, struct ub_sge *sg, uint64_t user, uint32_t flags,
                      uint32_t off, uint32_t len)
 {
-    memset(wr, 0, sizeof(*wr));
-    sg->addr = M0 + off;
-    sg->len = len;
-    sg->seg = S0;
-    wr->opcode = UB_OP_WRITE;
-    wr->flags = UB_WR_COMPLETE | flags;
-    wr->user_ctx = user;
-    wr->sge = sg;
-    wr->num_sge = 1;
-    wr->u.rma.tseg = TS;
-    wr->u.rma.addr = ub_tseg_base(TS) + off;
+    pw_rma_wr(wr, sg, UB_OP_WRITE, flags, user, off, len);
 }
 
 static void send_wr(struct ub_wr *wr, struct ub_sge *sg, uint64_t user, uint32_t off, uint32_t len)

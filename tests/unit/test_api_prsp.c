@@ -45,32 +45,12 @@ static struct ub__ses_stats *G(void)
 
 static void write_wr(struct ub_wr *wr, struct ub_sge *sg, uint64_t user, uint32_t off, uint32_t len)
 {
-    memset(wr, 0, sizeof(*wr));
-    sg->addr = M0 + off;
-    sg->len = len;
-    sg->seg = S0;
-    wr->opcode = UB_OP_WRITE;
-    wr->flags = UB_WR_COMPLETE | UB_WR_INLINE;
-    wr->user_ctx = user;
-    wr->sge = sg;
-    wr->num_sge = 1;
-    wr->u.rma.tseg = TS;
-    wr->u.rma.addr = ub_tseg_base(TS) + off;
+    pw_rma_wr(wr, sg, UB_OP_WRITE, UB_WR_INLINE, user, off, len);
 }
 
 static void read_wr(struct ub_wr *wr, struct ub_sge *sg, uint64_t user, uint32_t off, uint32_t len)
 {
-    memset(wr, 0, sizeof(*wr));
-    sg->addr = M0 + off;
-    sg->len = len;
-    sg->seg = S0;
-    wr->opcode = UB_OP_READ;
-    wr->flags = UB_WR_COMPLETE;
-    wr->user_ctx = user;
-    wr->sge = sg;
-    wr->num_sge = 1;
-    wr->u.rma.tseg = TS;
-    wr->u.rma.addr = ub_tseg_base(TS) + off;
+    pw_rma_wr(wr, sg, UB_OP_READ, 0, user, off, len);
 }
 
 static void fadd_wr(struct ub_wr *wr, uint64_t user, uint64_t *old)
