@@ -20,6 +20,22 @@ void ub__ses_tail_put(uint8_t *b, const struct ub__ses_tail *t)
     ub__st32(b + 8, t->aux);
 }
 
+int ub__ses_send_v1(struct ub__tl *s, struct ub__pds_tx *tx, uint16_t stream, uint32_t seq,
+                    const struct ub__ses_tail *t, struct ub__pkt *p, uint64_t now)
+{
+    uint8_t tail[UB_SES_TAIL_LEN]; /* PDS encodes the extension before it returns */
+    ub__ses_tail_put(tail, t);
+    tx->ext.version = 1;
+    tx->ext.stream = stream;
+    tx->ext.order_seq = seq;
+    tx->ext.tail = tail;
+    tx->ext.tail_len = UB_SES_TAIL_LEN;
+    int rc = ub__pds_send(s->eng->pds, tx, p, now);
+    if (rc)
+        ub__pkt_free(p);
+    return rc;
+}
+
 void ub__ses_tail_get(const uint8_t *b, struct ub__ses_tail *t)
 {
     t->so_delta = ub__ld16(b);

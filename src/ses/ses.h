@@ -590,6 +590,10 @@ struct ub__ses_tail {
     uint32_t send_seq, aux; /* aux: UB_SES_TAIL_* flags << 24 | 24-bit JFR id */
 };
 void ub__ses_tail_put(uint8_t *b, const struct ub__ses_tail *t);
+/* Hands p to PDS under a version-1 extension (stream, seq, tail t); frees p if PDS refuses
+ * it. 0 or PDS's error. */
+int ub__ses_send_v1(struct ub__tl *s, struct ub__pds_tx *tx, uint16_t stream, uint32_t seq,
+                    const struct ub__ses_tail *t, struct ub__pkt *p, uint64_t now);
 void ub__ses_tail_get(const uint8_t *b, struct ub__ses_tail *t);
 
 #endif

@@ -340,7 +340,6 @@ int ub__ses_pack_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
     g->n = k;
     for (uint32_t i = 0; i < k; i++)
         g->member[i] = ub__ses_wr_cookie(mem[i]);
-    uint8_t tail[UB_SES_TAIL_LEN];
     struct ub__pds_tx tx = {
         .dst = &w->dst,
         .mode = w->mode,
@@ -351,15 +350,8 @@ int ub__ses_pack_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
     /* The container's extension: w's stream and order_seq (informative), no order class;
      * the P bit says what the payload is. */
     struct ub__ses_tail t = {0, 0, 0, UB_SES_TAIL_P << 24};
-    ub__ses_tail_put(tail, &t);
-    tx.ext.version = 1;
-    tx.ext.stream = w->os->id;
-    tx.ext.order_seq = w->seq;
-    tx.ext.tail = tail;
-    tx.ext.tail_len = UB_SES_TAIL_LEN;
-    rc = ub__pds_send(e->pds, &tx, p, now);
+    rc = ub__ses_send_v1(s, &tx, w->os->id, w->seq, &t, p, now);
     if (rc) {
-        ub__pkt_free(p);
         ub__hmap_del(&s->packs, id);
         free(g);
         if (rc == UB_EFULL)
@@ -522,21 +514,11 @@ int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct
         ub__pkt_free(p);
         return rc;
     }
-    uint8_t tail[UB_SES_TAIL_LEN];
     struct ub__ses_tail t = {0, 0, 0, UB_SES_TAIL_P << 24};
-    ub__ses_tail_put(tail, &t);
     struct ub__pds_tx tx = {
         .dst = dst, .mode = UB_PDS_RUD, .ses_kind = UB_PDS_NH_RSP_DATA, .ack_req = true};
-    tx.ext.version = 1;
-    tx.ext.stream = r[0].stream;
-    tx.ext.order_seq = r[0].seq;
-    tx.ext.tail = tail;
-    tx.ext.tail_len = UB_SES_TAIL_LEN;
-    rc = ub__pds_send(e->pds, &tx, p, now);
-    if (rc) {
-        ub__pkt_free(p);
+    if ((rc = ub__ses_send_v1(s, &tx, r[0].stream, r[0].seq, &t, p, now)) != 0)
         return rc;
-    }
     s->st.tx_rsp_pkts++;
     s->st.tx_prsp_pkts++;
     s->st.tx_prsp_recs += n;

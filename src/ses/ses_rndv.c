@@ -55,21 +55,11 @@ int ub__ses_send_ctl(struct ub__tl *s, const struct ub__addr *dst, const struct 
         ub__pkt_free(p);
         return rc;
     }
-    uint8_t tail[UB_SES_TAIL_LEN];
-    ub__ses_tail_put(tail, t);
     struct ub__pds_tx tx = {
         .dst = dst, .mode = UB_PDS_RUD, .ses_kind = UB_PDS_NH_REQ_STD, .ack_req = true};
     tx.cookie = cookie;
-    tx.ext.version = 1;
-    tx.ext.stream = stream;
-    tx.ext.order_seq = seq;
-    tx.ext.tail = tail;
-    tx.ext.tail_len = UB_SES_TAIL_LEN;
-    rc = ub__pds_send(e->pds, &tx, p, now);
-    if (rc) {
-        ub__pkt_free(p);
+    if ((rc = ub__ses_send_v1(s, &tx, stream, seq, t, p, now)) != 0)
         return rc;
-    }
     s->st.tx_req_pkts++;
     return 0;
 }
@@ -78,7 +68,6 @@ int ub__ses_send_rdata(struct ub__tl *s, const struct ub__addr *dst, uint16_t st
                        uint32_t read_id, uint8_t rc, uint32_t mod_len, const struct ub__wr *w,
                        uint64_t off, uint32_t n, uint64_t now)
 {
-    struct ub__engine *e = s->eng;
     struct ub__pkt *p;
     uint8_t *room;
     int err = ub__ses_rsp_data_pkt(s, seq, rc, mod_len, (uint32_t)off, n, &p, &room);
@@ -86,21 +75,11 @@ int ub__ses_send_rdata(struct ub__tl *s, const struct ub__addr *dst, uint16_t st
         return err;
     if (n)
         ub__ses_gather(w, off, room, n);
-    uint8_t tail[UB_SES_TAIL_LEN];
     struct ub__ses_tail t = {0, 0, read_id, UB_SES_TAIL_R << 24};
-    ub__ses_tail_put(tail, &t);
     struct ub__pds_tx tx = {
         .dst = dst, .mode = UB_PDS_RUD, .ses_kind = UB_PDS_NH_RSP_DATA, .ack_req = true};
-    tx.ext.version = 1;
-    tx.ext.stream = stream;
-    tx.ext.order_seq = seq;
-    tx.ext.tail = tail;
-    tx.ext.tail_len = UB_SES_TAIL_LEN;
-    err = ub__pds_send(e->pds, &tx, p, now);
-    if (err) {
-        ub__pkt_free(p);
+    if ((err = ub__ses_send_v1(s, &tx, stream, seq, &t, p, now)) != 0)
         return err;
-    }
     s->st.tx_rsp_pkts++;
     return 0;
 }
