@@ -67,11 +67,17 @@ static uint64_t system_seed(const void *salt)
     return s ? s : 1;
 }
 
-/* The transport's retry bound from the attributes: about timeout_ms over retries RTOs. */
+/*
+ * The transport's failure bound from the attributes: retries RTOs spread over about
+ * timeout_ms, and never before the peer has been silent for timeout_ms (1 s by default):
+ * the RTOs start near a millisecond and double, so the count alone would give up on a peer
+ * that merely stalled for some tens of milliseconds.
+ */
 static void failure_bound(const struct ub_context_attr *a, struct ub__pds_cfg *pc)
 {
     if (a->retries)
         pc->max_retries = a->retries;
+    pc->fail_after_ns = (uint64_t)(a->timeout_ms ? a->timeout_ms : 1000) * UB_NS_PER_MS;
     if (!a->timeout_ms)
         return;
     uint32_t r = (a->retries ? a->retries : 8) + 1;

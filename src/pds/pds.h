@@ -59,6 +59,7 @@ struct ub__pds_cfg {
     uint64_t rto_min_ns, rto_max_ns;
     uint32_t ooo_threshold; /* fast loss: this many later PSNs acknowledged */
     uint32_t max_retries;   /* consecutive RTOs without progress before the PDC fails */
+    uint64_t fail_after_ns; /* ... and at least this long since its last ACK progress (0: any) */
     uint64_t idle_close_ns; /* an initiator closes a PDC idle this long */
     uint64_t quarantine_ns; /* how long a closed PDC's identity is remembered */
     enum ub__pds_retx retx[UB_PDS_MODE_COUNT];

@@ -112,6 +112,7 @@ struct ub__pds_ipdc {
     uint64_t srtt, rttvar, rto_ns;
     uint64_t txseq;
     uint64_t last_progress;
+    uint64_t acked_at;          /* creation, or the last ACK that acknowledged something new */
     struct ub__pds_path *paths; /* num_paths entries */
     uint16_t *dirty;            /* paths whose acked_txseq rose: ndirty entries */
     uint32_t ndirty;

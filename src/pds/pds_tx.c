@@ -264,7 +264,7 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
     c->cand = cand;
     c->lossless = ub__pds_lossless_peer(&pds->cfg, dst);
     c->rto_ns = c->lossless ? lossless_rto(&pds->cfg) : pds->cfg.rto_init_ns;
-    c->last_progress = now;
+    c->last_progress = c->acked_at = now;
     /* ROD stays on one path (random); the others spray as the balancer decides. */
     c->next_path = (uint16_t)ub__rng_below(&pds->rng, pds->cfg.num_paths);
     struct ub__lb_params lp = {
@@ -885,7 +885,7 @@ static void progress(struct ub__pds_ipdc *c, uint64_t now)
         rto_from_rtt(c);
     c->retries = 0;
     c->probed = false;
-    c->last_progress = now;
+    c->last_progress = c->acked_at = now;
     arm_rto(c, now);
 }
 
@@ -1310,7 +1310,10 @@ static void rto_fire(struct ub__timer *t, uint64_t now)
         return;
     }
     pds->st.rto_fired++;
-    if (++c->retries > cfg->max_retries) {
+    /* A peer stalled for a while (descheduled, a loaded host) is not dead: with a floor,
+     * the retries alone do not fail the PDC before it has been silent that long. */
+    if (++c->retries > cfg->max_retries &&
+        (!cfg->fail_after_ns || now - c->acked_at >= cfg->fail_after_ns)) {
         pds->st.pdc_failed++;
         ub__pds_ipdc_free(c, UB_EUNREACH, now);
         return;

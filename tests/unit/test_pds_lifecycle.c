@@ -375,6 +375,44 @@ static void test_blackhole_bounded(void **state)
     }
 }
 
+static void fail_after_500ms(struct ub__loopnet_cfg *nc, struct ub__engine_cfg *ec)
+{
+    (void)nc;
+    ec->pds.fail_after_ns = 500 * UB_NS_PER_MS;
+}
+
+/*
+ * With a failure floor the retries alone do not fail a PDC: a black hole is declared
+ * unreachable only once the peer has acknowledged nothing for fail_after_ns (and within
+ * one more rto_max of it); without the floor the same run fails well before.
+ */
+static void test_blackhole_floor(void **state)
+{
+    (void)state;
+    for (int floor = 0; floor < 2; floor++) {
+        struct h_run h;
+        setup(&h, UB_PDS_RUD, 300, 31, floor ? fail_after_500ms : NULL);
+        h_offer(&h, 100);
+        ub__testbed_run(&h.tb, h.tb.now + 1000 * 1000, 1000000);
+        struct ub__impair_cfg ic = {.seed = 9};
+        ub__impair_add(&ic, UB_IMPAIR_BLACKHOLE_PKT, 0, 0, 0);
+        impair(&h, 0, 1, &ic);
+        uint64_t t0 = h.tb.now;
+        h_offer(&h, h.npkt);
+        const struct ub__pds_cfg *cfg = &h.tb.nodes[0].eng.pds->cfg;
+        assert_true(ub__testbed_run(&h.tb, t0 + 10 * UB_NS_PER_S, 100000000));
+        assert_true(h_st(&h, 0)->pdc_failed >= 1);
+        uint64_t took = h.tb.now - t0;
+        if (floor) {
+            assert_true(took >= 500 * UB_NS_PER_MS);
+            assert_true(took <= 500 * UB_NS_PER_MS + 2 * cfg->rto_max_ns);
+        } else {
+            assert_true(took < 500 * UB_NS_PER_MS);
+        }
+        h_fini(&h);
+    }
+}
+
 /* ---- MP_RANGE -------------------------------------------------------------------------- */
 
 static void small_mpr(struct ub__loopnet_cfg *nc, struct ub__engine_cfg *ec)
@@ -414,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_target_restart),
         cmocka_unit_test(test_initiator_restart),
         cmocka_unit_test(test_blackhole_bounded),
+        cmocka_unit_test(test_blackhole_floor),
         cmocka_unit_test(test_mp_range_respected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
