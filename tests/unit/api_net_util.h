@@ -178,6 +178,17 @@ static inline void node_import(struct node *n, const uint8_t *d, struct peer *p)
     p->base = ub_tseg_base(p->ts);
 }
 
+/* Opens a on ua and b on ub (both with ca) and imports b into a as p. */
+static inline void t_pair(struct node *a, const char *ua, struct node *b, const char *ub,
+                          const struct ub_context_attr *ca, struct peer *p)
+{
+    assert_int_equal(node_open(a, ua, ca), 0);
+    assert_int_equal(node_open(b, ub, ca), 0);
+    uint8_t d[NODE_DESC];
+    node_export(b, d);
+    node_import(a, d, p);
+}
+
 /*
  * Every operation from a to the peer p (b's memory seen through `bmem` when b is in this
  * process, NULL otherwise: then b's side is checked by b). other: progressed while

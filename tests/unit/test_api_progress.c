@@ -136,12 +136,8 @@ static void test_jfce_in_app_epoll(void **state)
     (void)state;
     struct node a, b;
     struct ub_context_attr ca = {.progress = UB_PROGRESS_AUTO};
-    assert_int_equal(node_open(&a, "udp://127.0.0.1:0", &ca), 0);
-    assert_int_equal(node_open(&b, "udp://127.0.0.1:0", &ca), 0);
-    uint8_t d[NODE_DESC];
-    node_export(&b, d);
     struct peer p;
-    node_import(&a, d, &p);
+    t_pair(&a, "udp://127.0.0.1:0", &b, "udp://127.0.0.1:0", &ca, &p);
     int ep = epoll_create1(0);
     assert_true(ep >= 0);
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 1};
@@ -233,12 +229,8 @@ static void test_two_app_threads(void **state)
     (void)state;
     struct node a, b;
     struct ub_context_attr ca = {.progress = UB_PROGRESS_AUTO};
-    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
-    assert_int_equal(node_open(&b, "shm://0", &ca), 0);
-    uint8_t d[NODE_DESC];
-    node_export(&b, d);
     struct peer p;
-    node_import(&a, d, &p);
+    t_pair(&a, "shm://0", &b, "shm://0", &ca, &p);
     struct hammer h[2];
     pthread_t th[2];
     for (int i = 0; i < 2; i++) {

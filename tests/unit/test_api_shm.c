@@ -132,12 +132,8 @@ static void test_busy_poll_no_wakeups(void **state)
     (void)state;
     struct node a, b;
     struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
-    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
-    assert_int_equal(node_open(&b, "shm://0", &ca), 0);
-    uint8_t d[NODE_DESC];
-    node_export(&b, d);
     struct peer p;
-    node_import(&a, d, &p);
+    t_pair(&a, "shm://0", &b, "shm://0", &ca, &p);
     busy_write(&a, &b, &p, 1); /* attach; settles what the setup armed */
     busy_write(&a, &b, &p, 2);
     struct ub__shm_stats a0 = shm_stats_of(a.ctx), b0 = shm_stats_of(b.ctx);
@@ -184,12 +180,8 @@ static void test_full_lane_holds_back(void **state)
     (void)state;
     struct node a, b;
     struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
-    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
-    assert_int_equal(node_open(&b, "shm://0?slots=4", &ca), 0);
-    uint8_t d[NODE_DESC];
-    node_export(&b, d);
     struct peer p;
-    node_import(&a, d, &p);
+    t_pair(&a, "shm://0", &b, "shm://0?slots=4", &ca, &p);
     enum { K = 64, LEN = 3000 };
     t_fill(a.mem, (size_t)K * LEN, 5);
     for (uint32_t i = 0; i < K; i++) {
@@ -247,12 +239,8 @@ static void test_auto_progress_spins_without_wakeups(void **state)
     struct node a, b;
     /* A spin bound far beyond any operation here: the threads never sleep during the run. */
     struct ub_context_attr ca = {.progress = UB_PROGRESS_AUTO, .spin_us = 10000000};
-    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
-    assert_int_equal(node_open(&b, "shm://0", &ca), 0);
-    uint8_t d[NODE_DESC];
-    node_export(&b, d);
     struct peer p;
-    node_import(&a, d, &p);
+    t_pair(&a, "shm://0", &b, "shm://0", &ca, &p);
     struct ub_sge sg = {a.mem, 8, a.seg};
     struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
     assert_int_equal(t_run(&a, NULL, &wr), UB_CR_SUCCESS); /* attach */
@@ -280,12 +268,8 @@ static void test_poll_only_sleeper_is_woken(void **state)
     (void)state;
     struct node a, b;
     struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
-    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
-    assert_int_equal(node_open(&b, "shm://0", &ca), 0);
-    uint8_t d[NODE_DESC];
-    node_export(&b, d);
     struct peer p;
-    node_import(&a, d, &p);
+    t_pair(&a, "shm://0", &b, "shm://0", &ca, &p);
     assert_false(fd_readable(b.ctx));
     busy_write(&a, &b, &p, 1);
     assert_true(fd_readable(b.ctx));
