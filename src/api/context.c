@@ -109,6 +109,8 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
     /* Real devices: an ACK, a response and the next request to a peer share one datagram. */
     const char *nb = getenv("SOFTUB_BUNDLE");
     ec.bundle = (x->kind == UB_CTX_UDP || x->kind == UB_CTX_MULTI) && !(nb && strcmp(nb, "0") == 0);
+    /* Real devices: the packets of one received batch are acknowledged once per PDC. */
+    ec.pds.ack_coalesce = x->kind != UB_CTX_LOOP;
     int rc = ub__engine_init(&ctx->eng, &ec);
     if (rc)
         return rc;

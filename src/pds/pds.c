@@ -221,11 +221,13 @@ struct ub__pkt *ub__pds_alloc(struct ub__pds *pds)
     return p;
 }
 
-void ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p)
+bool ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p)
 {
     /* A full control queue drops, like a full NIC ring: the ACK timer or an RTO repairs it. */
-    if (!ub__ring_push(&pds->ctlq, p))
-        ub__pkt_free(p);
+    if (ub__ring_push(&pds->ctlq, p))
+        return true;
+    ub__pkt_free(p);
+    return false;
 }
 
 /* Encodes d's headers at the front of p (prepending into headroom when p holds a payload). */
@@ -437,8 +439,13 @@ uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, 
     uint32_t n = 0;
     struct ub__pkt *p;
     ub__pds_rccc_flush(pds, now); /* credit requests first: they open the grants */
-    while (n < max && (p = ub__ring_pop(&pds->ctlq)) != NULL)
+    while (n < max && (p = ub__ring_pop(&pds->ctlq)) != NULL) {
+        if (p->tag) { /* a coalescing PDC's ACK leaves: its next one is a new packet */
+            ((struct ub__pds_tpdc *)(uintptr_t)p->tag)->ack_q = NULL;
+            p->tag = 0;
+        }
         pkts[n++] = p;
+    }
     /* Round robin over the PDCs with work, a burst each, so one busy peer cannot starve others. */
     while (n < max && !ub__list_empty(&pds->ready)) {
         struct ub__list *l = ub__list_pop_front(&pds->ready);

@@ -55,7 +55,10 @@ struct ub__pds_cfg {
     uint32_t mp_range;     /* PSNs past the cumulative ACK the target can track (<= 65536) */
     uint32_t ack_every;    /* ACK after this many packets ... */
     uint64_t ack_delay_ns; /* ... or this long after the first unacknowledged one */
-    uint64_t rto_init_ns;  /* before an RTT sample */
+    /* An ACK of a PDC still waiting in the output is rewritten, not joined by another: the
+     * packets of one received batch are acknowledged once (API contexts). */
+    bool ack_coalesce;
+    uint64_t rto_init_ns; /* before an RTT sample */
     uint64_t rto_min_ns, rto_max_ns;
     uint32_t ooo_threshold; /* fast loss: this many later PSNs acknowledged */
     uint32_t max_retries;   /* consecutive RTOs without progress before the PDC fails */
@@ -140,6 +143,7 @@ struct ub__pds_stats {
     uint64_t rx_no_pdc;     /* for a PDC this side does not have */
     uint64_t rx_malformed;  /* failed PDS-level checks */
     uint64_t acks_tx, acks_rx, nacks_tx, nacks_rx, ctrl_tx, ctrl_rx;
+    uint64_t acks_coalesced; /* of acks_tx, ACKs rewritten into one still queued (ack_coalesce) */
     uint64_t nacks_by_code[32];
     uint64_t rto_fired, probes_sent;
     uint64_t rto_undone; /* RTOs found spurious (the originals arrived): window restored */

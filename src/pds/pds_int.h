@@ -140,7 +140,8 @@ struct ub__pds_ipdc {
 /* Target context: created by the first packet (SYN) of an initiator PDC. */
 struct ub__pds_tpdc {
     struct ub__timer ack_timer;
-    struct ub__list lru; /* pds->tpdc_lru, least recently active first */
+    struct ub__pkt *ack_q; /* ack_coalesce: its ACK still in the control queue (tag = this) */
+    struct ub__list lru;   /* pds->tpdc_lru, least recently active first */
     struct ub__pds *pds;
     struct ub__addr peer;     /* where ACKs go: the source of the latest packet */
     uint64_t key;             /* in pds->tpdc_by_key: (host, incarnation, spdcid, mode) */
@@ -215,7 +216,8 @@ struct ub__pds {
 /* pds.c */
 uint64_t ub__pds_host_key(const struct ub__addr *a);
 struct ub__pkt *ub__pds_alloc(struct ub__pds *pds);
-void ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p);
+/* Queues a control packet (ACK, NACK, CTRL); false when the queue was full (p freed). */
+bool ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p);
 int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d);
 int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a);
 void ub__pds_mark_ready(struct ub__pds_ipdc *c, uint64_t now);

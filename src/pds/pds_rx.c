@@ -184,8 +184,12 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
     struct ub__pds *pds = t->pds;
     ub__timer_cancel(pds->timers, &t->ack_timer);
     uint8_t pend = dest_fc_pend(pds);
-    struct ub__pkt *p = ub__pds_alloc(pds);
-    if (!p)
+    /* Coalescing: the ACK still queued for this PDC is rewritten with the newer state. */
+    struct ub__pkt *p = t->ack_q;
+    uint32_t old_len = p ? p->len : 0;
+    if (p)
+        ub__pkt_pull(p, old_len);
+    else if ((p = ub__pds_alloc(pds)) == NULL)
         return; /* the initiator's RTO or probe asks again */
     uint32_t mask = pds->cfg.mp_range - 1;
     uint32_t cack = t->rcv_nxt - 1;
@@ -239,7 +243,10 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
     caqm_echo(t, a);
     ub__pds_rccc_ack_out(pds, &t->peer, a); /* RCCC: pending credit for that host rides here */
     if (ub__pds_encode_ack_into(p, a)) {
-        ub__pkt_free(p);
+        if (t->ack_q)
+            ub__pkt_push(p, old_len); /* the queued ACK as it was */
+        else
+            ub__pkt_free(p);
         return;
     }
     p->addr = t->peer;
@@ -250,7 +257,17 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
         pds->st.acks_ecn_tx++;
     t->ecn_seen = false;
     pds->st.acks_tx++;
-    ub__pds_ctl_push(pds, p);
+    if (t->ack_q) {
+        pds->st.acks_coalesced++;
+        return;
+    }
+    if (!pds->cfg.ack_coalesce) {
+        ub__pds_ctl_push(pds, p);
+        return;
+    }
+    p->tag = (uint64_t)(uintptr_t)t;
+    if (ub__pds_ctl_push(pds, p))
+        t->ack_q = p;
 }
 
 static void ack_timer_fire(struct ub__timer *tm, uint64_t now)
@@ -276,6 +293,8 @@ void ub__pds_tpdc_free(struct ub__pds_tpdc *t, bool graveyard, uint64_t now)
 {
     struct ub__pds *pds = t->pds;
     ub__timer_cancel(pds->timers, &t->ack_timer);
+    if (t->ack_q)
+        t->ack_q->tag = 0; /* its last ACK still leaves, without us */
     ub__list_remove(&t->lru);
     ub__hmap_del(&pds->tpdc_by_key, t->key);
     ub__hmap_del(&pds->tpdc_by_id, t->id);

@@ -1,9 +1,15 @@
 /*
- * A target PDC accepts a request only from its own (host, incarnation, spdcid, mode). The check
- * skips hashing the source when nothing changed since the last request; these cases must still
- * be told apart: another incarnation or spdcid from the same address (stale, not delivered),
- * another port of the same host (accepted, as the key ignores the udp port), then the first
- * port again.
+ * Target PDC receive paths.
+ *
+ * Key check: a target PDC accepts a request only from its own (host, incarnation, spdcid,
+ * mode). The check skips hashing the source when nothing changed since the last request;
+ * these cases must still be told apart: another incarnation or spdcid from the same address
+ * (stale, not delivered), another port of the same host (accepted, as the key ignores the
+ * udp port), then the first port again.
+ *
+ * ACK coalescing: with ack_coalesce, the ACK a PDC still has in the output is rewritten by
+ * the next one, so the requests of one received batch are acknowledged by one ACK carrying
+ * the latest state; without it each request asking for an ACK gets its own.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -47,7 +53,7 @@ static void k_failed(void *arg, uint64_t cookie, int err, uint64_t now)
 
 static const struct ub__pds_upcalls k_up = {k_deliver, k_acked, k_failed};
 
-static void rig_open(struct krig *r, uint64_t seed)
+static void rig_open_cfg(struct krig *r, uint64_t seed, bool coalesce)
 {
     memset(r, 0, sizeof(*r));
     assert_int_equal(ub__timers_init(&r->timers, 16), 0);
@@ -55,8 +61,14 @@ static void rig_open(struct krig *r, uint64_t seed)
     ub__rng_seed(&r->rng, seed);
     struct ub__pds_cfg cfg;
     memset(&cfg, 0, sizeof(cfg));
+    cfg.ack_coalesce = coalesce;
     assert_int_equal(ub__pds_create(&r->pds, &cfg, &r->timers, &r->pool, &r->rng, NULL), 0);
     ub__pds_set_upcalls(r->pds, &k_up, r);
+}
+
+static void rig_open(struct krig *r, uint64_t seed)
+{
+    rig_open_cfg(r, seed, false);
 }
 
 static void rig_close(struct krig *r)
@@ -67,7 +79,8 @@ static void rig_close(struct krig *r)
 }
 
 /* Queues an 8-byte SEND from r to dst and returns the packet PDS hands out for it. */
-static struct ub__pkt *next_req(struct krig *r, const struct ub__addr *dst, uint64_t cookie)
+static struct ub__pkt *next_req_ar(struct krig *r, const struct ub__addr *dst, uint64_t cookie,
+                                   bool ack_req)
 {
     struct ub__pkt *p = ub__pkt_alloc(&r->pool);
     assert_non_null(p);
@@ -83,10 +96,16 @@ static struct ub__pkt *next_req(struct krig *r, const struct ub__addr *dst, uint
     tx.mode = UB_PDS_RUD;
     tx.ses_kind = UB_PDS_NH_REQ_STD;
     tx.cookie = cookie;
+    tx.ack_req = ack_req;
     assert_int_equal(ub__pds_send(r->pds, &tx, p, 0), 0);
     struct ub__pkt *out[4];
     assert_int_equal(ub__pds_pull(r->pds, out, 4, 0), 1);
     return out[0];
+}
+
+static struct ub__pkt *next_req(struct krig *r, const struct ub__addr *dst, uint64_t cookie)
+{
+    return next_req_ar(r, dst, cookie, false);
 }
 
 /* Hands p to dst as if it came from src; frees it. */
@@ -183,10 +202,48 @@ static void test_key_check(void **state)
     rig_close(&b);
 }
 
+/* Three requests asking for an ACK, received in one batch: one ACK (the latest cumulative
+ * state) with coalescing, three without; the next batch gets a new ACK. */
+static void test_ack_coalesce(void **state)
+{
+    (void)state;
+    for (int co = 0; co < 2; co++) {
+        struct krig a, b;
+        rig_open(&a, 17);
+        rig_open_cfg(&b, 18, co);
+        struct ub__addr aa = inet(1000), ba = inet(2000);
+        for (int round = 0; round < 2; round++) {
+            for (uint64_t i = 0; i < 3; i++)
+                carry(next_req_ar(&a, &ba, 10 * (uint64_t)round + i, true), &aa, &b);
+            struct ub__pkt *out[8];
+            uint32_t n = ub__pds_pull(b.pds, out, 8, 0);
+            assert_int_equal(n, co ? 1 : 3);
+            for (uint32_t i = 0; i < n; i++) {
+                struct ub__wire_dgram d;
+                assert_int_equal(ub__wire_parse_datagram(&d, out[i]->data, out[i]->len, 0), 0);
+                assert_int_equal(d.pds.type, UB_PDS_TYPE_ACK_CC);
+                assert_int_equal(out[i]->tag, 0); /* nothing of the PDC's left on it */
+            }
+            /* The one ACK acknowledges all three: nothing stays in flight at a. */
+            for (uint32_t i = 0; i < n; i++)
+                carry(out[i], &ba, &a);
+            assert_int_equal(ub__pds_outstanding(a.pds, &ba, UB_PDS_RUD), 0);
+            assert_int_equal(ub__pds_stats(a.pds)->acks_rx, (uint64_t)(round + 1) * n);
+        }
+        assert_int_equal(ub__pds_stats(b.pds)->acks_coalesced, co ? 4 : 0);
+        assert_int_equal(b.delivered, 6);
+        drain(&a);
+        drain(&b);
+        rig_close(&a);
+        rig_close(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_check),
+        cmocka_unit_test(test_ack_coalesce),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
