@@ -86,6 +86,15 @@ static void chain(struct ub_wr *wr, uint32_t n)
         wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 }
 
+/* n inline 8-byte WRITEs, chained, of a fresh pattern from M0 + 8 i to M1 + 8 i (user_ctx i). */
+static void write8s(struct ub_wr *wr, struct ub_sge *sg, uint32_t n, uint32_t seed)
+{
+    fill_pattern(M0, 8 * (size_t)n, seed);
+    for (uint32_t i = 0; i < n; i++)
+        write_wr(&wr[i], &sg[i], i, 8 * i, 8);
+    chain(wr, n);
+}
+
 /* Collects n records of node i (bounded rounds); then nothing more may come. */
 static void collect(uint32_t i, struct ub_cr *cr, uint32_t n)
 {
@@ -118,10 +127,7 @@ static void test_prsp_one_packet(void **state)
     setup();
     static struct ub_sge sg[64];
     static struct ub_wr wr[64];
-    fill_pattern(M0, 8 * 64, 1);
-    for (uint32_t i = 0; i < 64; i++)
-        write_wr(&wr[i], &sg[i], i, 8 * i, 8);
-    chain(wr, 64);
+    write8s(wr, sg, 64, 1);
     struct ub__ses_stats i0 = *I(), g0 = *G();
     assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr[0], NULL), 0);
     struct ub_cr cr[64];
@@ -175,10 +181,7 @@ static void test_prsp_lost(void **state)
     setup();
     static struct ub_sge sg[32];
     static struct ub_wr wr[32];
-    fill_pattern(M0, 8 * 32, 2);
-    for (uint32_t i = 0; i < 32; i++)
-        write_wr(&wr[i], &sg[i], i, 8 * i, 8);
-    chain(wr, 32);
+    write8s(wr, sg, 32, 2);
     struct ub__impair_cfg ic;
     memset(&ic, 0, sizeof(ic));
     ub__impair_add(&ic, UB_IMPAIR_DROP_BURST, 0, 3, 0);
@@ -214,10 +217,7 @@ static void test_prsp_errors(void **state)
     ub_tseg *bad = tnet_import_seg(&T, 0, S1, 999); /* wrong token */
     static struct ub_sge sg[8];
     static struct ub_wr wr[8];
-    fill_pattern(M0, 64, 5);
-    for (uint32_t i = 0; i < 8; i++)
-        write_wr(&wr[i], &sg[i], i, 8 * i, 8);
-    chain(wr, 8);
+    write8s(wr, sg, 8, 5);
     wr[2].u.rma.addr = ub_tseg_base(TS) + MEM - 4; /* crosses the end */
     wr[4].u.rma.tseg = bad;
     wr[6].u.rma.tseg = tro;
@@ -649,10 +649,7 @@ static void test_prsp_backpressure(void **state)
     setup();
     static struct ub_sge sg[64];
     static struct ub_wr wr[64];
-    fill_pattern(M0, 8 * 64, 5);
-    for (uint32_t i = 0; i < 64; i++)
-        write_wr(&wr[i], &sg[i], i, 8 * i, 8);
-    chain(wr, 64);
+    write8s(wr, sg, 64, 5);
     /* Hold target buffers down to the floor below which no response goes out (the request is
      * still received). */
     struct ub__pktpool *pool = &T.ctx[1]->eng.pool;
