@@ -57,21 +57,7 @@ static void pw_setup(uint32_t pack_max, uint32_t mtu, uint64_t seed, uint64_t ne
     assert_int_equal(ub_seg_register(T.ctx[1], R1, MEM, ALL_ACCESS, 3, &SR), 0);
     TS = tnet_import_seg(&T, 0, S1, 2);
     TJ = tnet_import_jetty(&T, 0, 1);
-    struct ub_sge sg = {M0, 8, S0};
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_WRITE;
-    wr.flags = UB_WR_COMPLETE;
-    wr.sge = &sg;
-    wr.num_sge = 1;
-    wr.u.rma.tseg = TS;
-    wr.u.rma.addr = ub_tseg_base(TS) + 900000;
-    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
-    struct ub_cr cr;
-    assert_int_equal(tnet_wait(&T, 0, &cr), 1);
-    assert_int_equal(cr.status, UB_CR_SUCCESS);
-    for (int i = 0; i < 100; i++)
-        tnet_step(&T, 1000);
+    tnet_warm_up(&T, M0, S0, TS);
 }
 
 static void pw_teardown(void)

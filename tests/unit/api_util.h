@@ -113,6 +113,29 @@ static inline ub_tseg *tnet_import_seg(struct tnet *t, uint32_t from, ub_seg *se
     return ts;
 }
 
+/*
+ * Warm-up, like a running system: one 8-byte WRITE from node 0's m0 (segment s0) to ts at
+ * offset 900000, so the PDC exists and has an RTT sample; then the ACKs settle.
+ */
+static inline void tnet_warm_up(struct tnet *t, uint8_t *m0, ub_seg *s0, ub_tseg *ts)
+{
+    struct ub_sge sg = {m0, 8, s0};
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = UB_OP_WRITE;
+    wr.flags = UB_WR_COMPLETE;
+    wr.sge = &sg;
+    wr.num_sge = 1;
+    wr.u.rma.tseg = ts;
+    wr.u.rma.addr = ub_tseg_base(ts) + 900000;
+    assert_int_equal(ub_post_jetty_send(t->jetty[0], &wr, NULL), 0);
+    struct ub_cr cr;
+    assert_int_equal(tnet_wait(t, 0, &cr), 1);
+    assert_int_equal(cr.status, UB_CR_SUCCESS);
+    for (int i = 0; i < 100; i++)
+        tnet_step(t, 1000);
+}
+
 static inline void fill_pattern(uint8_t *p, size_t n, uint32_t seed)
 {
     uint32_t x = seed * 2654435761u + 1;

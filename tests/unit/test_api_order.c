@@ -22,21 +22,7 @@ static void setup(void)
     assert_int_equal(ub_seg_register(T.ctx[0], M0, 1 << 20, ALL_ACCESS, 1, &S0), 0);
     assert_int_equal(ub_seg_register(T.ctx[1], M1, 1 << 20, ALL_ACCESS, 2, &S1), 0);
     TS = tnet_import_seg(&T, 0, S1, 2);
-    /* Warm up: the PDC exists and has an RTT sample, like a running system. */
-    struct ub_sge sg = {M0, 8, S0};
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_WRITE;
-    wr.flags = UB_WR_COMPLETE;
-    wr.sge = &sg;
-    wr.num_sge = 1;
-    wr.u.rma.tseg = TS;
-    wr.u.rma.addr = ub_tseg_base(TS) + 900000;
-    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
-    struct ub_cr cr;
-    assert_int_equal(tnet_wait(&T, 0, &cr), 1);
-    for (int i = 0; i < 100; i++) /* let the ACKs settle */
-        tnet_step(&T, 1000);
+    tnet_warm_up(&T, M0, S0, TS);
 }
 
 static void teardown(void)
