@@ -493,12 +493,7 @@ uint32_t ub__pds_cc_count(const struct ub__pds *pds)
 
 uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
 {
-    const struct ub__pds_ipdc *c = pds->last_ipdc;
-    if (c && c->mode == mode && ub__addr_eq(&c->peer, dst))
-        return c->qlen + (c->nxt - c->una);
-    uint64_t key = ub__addr_hash(dst, mode);
-    c = ub__hmap_get(&pds->ipdc_by_peer, key);
-    if (!c || !ub__addr_eq(&c->peer, dst))
-        return 0;
-    return c->qlen + (c->nxt - c->una);
+    bool collision;
+    const struct ub__pds_ipdc *c = ub__pds_ipdc_find(pds, dst, mode, &collision);
+    return c ? c->qlen + (c->nxt - c->una) : 0;
 }

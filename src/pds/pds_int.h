@@ -223,6 +223,9 @@ int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a);
 void ub__pds_mark_ready(struct ub__pds_ipdc *c, uint64_t now);
 
 /* pds_tx.c */
+/* The initiator PDC to dst in mode, or NULL (*collision: another peer holds its hash). */
+struct ub__pds_ipdc *ub__pds_ipdc_find(const struct ub__pds *pds, const struct ub__addr *dst,
+                                       uint8_t mode, bool *collision);
 struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                                       uint64_t now, int *err);
 void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now);

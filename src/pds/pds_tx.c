@@ -213,20 +213,28 @@ static void start_fresh(struct ub__pds_ipdc *c)
     memset(c->slots, 0, (c->wmask + 1) * sizeof(*c->slots));
 }
 
-struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
-                                      uint64_t now, int *err)
+struct ub__pds_ipdc *ub__pds_ipdc_find(const struct ub__pds *pds, const struct ub__addr *dst,
+                                       uint8_t mode, bool *collision)
 {
     struct ub__pds_ipdc *c = pds->last_ipdc;
     /* Most sends go where the previous one went: no hash, no table probe. */
     if (c && c->mode == mode && ub__addr_eq(&c->peer, dst))
         return c;
-    uint64_t key = peer_key(dst, mode);
-    c = ub__hmap_get(&pds->ipdc_by_peer, key);
+    c = ub__hmap_get(&pds->ipdc_by_peer, peer_key(dst, mode));
+    *collision = c && !ub__addr_eq(&c->peer, dst);
+    return *collision ? NULL : c;
+}
+
+struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
+                                      uint64_t now, int *err)
+{
+    bool collision;
+    struct ub__pds_ipdc *c = ub__pds_ipdc_find(pds, dst, mode, &collision);
     if (c) {
-        if (ub__addr_eq(&c->peer, dst)) {
-            pds->last_ipdc = c;
-            return c;
-        }
+        pds->last_ipdc = c;
+        return c;
+    }
+    if (collision) {
         *err = UB_EEXIST; /* a 64-bit hash collision between two peers: refuse, never mix */
         return NULL;
     }
@@ -254,7 +262,7 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
     }
     c->pds = pds;
     c->peer = *dst;
-    c->key = key;
+    c->key = peer_key(dst, mode);
     c->mode = mode;
     c->retx_mode = (uint8_t)pds->cfg.retx[mode];
     c->slots = slots;
@@ -287,9 +295,9 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
     ub__timer_init(&c->idle, idle_fire);
     c->id = alloc_id(pds);
     start_fresh(c);
-    if ((*err = ub__hmap_put(&pds->ipdc_by_peer, key, c)) != 0 ||
+    if ((*err = ub__hmap_put(&pds->ipdc_by_peer, c->key, c)) != 0 ||
         (*err = ub__hmap_put(&pds->ipdc_by_id, c->id, c)) != 0) {
-        ub__hmap_del(&pds->ipdc_by_peer, key);
+        ub__hmap_del(&pds->ipdc_by_peer, c->key);
         ccx_detach(c);
         free(c->slots);
         free(c->paths);
