@@ -44,7 +44,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: softub-perf TEST [options] [SERVER_IP]\n"
                "TEST: read_lat write_lat send_lat atomic_lat read_bw write_bw send_bw atomic_bw\n"
                "Without SERVER_IP: server (waits for one client); with it: client.\n"
-               "  -p, --port N          bootstrap TCP port (18515)\n"
+               "  -p, --port N          bootstrap TCP port (18515; server: 0 = any, printed)\n"
                "      --bind IP         server: listen on IP (0.0.0.0)\n"
                "      --local IP        client: its own address (the route to SERVER_IP)\n"
                "  -d, --device udp|shm  (udp)\n"
@@ -138,7 +138,7 @@ static int parse(int argc, char **argv, struct opts *o)
         int bad = 0;
         switch (ch) {
         case 'p':
-            bad = parse_u64(optarg, &v) || !v || v > 65535;
+            bad = parse_u64(optarg, &v) || v > 65535;
             o->port = (int)v;
             break;
         case O_BIND:
@@ -262,6 +262,10 @@ static int parse(int argc, char **argv, struct opts *o)
         o->server = argv[optind++];
     if (optind < argc) {
         usage(stderr);
+        return -1;
+    }
+    if (o->server && !o->port) {
+        fprintf(stderr, "softub-perf: a client needs the server's port (-p)\n");
         return -1;
     }
     bool lat = perf_is_lat((enum perf_test)t);
@@ -428,6 +432,9 @@ static int server(struct opts *o)
         fprintf(stderr, "softub-perf: listen on %s: %s\n", uri, ub_strerror(rc));
         return 1;
     }
+    /* With -p 0 the kernel picks the port: say which, so a script can start the client. */
+    if (ub_bootstrap_uri(e.b, uri, sizeof(uri)) <= 0)
+        snprintf(uri, sizeof(uri), "?");
     fprintf(stderr, "softub-perf: %s server waiting on %s\n", perf_test_name(o->cfg.test), uri);
     /* A server waits for its client longer than for a packet. */
     if ((rc = ub_bootstrap_accept(e.b, o->timeout_ms * 12)) != 0) {

@@ -15,8 +15,25 @@ cleanup() {
 }
 trap cleanup EXIT
 
-PORT=$((30000 + ($$ % 3000) * 8))
 fails=0
+
+# start_server LOGFILE ARGS...: starts softub-perf ARGS on a port the kernel picks (-p 0) and
+# sets SRV (its pid) and PORT from the line it prints once it listens. The server's output
+# goes on to LOGFILE. A fixed port could be taken by any socket on the machine.
+start_server() {
+    local log=$1 line fd
+    shift
+    exec {fd}< <(timeout 30 "$PERF" "$@" --bind 127.0.0.1 -p 0 --timeout 5000 2>&1)
+    SRV=$!
+    PORT=""
+    if IFS= read -r -t 10 -u "$fd" line; then
+        echo "$line" >"$log"
+        PORT=$(printf '%s\n' "$line" | sed -n 's/.*waiting on tcp:.*:\([0-9][0-9]*\)$/\1/p')
+    fi
+    cat <&"$fd" >>"$log" &
+    exec {fd}<&-
+    [ -n "$PORT" ]
+}
 
 # run NAME COLUMNS SERVER_ARGS... -- CLIENT_ARGS...
 run() {
@@ -27,13 +44,15 @@ run() {
         if [ "$a" = -- ]; then in_cli=1; continue; fi
         if [ $in_cli = 1 ]; then cli+=("$a"); else srv+=("$a"); fi
     done
-    PORT=$((PORT + 1))
-    timeout 30 "$PERF" "${srv[@]}" --bind 127.0.0.1 -p "$PORT" --timeout 5000 \
-        >"$WORK/$name.srv" 2>&1 &
-    SRV=$!
     local rc=0
-    timeout 30 "$PERF" "${cli[@]}" -p "$PORT" --timeout 5000 127.0.0.1 \
-        >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+    : >"$WORK/$name.out"
+    : >"$WORK/$name.err"
+    if start_server "$WORK/$name.srv" "${srv[@]}"; then
+        timeout 30 "$PERF" "${cli[@]}" -p "$PORT" --timeout 5000 127.0.0.1 \
+            >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+    else
+        rc=99 # the server never said where it listens
+    fi
     wait "$SRV" || rc=$((rc ? rc : 100))
     SRV=""
     local lines bad
@@ -66,10 +85,10 @@ run bidir 5 write_bw -- write_bw -b -n 50 -s 1024
 run duration 5 read_bw -- read_bw -D 1 -s 1024
 
 # --json: one object with a results array
-PORT=$((PORT + 1))
-timeout 30 "$PERF" atomic_lat --bind 127.0.0.1 -p "$PORT" --timeout 5000 >/dev/null 2>&1 &
-SRV=$!
-json=$(timeout 30 "$PERF" atomic_lat --json -n 10 -p "$PORT" --timeout 5000 127.0.0.1 || true)
+json=""
+if start_server "$WORK/json.srv" atomic_lat; then
+    json=$(timeout 30 "$PERF" atomic_lat --json -n 10 -p "$PORT" --timeout 5000 127.0.0.1 || true)
+fi
 wait "$SRV" || true
 SRV=""
 if printf '%s' "$json" | grep -q '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\]}$'; then
@@ -80,10 +99,10 @@ else
 fi
 
 # a mismatched test is refused by the server, and the client says so
-PORT=$((PORT + 1))
-timeout 30 "$PERF" read_lat --bind 127.0.0.1 -p "$PORT" --timeout 5000 >/dev/null 2>&1 &
-SRV=$!
-if timeout 30 "$PERF" write_lat -n 5 -p "$PORT" --timeout 5000 127.0.0.1 >/dev/null 2>"$WORK/mm.err"; then
+if ! start_server "$WORK/mm.srv" read_lat; then
+    echo "FAIL mismatch: the server did not start"
+    fails=$((fails + 1))
+elif timeout 30 "$PERF" write_lat -n 5 -p "$PORT" --timeout 5000 127.0.0.1 >/dev/null 2>"$WORK/mm.err"; then
     echo "FAIL mismatch: the client succeeded"
     fails=$((fails + 1))
 elif grep -q "server runs read_lat" "$WORK/mm.err"; then
