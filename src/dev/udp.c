@@ -111,6 +111,10 @@ struct udp_dev {
     uint8_t *stage_mem;
     struct udp_stage stage[GRO_STAGE];
     uint32_t stage_head, stage_n;
+    /* rxmsg[0, stage_prep) point at the staging buffers: a receive of small datagrams (a
+     * ping-pong's one) need not rebuild 16 headers each time, only reset what the kernel
+     * wrote back into the ones it used. The other receive paths reuse rxmsg and clear it. */
+    uint32_t stage_prep;
 };
 
 static const struct ub__dev_ops udp_ops;
@@ -809,13 +813,16 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
         return;
     }
     uint32_t k = UB_MIN(want, (uint32_t)GRO_STAGE);
-    for (uint32_t j = 0; j < k; j++)
+    for (uint32_t j = u->stage_prep; j < k; j++)
         rx_prepare(u, j, u->stage_mem + (size_t)j * GRO_BUF_SIZE, GRO_BUF_SIZE);
+    if (k > u->stage_prep)
+        u->stage_prep = k;
     int r = recvmmsg(u->fds[s], u->rxmsg, k, 0, NULL);
     if (r <= 0) {
         rx_failed(u, s);
         return;
     }
+    /* What the kernel wrote back (a failed message is not written): reset after the loop. */
     u->st.rx_batches++;
     if ((uint32_t)r < k)
         u->ready &= ~(1ull << s);
@@ -843,6 +850,12 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
             u->st.rx_gro_msgs++;
             u->st.rx_gro_segs += g->left;
         }
+    }
+    for (uint32_t j = 0; j < (uint32_t)r; j++) {
+        struct msghdr *h = &u->rxmsg[j].msg_hdr;
+        h->msg_namelen = (socklen_t)sizeof(u->rxname[j]);
+        h->msg_controllen = sizeof(u->rxctrl[j].buf);
+        h->msg_flags = 0;
     }
 }
 
@@ -872,6 +885,7 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
         u->rxpkt[j] = p;
         u->rxgiov[j] = (struct iovec){p->data, room};
     }
+    u->stage_prep = 0;
     for (uint32_t j = 0; j < msgs; j++) {
         rx_prepare(u, j, NULL, 0);
         u->rxmsg[j].msg_hdr.msg_iov = &u->rxgiov[j * k];
@@ -972,6 +986,7 @@ static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, u
         *stalled = true;
         return 0;
     }
+    u->stage_prep = 0;
     for (uint32_t j = 0; j < k; j++) {
         struct ub__pkt *p = ub__pkt_alloc(pool);
         u->rxpkt[j] = p;

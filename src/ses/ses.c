@@ -175,8 +175,13 @@ void ub__ses_pump(struct ub__tl *s, uint64_t now)
             break;
         it = w->on_txq ? w->txq.next : prev->next;
     }
-    if (ub__ses_rd_pump(s, now))
-        ub__ses_rndv_pump(s, now);
-    ub__ses_cma_pump(s, now);
-    ub__ses_rsp_flush(s, now); /* the responses of this round, packed per initiator */
+    /* Each sub-pump only when its queue holds work (they do nothing on an empty one). */
+    if ((ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq)) || ub__ses_rd_pump(s, now)) {
+        if (!ub__list_empty(&s->rvq))
+            ub__ses_rndv_pump(s, now);
+    }
+    if (!ub__list_empty(&s->cmaq))
+        ub__ses_cma_pump(s, now);
+    if (s->prsp_n)
+        ub__ses_rsp_flush(s, now); /* the responses of this round, packed per initiator */
 }
