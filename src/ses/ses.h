@@ -142,6 +142,10 @@ struct ub_jfc {
     struct ub__list fired_link;
     bool on_fired;
     uint64_t user_ctx;
+    /* The JFS and JFR whose records were polled last (records come from a few owners):
+     * polling finds them without the context's object map; cleared when they are destroyed. */
+    ub_jfs *last_jfs;
+    ub_jfr *last_jfr;
 };
 
 /* Work request states (a berth). */
