@@ -425,6 +425,8 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
     u->bulk = ~0ull; /* direct until a receive shows small datagrams */
     u->cfg = c;
     u->np = c.num_paths;
+    for (uint32_t i = 0; i < TX_WINDOW; i++)
+        u->order[i] = (uint16_t)i; /* stays so with one path (send_window) */
     u->family = c.local.family == UB_AF_INET ? AF_INET : AF_INET6;
     u->ecn_def = c.no_ecn ? 0 : (uint8_t)ECN_ECT0;
     u->tos = (uint8_t)((unsigned)c.dscp << 2 | u->ecn_def);
@@ -643,22 +645,27 @@ static bool send_sock(struct udp_dev *u, uint32_t s, struct ub__pkt *const *pkts
  */
 static uint32_t send_window(struct udp_dev *u, struct ub__pkt *const *pkts, uint32_t w, bool *full)
 {
-    uint32_t cnt[UB_UDP_MAX_PATHS] = {0}, at[UB_UDP_MAX_PATHS];
-    for (uint32_t i = 0; i < w; i++)
-        cnt[pkts[i]->path % u->np]++;
-    uint32_t sum = 0;
-    for (uint32_t s = 0; s < u->np; s++) {
-        at[s] = sum;
-        sum += cnt[s];
-    }
-    for (uint32_t i = 0; i < w; i++)
-        u->order[at[pkts[i]->path % u->np]++] = (uint16_t)i;
-    memset(u->done, 0, w);
+    if (u->np == 1) { /* one socket: the window in its order (u->order is the identity) */
+        memset(u->done, 0, w);
+        *full = send_sock(u, 0, pkts, u->order, w);
+    } else {
+        uint32_t cnt[UB_UDP_MAX_PATHS] = {0}, at[UB_UDP_MAX_PATHS];
+        for (uint32_t i = 0; i < w; i++)
+            cnt[pkts[i]->path % u->np]++;
+        uint32_t sum = 0;
+        for (uint32_t s = 0; s < u->np; s++) {
+            at[s] = sum;
+            sum += cnt[s];
+        }
+        for (uint32_t i = 0; i < w; i++)
+            u->order[at[pkts[i]->path % u->np]++] = (uint16_t)i;
+        memset(u->done, 0, w);
 
-    *full = false;
-    for (uint32_t s = 0, start = 0; s < u->np; start += cnt[s], s++)
-        if (cnt[s] && send_sock(u, s, pkts, &u->order[start], cnt[s]))
-            *full = true;
+        *full = false;
+        for (uint32_t s = 0, start = 0; s < u->np; start += cnt[s], s++)
+            if (cnt[s] && send_sock(u, s, pkts, &u->order[start], cnt[s]))
+                *full = true;
+    }
 
     uint32_t took = w;
     if (*full)
