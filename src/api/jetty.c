@@ -230,6 +230,8 @@ static int jfr_destroy_impl(ub_jfr *r)
     ub__ses_jfr_flush(r, ub__ctx_now(ctx));
     ub__hmap_del(&ctx->objs, ub__obj_key(UB__OBJ_JFR, r->id));
     forget_owner(ctx, NULL, r);
+    if (ctx->ses.jfr_last == r)
+        ctx->ses.jfr_last = NULL;
     uncommit(r->jfc, r->attr.depth, r->used);
     ub__list_remove(&r->link);
     jfr_free(r);

@@ -415,6 +415,7 @@ struct ub__tl {
     struct ub__rxmsg *msg_cache[UB_SES_MSG_CACHE]; /* target: freed messages, for reuse */
     uint32_t nmsg_cache;
     ub_seg *seg_last; /* target: the segment last looked up (cleared when it is unregistered) */
+    ub_jfr *jfr_last; /* target: the JFR a request named last (cleared when it is destroyed) */
     struct ub__rxmsg *msg_live; /* target: a new message kept out of its stream's map until its
                                    first packet is handled (NULL once it is freed) */
     struct ub__ses_stats st;
