@@ -159,13 +159,8 @@ void ub__ses_fini(struct ub__tl *s)
     ub__hmap_fini(&s->packs);
 }
 
-void ub__ses_pump(struct ub__tl *s, uint64_t now)
+void ub__ses_pump_work(struct ub__tl *s, uint64_t now)
 {
-    /* Nothing queued (an idle poll, twice a progress round): every pump below would find
-     * its list empty and do nothing. */
-    if (ub__list_empty(&s->txq) && ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq) &&
-        ub__list_empty(&s->rvq) && ub__list_empty(&s->cmaq) && !s->prsp_n)
-        return;
     /* Requests in posting order; one that cannot go on waits at the head (fair, in order). */
     for (struct ub__list *it = s->txq.next; it != &s->txq;) {
         struct ub__wr *w = UB_CONTAINER_OF(it, struct ub__wr, txq);

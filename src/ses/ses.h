@@ -445,7 +445,16 @@ struct ub_context {
 int ub__ses_init(struct ub__tl *s, ub_context *ctx);
 void ub__ses_fini(struct ub__tl *s);
 /* Hands pending request and response packets to PDS, as far as budgets allow. */
-void ub__ses_pump(struct ub__tl *s, uint64_t now);
+void ub__ses_pump_work(struct ub__tl *s, uint64_t now);
+static inline void ub__ses_pump(struct ub__tl *s, uint64_t now)
+{
+    /* Nothing queued (an idle poll, twice a progress round): every pump would find its list
+     * empty and do nothing. Inline: an idle poll pays no call for it. */
+    if (ub__list_empty(&s->txq) && ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq) &&
+        ub__list_empty(&s->rvq) && ub__list_empty(&s->cmaq) && !s->prsp_n)
+        return;
+    ub__ses_pump_work(s, now);
+}
 uint64_t ub__obj_key(uint32_t kind, uint32_t id);
 void ub__async_push(ub_context *ctx, int type, int err, uint64_t arg);
 
