@@ -165,7 +165,9 @@ void ub__ses_pump_work(struct ub__tl *s, uint64_t now)
     for (struct ub__list *it = s->txq.next; it != &s->txq;) {
         struct ub__wr *w = UB_CONTAINER_OF(it, struct ub__wr, txq);
         struct ub__list *prev = it->prev; /* stays: members of a pack come after w */
-        int pk = s->pack_max ? ub__ses_pack_pump(s, w, now) : UB_PACK_NONE;
+        /* The last queued request has nothing after it to pack with: alone (UB_PACK_NONE). */
+        int pk =
+            s->pack_max && w->txq.next != &s->txq ? ub__ses_pack_pump(s, w, now) : UB_PACK_NONE;
         if (pk == UB_PACK_STOP || (pk == UB_PACK_NONE && !ub__ses_wr_pump(s, w, now)))
             break;
         it = w->on_txq ? w->txq.next : prev->next;
