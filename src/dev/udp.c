@@ -1055,9 +1055,11 @@ static int udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
     uint32_t q = 0, pass_left = 0;
     for (uint32_t it = 0; it < RX_PASSES * u->np && n < max && u->ready && !stalled; it++) {
         uint32_t s = u->rr;
-        u->rr = (s + 1) % u->np;
+        u->rr = s + 1 == u->np ? 0 : s + 1;
         if (pass_left == 0) {
-            uint32_t nready = (uint32_t)__builtin_popcountll(u->ready);
+            /* One socket: its bit is the only one (no popcount, a library call without
+             * -mpopcnt). */
+            uint32_t nready = u->np == 1 ? 1 : (uint32_t)__builtin_popcountll(u->ready);
             q = (max - n + nready - 1) / nready;
             pass_left = u->np;
         }

@@ -30,7 +30,8 @@ void ub__jfc_push(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool soli
 {
     if (jfc->count == jfc->cap) /* cannot happen: berths are committed; keep the invariant loud */
         return;
-    struct ub__cqe *e = &jfc->ring[(jfc->head + jfc->count) % jfc->cap];
+    uint32_t at = jfc->head + jfc->count; /* head < cap and count < cap: below 2 cap */
+    struct ub__cqe *e = &jfc->ring[at >= jfc->cap ? at - jfc->cap : at];
     e->cr = *cr;
     e->owner = owner;
     e->solicited = solicited;
