@@ -247,7 +247,8 @@ static int post_recv_impl(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
 {
     if (!r)
         return UB_EINVAL;
-    uint64_t now = ub__ctx_now(r->ctx);
+    uint64_t now = 0;
+    bool have_now = false; /* read when first needed: a ping-pong's repost never does */
     for (; wr; wr = wr->next) {
         int rc = 0;
         uint64_t cap = 0;
@@ -279,6 +280,10 @@ static int post_recv_impl(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
         rb->in_use = true;
         r->used++;
         ub__list_push_back(&r->posted, &rb->link);
+        if (!have_now && ub__ses_jfr_posted_needs_now(r)) {
+            now = ub__ctx_now(r->ctx);
+            have_now = true;
+        }
         ub__ses_jfr_posted(r, now);
     }
     return 0;
