@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <softub/errors.h>
@@ -118,6 +119,40 @@ struct udp_dev {
 };
 
 static const struct ub__dev_ops udp_ops;
+
+/*
+ * The device's system calls never block (non-blocking sockets, a zero epoll timeout), so
+ * they go to the kernel directly, not through libc's cancellation-point wrappers: in a
+ * multi-threaded process (the hold watchdog makes one) each of those switches the thread's
+ * cancellation state with two atomic updates around the call, three times per received and
+ * answered message. Nor should a call that holds the context lock be a cancellation point.
+ */
+static inline int sys_sendmmsg(int fd, struct mmsghdr *v, unsigned n)
+{
+#ifdef SYS_sendmmsg
+    return (int)syscall(SYS_sendmmsg, fd, v, n, 0);
+#else
+    return sendmmsg(fd, v, n, 0);
+#endif
+}
+
+static inline int sys_recvmmsg(int fd, struct mmsghdr *v, unsigned n)
+{
+#ifdef SYS_recvmmsg
+    return (int)syscall(SYS_recvmmsg, fd, v, n, 0, NULL);
+#else
+    return recvmmsg(fd, v, n, 0, NULL);
+#endif
+}
+
+static inline int sys_epoll_poll(int epfd, struct epoll_event *ev, int max)
+{
+#ifdef SYS_epoll_pwait
+    return (int)syscall(SYS_epoll_pwait, epfd, ev, max, 0, NULL, (size_t)8);
+#else
+    return epoll_wait(epfd, ev, max, 0);
+#endif
+}
 
 static inline struct udp_dev *udp_of(const struct ub__dev *dev)
 {
@@ -590,7 +625,7 @@ static bool send_sock(struct udp_dev *u, uint32_t s, struct ub__pkt *const *pkts
             pos = end;
             continue;
         }
-        int r = sendmmsg(u->fds[s], u->txmsg, m, 0);
+        int r = sys_sendmmsg(u->fds[s], u->txmsg, m);
         if (r > 0) {
             u->st.tx_batches++;
             for (uint32_t j = 0; j < (uint32_t)r; j++) {
@@ -824,7 +859,7 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
         rx_prepare(u, j, u->stage_mem + (size_t)j * GRO_BUF_SIZE, GRO_BUF_SIZE);
     if (k > u->stage_prep)
         u->stage_prep = k;
-    int r = recvmmsg(u->fds[s], u->rxmsg, k, 0, NULL);
+    int r = sys_recvmmsg(u->fds[s], u->rxmsg, k);
     if (r <= 0) {
         rx_failed(u, s);
         return;
@@ -898,7 +933,7 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
         u->rxmsg[j].msg_hdr.msg_iov = &u->rxgiov[j * k];
         u->rxmsg[j].msg_hdr.msg_iovlen = k;
     }
-    int r = recvmmsg(u->fds[s], u->rxmsg, msgs, 0, NULL);
+    int r = sys_recvmmsg(u->fds[s], u->rxmsg, msgs);
     uint32_t got = r > 0 ? (uint32_t)r : 0, n = 0;
     if (r <= 0)
         rx_failed(u, s);
@@ -999,7 +1034,7 @@ static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, u
         u->rxpkt[j] = p;
         rx_prepare(u, j, p->data, pool_buf_room(pool));
     }
-    int r = recvmmsg(u->fds[s], u->rxmsg, k, 0, NULL);
+    int r = sys_recvmmsg(u->fds[s], u->rxmsg, k);
     uint32_t got = r > 0 ? (uint32_t)r : 0, n = 0;
     if (r <= 0)
         rx_failed(u, s);
@@ -1042,7 +1077,7 @@ static int udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
     if (u->stage_n)
         n = stage_drain(u, pkts, max, pool, &stalled);
     if (!u->stage_n && !stalled && n < max && !u->ready) {
-        int r = epoll_wait(u->epfd, u->evs, (int)UB_ARRAY_SIZE(u->evs), 0);
+        int r = sys_epoll_poll(u->epfd, u->evs, (int)UB_ARRAY_SIZE(u->evs));
         for (int i = 0; i < r; i++)
             if (u->evs[i].data.u32 < u->np)
                 u->ready |= 1ull << u->evs[i].data.u32;
