@@ -360,14 +360,18 @@ int ub__ctx_progress_locked(ub_context *ctx)
     if (ub__engine_next_deadline(&ctx->eng) <= now)
         ub__engine_expire(&ctx->eng, now);
     ub__ses_pump(&ctx->ses, now);
-    if (may_hold && ub__engine_pending(&ctx->eng) && cq_records(ctx) > cq0) {
+    /* Asked once: with nothing to send, neither the hold nor the sends below do anything. */
+    bool pending = ub__engine_pending(&ctx->eng);
+    if (may_hold && pending && cq_records(ctx) > cq0) {
         ub__ctx_hold(ctx);
         if (x->tx_held)
             return n < 0 ? 1 : n + 1;
     }
-    n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
-    if (ub__engine_pending(&ctx->eng))
-        n += ub__drive_once(&ctx->eng, ctx->dev, now, &ctx->drive);
+    if (pending) {
+        n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
+        if (ub__engine_pending(&ctx->eng))
+            n += ub__drive_once(&ctx->eng, ctx->dev, now, &ctx->drive);
+    }
     if (!ub__list_empty(&ctx->ses.cmaq))
         n++; /* single copies under way: come back soon */
     if ((++ctx->drive_rounds & 1023) == 0) {

@@ -69,6 +69,8 @@ bool ub__hold_enabled(void);
 void ub__ctx_hold(ub_context *ctx);
 /* Sends output held back, if any; the caller holds the lock. */
 void ub__ctx_flush_held(ub_context *ctx);
+/* The same, at a time the caller just read from the context's clock. */
+void ub__ctx_flush_held_at(ub_context *ctx, uint64_t now);
 /* Ends the watchdog (context close). */
 void ub__hold_stop(struct ub__ctx *x);
 /* pthread_create with every signal blocked in the new thread (they are the application's). */

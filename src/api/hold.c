@@ -34,8 +34,16 @@ void ub__ctx_flush_held(ub_context *ctx)
     struct ub__ctx *x = ub__ctx_of(ctx);
     if (!x->tx_held)
         return;
+    ub__ctx_flush_held_at(ctx, ub__ctx_now(ctx));
+}
+
+void ub__ctx_flush_held_at(ub_context *ctx, uint64_t now)
+{
+    struct ub__ctx *x = ub__ctx_of(ctx);
+    if (!x->tx_held)
+        return;
     x->tx_held = false;
-    ub__drive_send(&ctx->eng, ctx->dev, ub__ctx_now(ctx), &ctx->drive);
+    ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
 }
 
 static void *hold_main(void *arg)

@@ -32,6 +32,21 @@ static int commit(ub_jfc *jfc, uint32_t depth)
 }
 
 /* Gives back the berths not held by records still in the ring (those go when polled). */
+/* A JFS or JFR going away leaves no JFC pointing at it (any JFC: an id looked up for an
+ * older record may have found it). */
+static void forget_owner(ub_context *ctx, const ub_jfs *jfs, const ub_jfr *jfr)
+{
+    struct ub__list *it;
+    UB_LIST_FOR_EACH(it, &ctx->jfcs)
+    {
+        ub_jfc *c = UB_CONTAINER_OF(it, ub_jfc, link);
+        if (jfs && c->last_jfs == jfs)
+            c->last_jfs = NULL;
+        if (jfr && c->last_jfr == jfr)
+            c->last_jfr = NULL;
+    }
+}
+
 static void uncommit(ub_jfc *jfc, uint32_t depth, uint32_t held)
 {
     jfc->committed -= depth - held;
@@ -122,6 +137,7 @@ static int jfs_destroy_impl(ub_jfs *j)
     ub_context *ctx = j->ctx;
     ub__ses_jfs_flush(j, ub__ctx_now(ctx));
     ub__hmap_del(&ctx->objs, ub__obj_key(UB__OBJ_JFS, j->id));
+    forget_owner(ctx, j, NULL);
     uncommit(j->jfc, j->attr.depth, j->used);
     ub__list_remove(&j->link);
     jfs_free(j);
@@ -213,6 +229,9 @@ static int jfr_destroy_impl(ub_jfr *r)
     ub_context *ctx = r->ctx;
     ub__ses_jfr_flush(r, ub__ctx_now(ctx));
     ub__hmap_del(&ctx->objs, ub__obj_key(UB__OBJ_JFR, r->id));
+    forget_owner(ctx, NULL, r);
+    if (ctx->ses.jfr_last == r)
+        ctx->ses.jfr_last = NULL;
     uncommit(r->jfc, r->attr.depth, r->used);
     ub__list_remove(&r->link);
     jfr_free(r);
@@ -228,7 +247,8 @@ static int post_recv_impl(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
 {
     if (!r)
         return UB_EINVAL;
-    uint64_t now = ub__ctx_now(r->ctx);
+    uint64_t now = 0;
+    bool have_now = false; /* read when first needed: a ping-pong's repost never does */
     for (; wr; wr = wr->next) {
         int rc = 0;
         uint64_t cap = 0;
@@ -260,6 +280,10 @@ static int post_recv_impl(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
         rb->in_use = true;
         r->used++;
         ub__list_push_back(&r->posted, &rb->link);
+        if (!have_now && ub__ses_jfr_posted_needs_now(r)) {
+            now = ub__ctx_now(r->ctx);
+            have_now = true;
+        }
         ub__ses_jfr_posted(r, now);
     }
     return 0;

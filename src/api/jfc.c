@@ -84,9 +84,11 @@ UB_EXPORT int ub_poll_jfc(ub_jfc *c, int max, struct ub_cr *cr)
         /* A poller polls again: no wake-up wanted from the shm device (each would cost the
          * sender a write(2)). ub_progress and ub_wait_jfc ask for one before any sleep. */
         struct ub__dev *shm = ub__ctx_of(ctx)->shm;
-        ub__shm_set_busy_poll(shm, true);
+        if (shm)
+            ub__shm_set_busy_poll(shm, true);
         ub__ctx_progress_locked(ctx);
-        ub__shm_set_busy_poll(shm, false);
+        if (shm)
+            ub__shm_set_busy_poll(shm, false);
     }
     int n = ub__jfc_take(c, max, cr);
     ub__ctx_unlock(ctx);

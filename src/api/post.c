@@ -23,7 +23,7 @@ static int post_send_impl(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
     if (ctx->attr.progress == UB_PROGRESS_AUTO && ub__engine_pending(&ctx->eng))
         ub__ctx_progress_locked(ctx);
     else
-        ub__ctx_flush_held(ctx); /* the request joins the ACKs and responses held for it */
+        ub__ctx_flush_held_at(ctx, now); /* the request joins the ACKs and responses held */
     return rc;
 }
 

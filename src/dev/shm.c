@@ -129,7 +129,8 @@ struct shm_dev {
     uint64_t head[UB_SHM_MAX_LANES]; /* our copy of each lane's head (we are its only writer) */
 
     struct shm_peer *peers;
-    uint16_t *tab; /* open addressing: peer index + 1, 0 empty */
+    struct shm_peer *last; /* found last: a slot of peers (a detached one reads unused) */
+    uint16_t *tab;         /* open addressing: peer index + 1, 0 empty */
     uint32_t tab_mask, npeers;
     uint64_t tick;
     struct ub__shm_stats st;
@@ -538,12 +539,16 @@ static inline uint32_t tab_home(const struct shm_dev *s, uint16_t id)
 
 static struct shm_peer *peer_find(struct shm_dev *s, uint16_t id)
 {
+    /* A sender talks to one peer at a time: its slot is checked before the table. */
+    struct shm_peer *pe = s->last;
+    if (pe && pe->used && pe->id == id)
+        return pe;
     for (uint32_t h = tab_home(s, id), n = 0; n <= s->tab_mask; h = (h + 1) & s->tab_mask, n++) {
         uint16_t v = s->tab[h];
         if (!v)
             return NULL;
         if (s->peers[v - 1].id == id)
-            return &s->peers[v - 1];
+            return s->last = &s->peers[v - 1];
     }
     return NULL;
 }

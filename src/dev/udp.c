@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <softub/errors.h>
@@ -111,9 +112,47 @@ struct udp_dev {
     uint8_t *stage_mem;
     struct udp_stage stage[GRO_STAGE];
     uint32_t stage_head, stage_n;
+    /* rxmsg[0, stage_prep) point at the staging buffers: a receive of small datagrams (a
+     * ping-pong's one) need not rebuild 16 headers each time, only reset what the kernel
+     * wrote back into the ones it used. The other receive paths reuse rxmsg and clear it. */
+    uint32_t stage_prep;
 };
 
 static const struct ub__dev_ops udp_ops;
+
+/*
+ * The device's system calls never block (non-blocking sockets, a zero epoll timeout), so
+ * they go to the kernel directly, not through libc's cancellation-point wrappers: in a
+ * multi-threaded process (the hold watchdog makes one) each of those switches the thread's
+ * cancellation state with two atomic updates around the call, three times per received and
+ * answered message. Nor should a call that holds the context lock be a cancellation point.
+ */
+static inline int sys_sendmmsg(int fd, struct mmsghdr *v, unsigned n)
+{
+#ifdef SYS_sendmmsg
+    return (int)syscall(SYS_sendmmsg, fd, v, n, 0);
+#else
+    return sendmmsg(fd, v, n, 0);
+#endif
+}
+
+static inline int sys_recvmmsg(int fd, struct mmsghdr *v, unsigned n)
+{
+#ifdef SYS_recvmmsg
+    return (int)syscall(SYS_recvmmsg, fd, v, n, 0, NULL);
+#else
+    return recvmmsg(fd, v, n, 0, NULL);
+#endif
+}
+
+static inline int sys_epoll_poll(int epfd, struct epoll_event *ev, int max)
+{
+#ifdef SYS_epoll_pwait
+    return (int)syscall(SYS_epoll_pwait, epfd, ev, max, 0, NULL, (size_t)8);
+#else
+    return epoll_wait(epfd, ev, max, 0);
+#endif
+}
 
 static inline struct udp_dev *udp_of(const struct ub__dev *dev)
 {
@@ -421,6 +460,8 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
     u->bulk = ~0ull; /* direct until a receive shows small datagrams */
     u->cfg = c;
     u->np = c.num_paths;
+    for (uint32_t i = 0; i < TX_WINDOW; i++)
+        u->order[i] = (uint16_t)i; /* stays so with one path (send_window) */
     u->family = c.local.family == UB_AF_INET ? AF_INET : AF_INET6;
     u->ecn_def = c.no_ecn ? 0 : (uint8_t)ECN_ECT0;
     u->tos = (uint8_t)((unsigned)c.dscp << 2 | u->ecn_def);
@@ -584,7 +625,7 @@ static bool send_sock(struct udp_dev *u, uint32_t s, struct ub__pkt *const *pkts
             pos = end;
             continue;
         }
-        int r = sendmmsg(u->fds[s], u->txmsg, m, 0);
+        int r = sys_sendmmsg(u->fds[s], u->txmsg, m);
         if (r > 0) {
             u->st.tx_batches++;
             for (uint32_t j = 0; j < (uint32_t)r; j++) {
@@ -639,22 +680,27 @@ static bool send_sock(struct udp_dev *u, uint32_t s, struct ub__pkt *const *pkts
  */
 static uint32_t send_window(struct udp_dev *u, struct ub__pkt *const *pkts, uint32_t w, bool *full)
 {
-    uint32_t cnt[UB_UDP_MAX_PATHS] = {0}, at[UB_UDP_MAX_PATHS];
-    for (uint32_t i = 0; i < w; i++)
-        cnt[pkts[i]->path % u->np]++;
-    uint32_t sum = 0;
-    for (uint32_t s = 0; s < u->np; s++) {
-        at[s] = sum;
-        sum += cnt[s];
-    }
-    for (uint32_t i = 0; i < w; i++)
-        u->order[at[pkts[i]->path % u->np]++] = (uint16_t)i;
-    memset(u->done, 0, w);
+    if (u->np == 1) { /* one socket: the window in its order (u->order is the identity) */
+        memset(u->done, 0, w);
+        *full = send_sock(u, 0, pkts, u->order, w);
+    } else {
+        uint32_t cnt[UB_UDP_MAX_PATHS] = {0}, at[UB_UDP_MAX_PATHS];
+        for (uint32_t i = 0; i < w; i++)
+            cnt[pkts[i]->path % u->np]++;
+        uint32_t sum = 0;
+        for (uint32_t s = 0; s < u->np; s++) {
+            at[s] = sum;
+            sum += cnt[s];
+        }
+        for (uint32_t i = 0; i < w; i++)
+            u->order[at[pkts[i]->path % u->np]++] = (uint16_t)i;
+        memset(u->done, 0, w);
 
-    *full = false;
-    for (uint32_t s = 0, start = 0; s < u->np; start += cnt[s], s++)
-        if (cnt[s] && send_sock(u, s, pkts, &u->order[start], cnt[s]))
-            *full = true;
+        *full = false;
+        for (uint32_t s = 0, start = 0; s < u->np; start += cnt[s], s++)
+            if (cnt[s] && send_sock(u, s, pkts, &u->order[start], cnt[s]))
+                *full = true;
+    }
 
     uint32_t took = w;
     if (*full)
@@ -809,13 +855,16 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
         return;
     }
     uint32_t k = UB_MIN(want, (uint32_t)GRO_STAGE);
-    for (uint32_t j = 0; j < k; j++)
+    for (uint32_t j = u->stage_prep; j < k; j++)
         rx_prepare(u, j, u->stage_mem + (size_t)j * GRO_BUF_SIZE, GRO_BUF_SIZE);
-    int r = recvmmsg(u->fds[s], u->rxmsg, k, 0, NULL);
+    if (k > u->stage_prep)
+        u->stage_prep = k;
+    int r = sys_recvmmsg(u->fds[s], u->rxmsg, k);
     if (r <= 0) {
         rx_failed(u, s);
         return;
     }
+    /* What the kernel wrote back (a failed message is not written): reset after the loop. */
     u->st.rx_batches++;
     if ((uint32_t)r < k)
         u->ready &= ~(1ull << s);
@@ -843,6 +892,12 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
             u->st.rx_gro_msgs++;
             u->st.rx_gro_segs += g->left;
         }
+    }
+    for (uint32_t j = 0; j < (uint32_t)r; j++) {
+        struct msghdr *h = &u->rxmsg[j].msg_hdr;
+        h->msg_namelen = (socklen_t)sizeof(u->rxname[j]);
+        h->msg_controllen = sizeof(u->rxctrl[j].buf);
+        h->msg_flags = 0;
     }
 }
 
@@ -872,12 +927,13 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
         u->rxpkt[j] = p;
         u->rxgiov[j] = (struct iovec){p->data, room};
     }
+    u->stage_prep = 0;
     for (uint32_t j = 0; j < msgs; j++) {
         rx_prepare(u, j, NULL, 0);
         u->rxmsg[j].msg_hdr.msg_iov = &u->rxgiov[j * k];
         u->rxmsg[j].msg_hdr.msg_iovlen = k;
     }
-    int r = recvmmsg(u->fds[s], u->rxmsg, msgs, 0, NULL);
+    int r = sys_recvmmsg(u->fds[s], u->rxmsg, msgs);
     uint32_t got = r > 0 ? (uint32_t)r : 0, n = 0;
     if (r <= 0)
         rx_failed(u, s);
@@ -972,12 +1028,13 @@ static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, u
         *stalled = true;
         return 0;
     }
+    u->stage_prep = 0;
     for (uint32_t j = 0; j < k; j++) {
         struct ub__pkt *p = ub__pkt_alloc(pool);
         u->rxpkt[j] = p;
         rx_prepare(u, j, p->data, pool_buf_room(pool));
     }
-    int r = recvmmsg(u->fds[s], u->rxmsg, k, 0, NULL);
+    int r = sys_recvmmsg(u->fds[s], u->rxmsg, k);
     uint32_t got = r > 0 ? (uint32_t)r : 0, n = 0;
     if (r <= 0)
         rx_failed(u, s);
@@ -1020,7 +1077,7 @@ static int udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
     if (u->stage_n)
         n = stage_drain(u, pkts, max, pool, &stalled);
     if (!u->stage_n && !stalled && n < max && !u->ready) {
-        int r = epoll_wait(u->epfd, u->evs, (int)UB_ARRAY_SIZE(u->evs), 0);
+        int r = sys_epoll_poll(u->epfd, u->evs, (int)UB_ARRAY_SIZE(u->evs));
         for (int i = 0; i < r; i++)
             if (u->evs[i].data.u32 < u->np)
                 u->ready |= 1ull << u->evs[i].data.u32;
@@ -1033,9 +1090,11 @@ static int udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
     uint32_t q = 0, pass_left = 0;
     for (uint32_t it = 0; it < RX_PASSES * u->np && n < max && u->ready && !stalled; it++) {
         uint32_t s = u->rr;
-        u->rr = (s + 1) % u->np;
+        u->rr = s + 1 == u->np ? 0 : s + 1;
         if (pass_left == 0) {
-            uint32_t nready = (uint32_t)__builtin_popcountll(u->ready);
+            /* One socket: its bit is the only one (no popcount, a library call without
+             * -mpopcnt). */
+            uint32_t nready = u->np == 1 ? 1 : (uint32_t)__builtin_popcountll(u->ready);
             q = (max - n + nready - 1) / nready;
             pass_left = u->np;
         }

@@ -146,15 +146,17 @@ static void input_bundle(struct ub__engine *e, struct ub__pkt *p, uint64_t now)
     }
     uint8_t *data = p->data;
     uint32_t len = p->len, wire = p->wire_len;
-    const uint8_t *rec;
-    size_t off = 0, rlen;
     e->stats.rx_bundles++;
-    while (ub__bundle_next(data, len, &off, &rec, &rlen)) {
-        p->data = data + (rec - data);
-        p->len = (uint32_t)rlen;
+    /* Checked: the records tile the datagram exactly, so the walk needs no bounds
+     * (ub__bundle_next's, inline). */
+    for (uint32_t off = UB_BUNDLE_HDR; off < len;) {
+        uint32_t rlen = (uint32_t)data[off] << 8 | data[off + 1];
+        p->data = data + off + UB_BUNDLE_REC_HDR;
+        p->len = rlen;
         p->wire_len = 0;
         e->stats.rx_bundled++;
         input_one(e, p, now);
+        off += UB_BUNDLE_REC_HDR + rlen;
     }
     p->data = data;
     p->len = len;
@@ -229,24 +231,44 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
                         cnt++;
                     }
                 }
-            struct ub__pkt *b = mine ? ub__pkt_alloc(&e->pool) : NULL;
+            /* Bundled only when a buffer is free (as the decision always was); the first
+             * packet's own buffer serves when nobody else holds it (an ACK, not a packet PDS
+             * keeps for retransmission) and has room: no copy of it. */
+            uint32_t total = (uint32_t)ub__bundle_size(bytes, cnt), plen = p->len;
+            struct ub__pkt *b = NULL;
+            uint8_t *w = NULL;
+            if (mine && e->pool.avail && p->refcnt == 1 &&
+                ub__pkt_headroom(p) >= UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR &&
+                ub__pkt_tailroom(p) >= total - plen - (UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR)) {
+                b = p;
+                w = ub__pkt_push(b, UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR);
+                w += ub__bundle_put_hdr(w);
+                w[0] = (uint8_t)(plen >> 8);
+                w[1] = (uint8_t)plen;
+                w = ub__pkt_put(b, total - plen - (UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR));
+                b->next = NULL; /* as a fresh buffer's */
+                b->tag = 0;
+                b->flags = 0;
+            } else if (mine && (b = ub__pkt_alloc(&e->pool)) != NULL) {
+                w = ub__pkt_put(b, total);
+                w += ub__bundle_put_hdr(w);
+                w += ub__bundle_put_rec(w, p->data, p->len);
+                b->addr = p->addr;
+                b->path = p->path;
+            }
             if (!b) {
                 pkts[out++] = p;
                 continue;
             }
-            uint8_t *w = ub__pkt_put(b, (uint32_t)ub__bundle_size(bytes, cnt));
-            w += ub__bundle_put_hdr(w);
-            w += ub__bundle_put_rec(w, p->data, p->len);
             for (uint32_t j = i + 1; j < end; j++)
                 if (mine >> (j - base) & 1) {
                     w += ub__bundle_put_rec(w, pkts[j]->data, pkts[j]->len);
                     ub__pkt_free(pkts[j]);
                 }
             taken |= mine;
-            b->addr = p->addr;
-            b->path = p->path;
             b->ecn = ecn;
-            ub__pkt_free(p);
+            if (b != p)
+                ub__pkt_free(p);
             e->stats.tx_bundles++;
             e->stats.tx_bundled += cnt;
             pkts[out++] = b;

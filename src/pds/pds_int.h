@@ -192,6 +192,7 @@ struct ub__pds {
     struct ub__hmap ipdc_by_peer, ipdc_by_id;
     struct ub__pds_ipdc *last_ipdc; /* the latest ub__pds_ipdc_get result, while in ipdc_by_peer */
     struct ub__hmap tpdc_by_key, tpdc_by_id;
+    struct ub__pds_tpdc *tpdc_last; /* found last by id (requests of a flow share it) */
     struct ub__hmap graves;
     struct ub__list grave_list; /* oldest first */
     struct ub__list tpdc_lru;

@@ -298,6 +298,8 @@ void ub__pds_tpdc_free(struct ub__pds_tpdc *t, bool graveyard, uint64_t now)
     ub__list_remove(&t->lru);
     ub__hmap_del(&pds->tpdc_by_key, t->key);
     ub__hmap_del(&pds->tpdc_by_id, t->id);
+    if (pds->tpdc_last == t)
+        pds->tpdc_last = NULL;
     if (graveyard) {
         struct ub__pds_grave *g = malloc(sizeof(*g));
         if (g) {
@@ -482,7 +484,12 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
             }
         }
     } else {
-        t = ub__hmap_get(&pds->tpdc_by_id, r->dpdcid);
+        t = pds->tpdc_last;
+        if (!t || t->id != r->dpdcid) {
+            t = ub__hmap_get(&pds->tpdc_by_id, r->dpdcid);
+            if (t)
+                pds->tpdc_last = t;
+        }
         /* The key check without hashing the address again when nothing changed since. */
         bool same = t && t->incarnation == inc && t->ispdcid == r->spdcid && t->mode == mode;
         if (t && !(same && ub__addr_eq(&t->key_addr, &p->addr))) {

@@ -159,24 +159,26 @@ void ub__ses_fini(struct ub__tl *s)
     ub__hmap_fini(&s->packs);
 }
 
-void ub__ses_pump(struct ub__tl *s, uint64_t now)
+void ub__ses_pump_work(struct ub__tl *s, uint64_t now)
 {
-    /* Nothing queued (an idle poll, twice a progress round): every pump below would find
-     * its list empty and do nothing. */
-    if (ub__list_empty(&s->txq) && ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq) &&
-        ub__list_empty(&s->rvq) && ub__list_empty(&s->cmaq) && !s->prsp_n)
-        return;
     /* Requests in posting order; one that cannot go on waits at the head (fair, in order). */
     for (struct ub__list *it = s->txq.next; it != &s->txq;) {
         struct ub__wr *w = UB_CONTAINER_OF(it, struct ub__wr, txq);
         struct ub__list *prev = it->prev; /* stays: members of a pack come after w */
-        int pk = s->pack_max ? ub__ses_pack_pump(s, w, now) : UB_PACK_NONE;
+        /* The last queued request has nothing after it to pack with: alone (UB_PACK_NONE). */
+        int pk =
+            s->pack_max && w->txq.next != &s->txq ? ub__ses_pack_pump(s, w, now) : UB_PACK_NONE;
         if (pk == UB_PACK_STOP || (pk == UB_PACK_NONE && !ub__ses_wr_pump(s, w, now)))
             break;
         it = w->on_txq ? w->txq.next : prev->next;
     }
-    if (ub__ses_rd_pump(s, now))
-        ub__ses_rndv_pump(s, now);
-    ub__ses_cma_pump(s, now);
-    ub__ses_rsp_flush(s, now); /* the responses of this round, packed per initiator */
+    /* Each sub-pump only when its queue holds work (they do nothing on an empty one). */
+    if ((ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq)) || ub__ses_rd_pump(s, now)) {
+        if (!ub__list_empty(&s->rvq))
+            ub__ses_rndv_pump(s, now);
+    }
+    if (!ub__list_empty(&s->cmaq))
+        ub__ses_cma_pump(s, now);
+    if (s->prsp_n)
+        ub__ses_rsp_flush(s, now); /* the responses of this round, packed per initiator */
 }

@@ -142,6 +142,10 @@ struct ub_jfc {
     struct ub__list fired_link;
     bool on_fired;
     uint64_t user_ctx;
+    /* The JFS and JFR whose records were polled last (records come from a few owners):
+     * polling finds them without the context's object map; cleared when they are destroyed. */
+    ub_jfs *last_jfs;
+    ub_jfr *last_jfr;
 };
 
 /* Work request states (a berth). */
@@ -411,6 +415,7 @@ struct ub__tl {
     struct ub__rxmsg *msg_cache[UB_SES_MSG_CACHE]; /* target: freed messages, for reuse */
     uint32_t nmsg_cache;
     ub_seg *seg_last; /* target: the segment last looked up (cleared when it is unregistered) */
+    ub_jfr *jfr_last; /* target: the JFR a request named last (cleared when it is destroyed) */
     struct ub__rxmsg *msg_live; /* target: a new message kept out of its stream's map until its
                                    first packet is handled (NULL once it is freed) */
     struct ub__ses_stats st;
@@ -440,7 +445,16 @@ struct ub_context {
 int ub__ses_init(struct ub__tl *s, ub_context *ctx);
 void ub__ses_fini(struct ub__tl *s);
 /* Hands pending request and response packets to PDS, as far as budgets allow. */
-void ub__ses_pump(struct ub__tl *s, uint64_t now);
+void ub__ses_pump_work(struct ub__tl *s, uint64_t now);
+static inline void ub__ses_pump(struct ub__tl *s, uint64_t now)
+{
+    /* Nothing queued (an idle poll, twice a progress round): every pump would find its list
+     * empty and do nothing. Inline: an idle poll pays no call for it. */
+    if (ub__list_empty(&s->txq) && ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq) &&
+        ub__list_empty(&s->rvq) && ub__list_empty(&s->cmaq) && !s->prsp_n)
+        return;
+    ub__ses_pump_work(s, now);
+}
 uint64_t ub__obj_key(uint32_t kind, uint32_t id);
 void ub__async_push(ub_context *ctx, int type, int err, uint64_t arg);
 
@@ -557,6 +571,12 @@ void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now);
 bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now);
 /* A receive buffer was posted: bind waiting messages (tagged unexpected ones first). */
 void ub__ses_jfr_posted(ub_jfr *jfr, uint64_t now);
+/* Whether ub__ses_jfr_posted would look at the time: only with messages waiting for a
+ * buffer (deferred SENDs, unexpected tagged ones). Else the poster need not read the clock. */
+static inline bool ub__ses_jfr_posted_needs_now(const ub_jfr *jfr)
+{
+    return jfr->attr.tag_matching ? !ub__list_empty(&jfr->unexpected) : jfr->ndeferred != 0;
+}
 /* Flushes posted, reserved and unexpected state of a JFR being destroyed. */
 void ub__ses_jfr_flush(ub_jfr *jfr, uint64_t now);
 void ub__ses_tgt_fini(struct ub__tl *s);

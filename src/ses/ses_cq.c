@@ -30,7 +30,8 @@ void ub__jfc_push(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool soli
 {
     if (jfc->count == jfc->cap) /* cannot happen: berths are committed; keep the invariant loud */
         return;
-    struct ub__cqe *e = &jfc->ring[(jfc->head + jfc->count) % jfc->cap];
+    uint32_t at = jfc->head + jfc->count; /* head < cap and count < cap: below 2 cap */
+    struct ub__cqe *e = &jfc->ring[at >= jfc->cap ? at - jfc->cap : at];
     e->cr = *cr;
     e->owner = owner;
     e->solicited = solicited;
@@ -39,23 +40,25 @@ void ub__jfc_push(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool soli
         fire_event(jfc);
 }
 
-/* Gives the berth of a polled record back. *last caches the JFS of the previous record of
- * this poll (records come in runs from one JFS; nothing is destroyed during a poll). */
-static void release(ub_jfc *jfc, uint64_t owner, ub_jfs **last)
+/* Gives the berth of a polled record back. The JFC keeps the JFS and JFR it found last
+ * (records come in runs from a few owners; a destroyed one is cleared from it). */
+static void release(ub_jfc *jfc, uint64_t owner)
 {
     ub_context *ctx = jfc->ctx;
     uint32_t kind = (uint32_t)(owner >> 56);
     uint32_t id = (uint32_t)(owner >> 32) & 0xffffffu;
     if (kind == UB__OBJ_JFS) {
-        ub_jfs *jfs = *last;
+        ub_jfs *jfs = jfc->last_jfs;
         if (!jfs || jfs->id != id)
-            jfs = *last = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFS, id));
+            jfs = jfc->last_jfs = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFS, id));
         if (jfs)
             ub__ses_wr_release(jfs, (uint16_t)owner);
         else
             jfc->committed--; /* its JFS is gone: the berth it left behind goes back */
     } else if (kind == UB__OBJ_JFR) {
-        ub_jfr *jfr = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFR, id));
+        ub_jfr *jfr = jfc->last_jfr;
+        if (!jfr || jfr->id != id)
+            jfr = jfc->last_jfr = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFR, id));
         if (jfr && jfr->used)
             jfr->used--;
         else if (!jfr)
@@ -66,7 +69,6 @@ static void release(ub_jfc *jfc, uint64_t owner, ub_jfs **last)
 int ub__jfc_take(ub_jfc *jfc, int max, struct ub_cr *out)
 {
     int n = 0;
-    ub_jfs *last = NULL;
     while (n < max && jfc->count) {
         struct ub__cqe *e = &jfc->ring[jfc->head];
         out[n++] = e->cr;
@@ -75,7 +77,7 @@ int ub__jfc_take(ub_jfc *jfc, int max, struct ub_cr *out)
             jfc->head = 0;
         jfc->count--;
         if (owner)
-            release(jfc, owner, &last);
+            release(jfc, owner);
     }
     return n;
 }

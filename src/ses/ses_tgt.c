@@ -443,6 +443,19 @@ void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t
 
 /* ---- the order engine ----------------------------------------------------------------------- */
 
+/* The JFR a request names: requests of a flow name the same one, so the last one found is
+ * checked before the context's object map. */
+static ub_jfr *jfr_by_id(struct ub__tl *s, uint32_t id)
+{
+    ub_jfr *r = s->jfr_last;
+    if (r && r->id == id)
+        return r;
+    r = ub__hmap_get(&s->ctx->objs, ub__obj_key(UB__OBJ_JFR, id));
+    if (r)
+        s->jfr_last = r;
+    return r;
+}
+
 static bool order_ok(const struct ub__tstream *ts, const struct ub__rxmsg *m)
 {
     if (m->fence && ts->floor != m->seq)
@@ -727,7 +740,7 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
         m->rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_WRITE, m->addr, m->len, seg);
         if (m->rc == UB_SES_RC_OK && m->aux &&
             !m->cma_refuse) { /* WRITE_IMM: a record in the target JFR */
-            m->jfr = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFR, m->aux));
+            m->jfr = jfr_by_id(s, m->aux);
             if (!m->jfr || m->jfr->attr.tag_matching)
                 m->rc = UB_SES_RC_BAD_INDEX;
             else
@@ -770,7 +783,7 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
     case UB_SES_OP_SEND:
     case UB_SES_OP_TAGGED_SEND: {
         bool tagged = m->op == UB_SES_OP_TAGGED_SEND;
-        m->jfr = ub__hmap_get(&ctx->objs, ub__obj_key(UB__OBJ_JFR, m->key));
+        m->jfr = jfr_by_id(s, m->key);
         if (!m->jfr) {
             m->rc = UB_SES_RC_BAD_INDEX;
             break;

@@ -59,8 +59,22 @@ int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t
 {
     if (!d || (!buf && len) || (flags & ~UB_WIRE_F_OPENED))
         return UB_EINVAL;
-    memset(d, 0, sizeof(*d));
+    /* Field by field, not the whole 392 bytes: the header decoders clear what they fill
+     * (the PDS union member, the extension, the SES header), so only what they do not
+     * reach is cleared here. */
     d->len = len;
+    d->has_tss = false;
+    d->sealed = false;
+    memset(&d->tss, 0, sizeof(d->tss));
+    d->tss_len = 0;
+    d->icv_off = 0;
+    d->pds_off = d->pds_len = 0;
+    d->has_ext = false;
+    d->ext_off = 0;
+    d->ext_len = 0;
+    d->ses_kind = UB_PDS_NH_NONE;
+    d->ses_off = d->ses_len = 0;
+    d->payload_off = d->payload_len = 0;
     size_t end = len; /* where the headers and payload stop (the ICV starts) */
     struct ub__rcur r;
     ub__rcur_init(&r, buf, len);
@@ -78,6 +92,9 @@ int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t
         if (!(flags & UB_WIRE_F_OPENED)) {
             d->sealed = true;
             d->pds_off = d->tss_len;
+            memset(&d->pds, 0, sizeof(d->pds));
+            memset(&d->ext, 0, sizeof(d->ext));
+            memset(&d->ses, 0, sizeof(d->ses));
             return 0;
         }
         ub__rcur_init(&r, buf, end); /* the ICV is not part of the chain */
@@ -100,6 +117,8 @@ int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t
             return rc;
         d->ext_len = ub__rcur_offset(&r) - d->ext_off;
         nh = d->ext.next_hdr;
+    } else {
+        memset(&d->ext, 0, sizeof(d->ext));
     }
     if (d->pds.type != UB_PDS_TYPE_CTRL && !ub__wire_nh_allowed(d->pds.type, nh))
         return UB_EBADMSG;
@@ -109,6 +128,8 @@ int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t
     if (nh != UB_PDS_NH_NONE) {
         if ((rc = ub__ses_decode(&d->ses, nh, &r)) != 0)
             return rc;
+    } else {
+        memset(&d->ses, 0, sizeof(d->ses));
     }
     d->ses_len = ub__rcur_offset(&r) - d->ses_off;
     d->payload_off = ub__rcur_offset(&r);

@@ -1,0 +1,153 @@
+/*
+ * An 8-byte SEND ping-pong between two contexts of one thread, for counting instructions
+ * (valgrind --tool=callgrind) without scheduling noise: each side only ever polls its own
+ * JFC, as two busy-polling processes (softub-perf send_lat) do, and finds the other's
+ * message on its first poll. Run it for two counts of round trips and divide the difference
+ * of the instruction totals by the difference of the counts: both sides, per round trip
+ * (docs/benchmarks.md, "The latency path's flat costs").
+ *
+ *   lat_count [URI [ROUND_TRIPS]]     URI: udp://127.0.0.1:0?paths=1 (default), shm://0
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <softub/softub.h>
+
+#define MEM     (1u << 20)
+#define RECV_SZ 4096u
+#define TOKEN   0x1a7ull
+
+struct side {
+    ub_context *ctx;
+    ub_jfc *jfc;
+    ub_jetty *jetty;
+    ub_seg *seg;
+    uint8_t *mem;
+    ub_tjetty *peer; /* the other side's jetty */
+    unsigned long empty_polls;
+};
+
+static int fail(const char *what, int rc)
+{
+    fprintf(stderr, "lat_count: %s: %s\n", what, ub_strerror(rc));
+    exit(1);
+}
+
+static void open_side(struct side *s, const char *uri)
+{
+    memset(s, 0, sizeof(*s));
+    struct ub_context_attr ca;
+    memset(&ca, 0, sizeof(ca));
+    ca.progress = UB_PROGRESS_MANUAL;
+    int rc = ub_context_open(uri, &ca, &s->ctx);
+    if (rc)
+        fail("ub_context_open", rc);
+    s->mem = calloc(1, MEM);
+    if (!s->mem)
+        fail("calloc", UB_ENOMEM);
+    struct ub_jfc_attr fa = {.depth = 1024};
+    if ((rc = ub_jfc_create(s->ctx, &fa, &s->jfc)) != 0)
+        fail("ub_jfc_create", rc);
+    struct ub_jetty_attr ja;
+    memset(&ja, 0, sizeof(ja));
+    ja.jfs.depth = 16;
+    ja.jfs.jfc = s->jfc;
+    ja.jfr.depth = 64;
+    ja.jfr.jfc = s->jfc;
+    if ((rc = ub_jetty_create(s->ctx, &ja, &s->jetty)) != 0)
+        fail("ub_jetty_create", rc);
+    if ((rc = ub_seg_register(s->ctx, s->mem, MEM, UB_ACCESS_LOCAL_WRITE, TOKEN, &s->seg)) != 0)
+        fail("ub_seg_register", rc);
+}
+
+static void post_recv(struct side *s, uint32_t i)
+{
+    struct ub_sge sg = {s->mem + (size_t)(i % 64) * RECV_SZ, RECV_SZ, s->seg};
+    struct ub_rwr rw;
+    memset(&rw, 0, sizeof(rw));
+    rw.user_ctx = i;
+    rw.sge = &sg;
+    rw.num_sge = 1;
+    int rc = ub_post_recv(ub_jetty_jfr(s->jetty), &rw, NULL);
+    if (rc)
+        fail("ub_post_recv", rc);
+}
+
+static void post_send(struct side *s, uint64_t id)
+{
+    struct ub_sge sg = {s->mem + MEM - 64, 8, s->seg};
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = UB_OP_SEND;
+    wr.flags = UB_WR_COMPLETE | UB_WR_INLINE;
+    wr.user_ctx = id;
+    wr.sge = &sg;
+    wr.num_sge = 1;
+    wr.tjetty = s->peer;
+    int rc = ub_post_jetty_send(s->jetty, &wr, NULL);
+    if (rc)
+        fail("ub_post_jetty_send", rc);
+}
+
+/* s polls until its receive arrives (reposting the buffer); other polls its own JFC
+ * whenever s found nothing, as the other process would meanwhile. */
+static void wait_recv(struct side *s, struct side *other)
+{
+    struct ub_cr cr[64];
+    for (;;) {
+        int k = ub_poll_jfc(s->jfc, 64, cr);
+        if (k < 0)
+            fail("ub_poll_jfc", k);
+        bool got = false;
+        for (int i = 0; i < k; i++) {
+            if (cr[i].status != UB_CR_SUCCESS)
+                fail(ub_cr_status_str(cr[i].status), UB_EIO);
+            if (cr[i].opcode == UB_CR_OP_RECV) {
+                post_recv(s, (uint32_t)cr[i].user_ctx);
+                got = true;
+            }
+        }
+        if (got)
+            return;
+        if (k == 0)
+            s->empty_polls++;
+        if (ub_poll_jfc(other->jfc, 64, cr) < 0)
+            fail("ub_poll_jfc", UB_EIO);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *uri = argc > 1 ? argv[1] : "udp://127.0.0.1:0?paths=1";
+    unsigned long n = argc > 2 ? strtoul(argv[2], NULL, 10) : 1000;
+    struct side a, b;
+    open_side(&a, uri);
+    open_side(&b, uri);
+    uint8_t d[64];
+    int rc;
+    if (ub_jetty_export(b.jetty, d, sizeof(d)) < 0 ||
+        (rc = ub_jetty_import(a.ctx, d, sizeof(d), &a.peer)) != 0)
+        fail("jetty exchange", UB_EINVAL);
+    if (ub_jetty_export(a.jetty, d, sizeof(d)) < 0 ||
+        (rc = ub_jetty_import(b.ctx, d, sizeof(d), &b.peer)) != 0)
+        fail("jetty exchange", UB_EINVAL);
+    for (uint32_t i = 0; i < 16; i++) {
+        post_recv(&a, i);
+        post_recv(&b, i);
+    }
+    for (unsigned long i = 0; i < n; i++) {
+        post_send(&a, i);
+        wait_recv(&b, &a);
+        post_send(&b, i);
+        wait_recv(&a, &b);
+    }
+    printf("lat_count: %lu round trips over %s, %lu empty polls\n", n, uri,
+           a.empty_polls + b.empty_polls);
+    ub_context_close(a.ctx);
+    ub_context_close(b.ctx);
+    free(a.mem);
+    free(b.mem);
+    return 0;
+}
