@@ -267,6 +267,10 @@ static void finish(struct ub__tl *s, struct ub__wr *w, enum ub_cr_status st)
         w->on_txq = false;
     }
     ub__timer_cancel(&s->eng->timers, &w->rnr_timer);
+    if (w->zc) { /* the buffer is the application's again: no packet may read it later */
+        w->zc = false;
+        ub__pds_flatten(s->eng->pds, &w->dst, w->mode, ub__ses_wr_cookie(w));
+    }
     w->rsp_on = false; /* the timer stays armed: a stale firing does nothing (rsp_fire) */
     ub__ivl_reset(&w->rd);
     if (w->eager)
@@ -573,6 +577,36 @@ void ub__ses_gather(const struct ub__wr *w, uint64_t off, uint8_t *dst, uint32_t
     }
 }
 
+/*
+ * Bytes [off, off + n) of w's payload into p: attached by reference when they are large
+ * enough (engine zc_min) and lie in one SGE, else copied.
+ */
+static int put_payload(const struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
+                       uint32_t n, bool attach)
+{
+    uint32_t zc = s->eng->cfg.zc_min;
+    if (attach && zc && n >= zc && !w->is_inline) {
+        for (uint32_t i = 0; i < w->num_sge; i++) {
+            const struct ub_sge *g = &w->sge[i];
+            if (off >= g->len) {
+                off -= g->len;
+                continue;
+            }
+            if (g->len - off < n)
+                break; /* spans SGEs: copied */
+            if (ub__pkt_attach(p, (const uint8_t *)g->addr + off, n) != 0)
+                break;
+            w->zc = true;
+            return 0;
+        }
+    }
+    uint8_t *d = ub__pkt_put(p, n);
+    if (!d)
+        return UB_ENOBUFS;
+    ub__ses_gather(w, off, d, n);
+    return 0;
+}
+
 /* Places n bytes at message offset off into the request's SGEs (READ results). */
 static void scatter(const struct ub__wr *w, uint64_t off, const uint8_t *src, uint32_t n)
 {
@@ -606,7 +640,7 @@ static uint64_t get_be64(const uint8_t *b)
 
 /* One request packet: bytes [off, off+n) of w. */
 int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
-                      uint32_t n)
+                      uint32_t n, bool attach)
 {
     /* Without SES extension (the common case) only the standard header is filled. */
     uint8_t ext = ub__ses_ext_for(UB_PDS_NH_REQ_STD, w->ses_op);
@@ -655,12 +689,8 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
         int rc = ub__ses_std_encode(q, &wc);
         if (rc)
             return rc;
-        if (n && w->ses_op != UB_SES_OP_READ) {
-            uint8_t *d = ub__pkt_put(p, n);
-            if (!d)
-                return UB_ENOBUFS;
-            ub__ses_gather(w, off, d, n);
-        }
+        if (n && w->ses_op != UB_SES_OP_READ)
+            return put_payload(s, w, p, off, n, attach);
         return 0;
     }
     h.ext = ext;
@@ -699,10 +729,7 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
     } else if (h.ext == UB_SES_EXT_ATOMIC && !ub__ses_amo_is_cswap(w->amo_op)) {
         put_be64(ub__pkt_put(p, 8), w->operand);
     } else if (n && w->ses_op != UB_SES_OP_READ) {
-        uint8_t *d = ub__pkt_put(p, n);
-        if (!d)
-            return UB_ENOBUFS;
-        ub__ses_gather(w, off, d, n);
+        return put_payload(s, w, p, off, n, attach);
     }
     return 0;
 }
@@ -731,7 +758,7 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         struct ub__pkt *p = ub__pkt_alloc(&e->pool);
         if (!p)
             return false;
-        int rc = ub__ses_build_req(s, w, p, w->sent, n);
+        int rc = ub__ses_build_req(s, w, p, w->sent, n, true);
         if (rc) {
             ub__pkt_free(p);
             finish(s, w, UB_CR_REM_OP_ERR);
