@@ -166,13 +166,23 @@ void ub__ses_pump(struct ub__tl *s, uint64_t now)
     if (ub__list_empty(&s->txq) && ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq) &&
         ub__list_empty(&s->rvq) && ub__list_empty(&s->cmaq) && !s->prsp_n)
         return;
-    /* Requests in posting order; one that cannot go on waits at the head (fair, in order). */
+    /* Requests in posting order; one that cannot go on waits at the head (fair, in order).
+     * One left queued found its peer busy (PDS holds its budget): nothing more goes there in
+     * this pass, so the others for that peer are passed over without asking again (a bulk
+     * sender waiting on its window polls with dozens of them queued). */
+    const struct ub__wr *busy = NULL;
     for (struct ub__list *it = s->txq.next; it != &s->txq;) {
         struct ub__wr *w = UB_CONTAINER_OF(it, struct ub__wr, txq);
+        if (busy && w->mode == busy->mode && ub__addr_eq(&w->dst, &busy->dst)) {
+            it = it->next;
+            continue;
+        }
         struct ub__list *prev = it->prev; /* stays: members of a pack come after w */
         int pk = s->pack_max ? ub__ses_pack_pump(s, w, now) : UB_PACK_NONE;
         if (pk == UB_PACK_STOP || (pk == UB_PACK_NONE && !ub__ses_wr_pump(s, w, now)))
             break;
+        if (w->on_txq)
+            busy = w;
         it = w->on_txq ? w->txq.next : prev->next;
     }
     if (ub__ses_rd_pump(s, now))

@@ -223,6 +223,7 @@ struct ub__wr {
     bool parked;               /* rendezvous PENDING: the target holds it, no response bound */
     bool cma;                  /* single copy: the target pulls (WRITE) or pushes (READ) */
     bool zc; /* packets of it refer to its source buffer (attached payloads, engine zc_min) */
+    uint32_t in_pds; /* its packets PDS holds, queued or not yet acknowledged */
     enum ub_cr_status status;
     uint32_t out_len;
 };

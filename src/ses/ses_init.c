@@ -269,7 +269,8 @@ static void finish(struct ub__tl *s, struct ub__wr *w, enum ub_cr_status st)
     ub__timer_cancel(&s->eng->timers, &w->rnr_timer);
     if (w->zc) { /* the buffer is the application's again: no packet may read it later */
         w->zc = false;
-        ub__pds_flatten(s->eng->pds, &w->dst, w->mode, ub__ses_wr_cookie(w));
+        if (w->in_pds) /* usually all acknowledged before the response came */
+            ub__pds_flatten(s->eng->pds, &w->dst, w->mode, ub__ses_wr_cookie(w));
     }
     w->rsp_on = false; /* the timer stays armed: a stale firing does nothing (rsp_fire) */
     ub__ivl_reset(&w->rd);
@@ -783,6 +784,7 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
             return true;
         }
         s->st.tx_req_pkts++;
+        w->in_pds++;
         ub__ses_wr_sent(s, w, n, now);
     }
     if (w->on_txq) {
@@ -939,7 +941,10 @@ void ub__ses_wr_arm_rsp(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)
 {
-    ub__ses_wr_acked(s, ub__ses_wr_of_cookie(s, cookie), now);
+    struct ub__wr *w = ub__ses_wr_of_cookie(s, cookie);
+    if (w && w->in_pds)
+        w->in_pds--;
+    ub__ses_wr_acked(s, w, now);
 }
 
 void ub__ses_wr_acked(struct ub__tl *s, struct ub__wr *w, uint64_t now)
@@ -1099,6 +1104,8 @@ void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now)
     struct ub__wr *w = ub__ses_wr_of_cookie(s, cookie);
     if (!w)
         return;
+    if (w->in_pds)
+        w->in_pds--;
     struct ub__addr dst = w->dst;
     if (err == UB_ESTALE) {
         uint64_t arg = dst.family == UB_AF_LOOP ? dst.port : ub__addr_hash(&dst, 0);
