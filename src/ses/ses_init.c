@@ -578,34 +578,29 @@ void ub__ses_gather(const struct ub__wr *w, uint64_t off, uint8_t *dst, uint32_t
     }
 }
 
-/*
- * Bytes [off, off + n) of w's payload into p: attached by reference when they are large
- * enough (engine zc_min) and lie in one SGE, else copied.
- */
-static int put_payload(const struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
-                       uint32_t n, bool attach)
+/* Whether bytes [off, off + n) of w's payload should go by reference (engine zc_min). */
+static inline bool zc_worth(const struct ub__tl *s, const struct ub__wr *w, uint32_t n, bool attach)
 {
     uint32_t zc = s->eng->cfg.zc_min;
-    if (attach && zc && n >= zc && !w->is_inline) {
-        for (uint32_t i = 0; i < w->num_sge; i++) {
-            const struct ub_sge *g = &w->sge[i];
-            if (off >= g->len) {
-                off -= g->len;
-                continue;
-            }
-            if (g->len - off < n)
-                break; /* spans SGEs: copied */
-            if (ub__pkt_attach(p, (const uint8_t *)g->addr + off, n) != 0)
-                break;
-            w->zc = true;
-            return 0;
+    return attach && zc && n >= zc && !w->is_inline;
+}
+
+/* Attaches bytes [off, off + n) of w's payload to p when they lie in one SGE; false: they
+ * must be copied. */
+static bool attach_payload(struct ub__wr *w, struct ub__pkt *p, uint64_t off, uint32_t n)
+{
+    for (uint32_t i = 0; i < w->num_sge; i++) {
+        const struct ub_sge *g = &w->sge[i];
+        if (off >= g->len) {
+            off -= g->len;
+            continue;
         }
+        if (g->len - off < n || ub__pkt_attach(p, (const uint8_t *)g->addr + off, n) != 0)
+            return false; /* spans SGEs (or no tailroom to flatten into later): copied */
+        w->zc = true;
+        return true;
     }
-    uint8_t *d = ub__pkt_put(p, n);
-    if (!d)
-        return UB_ENOBUFS;
-    ub__ses_gather(w, off, d, n);
-    return 0;
+    return false;
 }
 
 /* Places n bytes at message offset off into the request's SGEs (READ results). */
@@ -690,8 +685,13 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
         int rc = ub__ses_std_encode(q, &wc);
         if (rc)
             return rc;
-        if (n && w->ses_op != UB_SES_OP_READ)
-            return put_payload(s, w, p, off, n, attach);
+        if (n && w->ses_op != UB_SES_OP_READ &&
+            !(zc_worth(s, w, n, attach) && attach_payload(w, p, off, n))) {
+            uint8_t *d = ub__pkt_put(p, n);
+            if (!d)
+                return UB_ENOBUFS;
+            ub__ses_gather(w, off, d, n);
+        }
         return 0;
     }
     h.ext = ext;
@@ -729,8 +729,12 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
         ub__ses_cma_desc_put(w, s->cma.clock(s->cma.arg) + ub__ses_cma_bound(s, w) / 2, d);
     } else if (h.ext == UB_SES_EXT_ATOMIC && !ub__ses_amo_is_cswap(w->amo_op)) {
         put_be64(ub__pkt_put(p, 8), w->operand);
-    } else if (n && w->ses_op != UB_SES_OP_READ) {
-        return put_payload(s, w, p, off, n, attach);
+    } else if (n && w->ses_op != UB_SES_OP_READ &&
+               !(zc_worth(s, w, n, attach) && attach_payload(w, p, off, n))) {
+        uint8_t *d = ub__pkt_put(p, n);
+        if (!d)
+            return UB_ENOBUFS;
+        ub__ses_gather(w, off, d, n);
     }
     return 0;
 }
