@@ -1061,6 +1061,9 @@ static void reestablish(struct ub__pds_ipdc *c, uint32_t end_psn, uint64_t now)
             p = copy;
         }
         ub__pkt_pull(p, (uint32_t)req_header_size(c->mode));
+        /* Out of the slots and not yet back in the queue, ub__pds_flatten would miss it if a
+         * failure upcall below completed its request: no attached payload on this rare path. */
+        ub__pkt_flatten(p);
         p->next = NULL;
         if (last)
             last->next = p;
