@@ -241,6 +241,7 @@ static struct ub_sim_pkt *pull(void *ctx, struct ub_sim *sim, uint32_t host)
             ub__pkt_free(b); /* nowhere in this fabric */
             continue;
         }
+        ub__pkt_flatten(b); /* the fabric keeps the buffer: nothing may point elsewhere */
         struct ub_sim_pkt *p = ub_sim_pkt_alloc(sim);
         p->buf = b;
         p->src = host;

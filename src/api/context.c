@@ -109,6 +109,17 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
     /* Real devices: an ACK, a response and the next request to a peer share one datagram. */
     const char *nb = getenv("SOFTUB_BUNDLE");
     ec.bundle = (x->kind == UB_CTX_UDP || x->kind == UB_CTX_MULTI) && !(nb && strcmp(nb, "0") == 0);
+    /* Large request payloads go out from the application's buffer where the device gathers
+     * (udp: one more iovec per packet). SOFTUB_ZC=0 turns it off; SOFTUB_ZC=N sets the
+     * threshold and applies it on any device (others flatten at the device: tests). */
+    const char *zc = getenv("SOFTUB_ZC");
+    if (zc && *zc) {
+        char *end;
+        unsigned long v = strtoul(zc, &end, 10);
+        ec.zc_min = *end || v > UINT32_MAX ? 0 : (uint32_t)v;
+    } else if (ub__dev_gathers(ctx->dev)) {
+        ec.zc_min = UB_API_ZC_MIN;
+    }
     /* Real devices: the packets of one received batch are acknowledged once per PDC. */
     ec.pds.ack_coalesce = x->kind != UB_CTX_LOOP;
     int rc = ub__engine_init(&ctx->eng, &ec);

@@ -24,6 +24,7 @@ enum ub__ctx_kind { UB_CTX_LOOP = 1, UB_CTX_UDP, UB_CTX_SHM, UB_CTX_MULTI };
 
 #define UB_API_DEFAULT_SPIN_US 50
 #define UB_API_UDP_BASE_RTT_NS 50000 /* unloaded RTT over kernel UDP (congestion control) */
+#define UB_API_ZC_MIN          2048  /* request payloads attached, not copied, from this size */
 
 struct ub__ctx {
     struct ub_context c; /* first: (ub_context *) and (struct ub__ctx *) are the same address */

@@ -130,6 +130,7 @@ static void multi_close(struct ub__dev *d)
 
 static const struct ub__dev_ops multi_ops = {
     .name = "udp+shm",
+    .gather = true, /* each run goes through ub__dev_send of its own device, which decides */
     .send = multi_send,
     .recv = multi_recv,
     .fd = multi_fd,

@@ -53,6 +53,8 @@ struct ub__pkt *ub__pkt_alloc(struct ub__pktpool *pool)
     p->data = p->head + pool->headroom;
     p->len = 0;
     p->wire_len = 0;
+    p->xdata = 0;
+    p->xlen = 0;
     p->refcnt = 1;
     p->ts = 0;
     p->tag = 0;
@@ -75,7 +77,7 @@ void ub__pkt_free(struct ub__pkt *p)
 
 uint8_t *ub__pkt_put(struct ub__pkt *p, uint32_t n)
 {
-    if (n > ub__pkt_tailroom(p))
+    if (n > ub__pkt_tailroom(p) || p->xlen)
         return 0;
     uint8_t *at = p->data + p->len;
     p->len += n;
@@ -115,6 +117,12 @@ struct ub__pkt *ub__pkt_clone(const struct ub__pkt *p)
     memcpy(c->data, p->data, p->len);
     c->len = p->len;
     c->wire_len = p->wire_len;
+    if (p->xlen) {
+        memcpy(c->data + c->len, p->xdata, p->xlen);
+        c->len += p->xlen;
+        if (c->wire_len == c->len)
+            c->wire_len = 0;
+    }
     c->ts = p->ts;
     c->tag = p->tag;
     c->addr = p->addr;
@@ -122,4 +130,35 @@ struct ub__pkt *ub__pkt_clone(const struct ub__pkt *p)
     c->ecn = p->ecn;
     c->flags = p->flags;
     return c;
+}
+
+int ub__pkt_attach(struct ub__pkt *p, const void *src, uint32_t n)
+{
+    if (p->xlen)
+        return UB_EINVAL;
+    if (n > ub__pkt_tailroom(p))
+        return UB_ENOBUFS;
+    if (!n)
+        return 0;
+    p->wire_len = ub__pkt_wire_len(p) + n;
+    p->xdata = src;
+    p->xlen = n;
+    return 0;
+}
+
+void ub__pkt_flatten_slow(struct ub__pkt *p)
+{
+    /* The tailroom was checked when the payload was attached; headers only grow at the front. */
+    memcpy(p->data + p->len, p->xdata, p->xlen);
+    p->len += p->xlen;
+    if (p->wire_len == p->len)
+        p->wire_len = 0;
+    p->xdata = 0;
+    p->xlen = 0;
+}
+
+void ub__pkts_flatten(struct ub__pkt *const *pkts, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        ub__pkt_flatten(pkts[i]);
 }

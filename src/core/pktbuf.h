@@ -28,6 +28,16 @@ struct ub__pkt {
      * ub__pkt_wire_len(), parsing uses len.
      */
     uint32_t wire_len;
+    /*
+     * Zero copy: xlen bytes at xdata (memory the packet does not own, e.g. a request's
+     * registered source buffer) follow the len bytes at data on the wire. wire_len is then
+     * len + xlen. Only a device that gathers sends such a packet as is; every other device
+     * flattens it first (ub__pkt_flatten: the bytes move into the buffer's tailroom, which
+     * ub__pkt_attach made sure of). Whoever attaches must flatten or drop the packet before
+     * the memory may go away.
+     */
+    const uint8_t *xdata;
+    uint32_t xlen;
     uint64_t ts;          /* time of receipt or of (re)transmission, ns */
     uint64_t tag;         /* the current owner's scratch word (e.g. a completion cookie) */
     struct ub__addr addr; /* peer: source on receive, destination on send */
@@ -80,14 +90,42 @@ static inline uint32_t ub__pkt_headroom(const struct ub__pkt *p)
     return (uint32_t)(p->data - p->head);
 }
 
-/* Extends the valid bytes by n at the end; returns where they start, NULL if no room. */
+/* Extends the valid bytes by n at the end; returns where they start, NULL if no room (or
+ * if an external payload is attached: nothing may follow it). */
 uint8_t *ub__pkt_put(struct ub__pkt *p, uint32_t n);
 /* Extends the valid bytes by n at the front; NULL if not enough headroom. */
 uint8_t *ub__pkt_push(struct ub__pkt *p, uint32_t n);
 /* Removes n bytes from the front; returns the new start, NULL if fewer than n. */
 uint8_t *ub__pkt_pull(struct ub__pkt *p, uint32_t n);
 
-/* A new packet with the same bytes and metadata (refcnt 1); NULL when the pool is empty. */
+/* A new packet with the same bytes and metadata (refcnt 1), flat (an external payload is
+ * copied in); NULL when the pool is empty. */
 struct ub__pkt *ub__pkt_clone(const struct ub__pkt *p);
+
+/*
+ * Attaches n bytes at src as the packet's external payload, after its len bytes: they are
+ * sent from src, not copied. UB_ENOBUFS when the tailroom could not take them (flattening
+ * must always be possible), UB_EINVAL if a payload is attached already.
+ */
+int ub__pkt_attach(struct ub__pkt *p, const void *src, uint32_t n);
+
+void ub__pkt_flatten_slow(struct ub__pkt *p);
+
+/* Copies an attached payload into the buffer (same bytes on the wire): the packet no
+ * longer refers to memory it does not own. A no-op for a flat packet. */
+static inline void ub__pkt_flatten(struct ub__pkt *p)
+{
+    if (p->xlen)
+        ub__pkt_flatten_slow(p);
+}
+
+/* ub__pkt_flatten for each of pkts[0..n): what a device that cannot gather does first. */
+void ub__pkts_flatten(struct ub__pkt *const *pkts, uint32_t n);
+
+/* Every byte the packet carries: its buffer's and an attached payload. */
+static inline uint32_t ub__pkt_total_len(const struct ub__pkt *p)
+{
+    return p->len + p->xlen;
+}
 
 #endif

@@ -7,6 +7,7 @@
 #ifndef UB_DEV_DEV_H
 #define UB_DEV_DEV_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/addr.h"
@@ -16,6 +17,12 @@ struct ub__dev;
 
 struct ub__dev_ops {
     const char *name;
+    /*
+     * The device sends a packet's attached payload (pkt->xdata, core/pktbuf.h) from where it
+     * is, gathering it with the headers. For every other device ub__dev_send flattens such
+     * packets first, so none of them needs to know about attached payloads.
+     */
+    bool gather;
     /*
      * Sends pkts[0..n) to pkt->addr over path pkt->path (modulo the path
      * count). Consumes the caller's reference of every packet it accepts
@@ -47,6 +54,8 @@ struct ub__dev {
 
 static inline int ub__dev_send(struct ub__dev *d, struct ub__pkt *const *pkts, uint32_t n)
 {
+    if (!d->ops->gather)
+        ub__pkts_flatten(pkts, n);
     return d->ops->send(d, pkts, n);
 }
 
@@ -64,6 +73,12 @@ static inline int ub__dev_fd(const struct ub__dev *d)
 static inline uint32_t ub__dev_mtu(const struct ub__dev *d)
 {
     return d->ops->mtu(d);
+}
+
+/* Whether packets with an attached payload reach the device as they are. */
+static inline bool ub__dev_gathers(const struct ub__dev *d)
+{
+    return d->ops->gather;
 }
 
 static inline uint32_t ub__dev_num_paths(const struct ub__dev *d)

@@ -93,7 +93,7 @@ struct udp_dev {
     uint16_t order[TX_WINDOW];
     uint8_t done[TX_WINDOW]; /* sent, or dropped for a counted reason */
     struct mmsghdr txmsg[UB_UDP_BATCH];
-    struct iovec txiov[UB_UDP_BATCH];
+    struct iovec txiov[2 * UB_UDP_BATCH]; /* per packet: its buffer, its attached payload */
     union udp_sa txname[UB_UDP_BATCH];
     union udp_ctrl txctrl[UB_UDP_BATCH];
     uint32_t txfirst[UB_UDP_BATCH]; /* message -> position of its first packet in the socket list */
@@ -525,8 +525,9 @@ static void put_cmsg(union udp_ctrl *ctrl, size_t *len, int level, int type, con
 static uint32_t build_batch(struct udp_dev *u, struct ub__pkt *const *pkts, const uint16_t *list,
                             uint32_t pos, uint32_t cnt, uint32_t *endp)
 {
-    uint32_t m = 0, niov = 0, i = pos;
-    while (i < cnt && m < UB_UDP_BATCH && niov < UB_UDP_BATCH) {
+    /* At most UB_UDP_BATCH packets per batch, each one or two iovecs. */
+    uint32_t m = 0, niov = 0, npk = 0, i = pos;
+    while (i < cnt && m < UB_UDP_BATCH && npk < UB_UDP_BATCH) {
         const struct ub__pkt *p = pkts[list[i]];
         socklen_t sl = addr_to_sa(&p->addr, u->family, &u->txname[m]);
         if (!sl) {
@@ -538,30 +539,37 @@ static uint32_t build_batch(struct udp_dev *u, struct ub__pkt *const *pkts, cons
             continue;
         }
         uint8_t ecn = ecn_of(u, p);
-        uint32_t nseg = 1, total = p->len;
-        u->txiov[niov] = (struct iovec){p->data, p->len};
-        /* A run: same destination and codepoint, equal sizes; a shorter segment ends it. */
-        while (u->gso && p->len > 0 && i + nseg < cnt && niov + nseg < UB_UDP_BATCH &&
+        uint32_t plen = ub__pkt_total_len(p);
+        uint32_t nseg = 1, total = plen, k = niov;
+        u->txiov[k++] = (struct iovec){p->data, p->len};
+        if (p->xlen) /* zero copy: the payload straight from where it lives */
+            u->txiov[k++] = (struct iovec){(void *)(uintptr_t)p->xdata, p->xlen};
+        /* A run: same destination and codepoint, equal sizes; a shorter segment ends it. The
+         * kernel cuts a super-datagram by size alone, so a segment may span several iovecs. */
+        while (u->gso && plen > 0 && i + nseg < cnt && npk + nseg < UB_UDP_BATCH &&
                nseg < GSO_MAX_SEGS) {
             const struct ub__pkt *q = pkts[list[i + nseg]];
-            if (q->len == 0 || q->len > p->len || total + q->len > GSO_MAX_BYTES ||
+            uint32_t qlen = ub__pkt_total_len(q);
+            if (qlen == 0 || qlen > plen || total + qlen > GSO_MAX_BYTES ||
                 !same_dst(&q->addr, &p->addr) || ecn_of(u, q) != ecn)
                 break;
-            u->txiov[niov + nseg] = (struct iovec){q->data, q->len};
-            total += q->len;
+            u->txiov[k++] = (struct iovec){q->data, q->len};
+            if (q->xlen)
+                u->txiov[k++] = (struct iovec){(void *)(uintptr_t)q->xdata, q->xlen};
+            total += qlen;
             nseg++;
-            if (q->len < p->len)
+            if (qlen < plen)
                 break;
         }
         struct msghdr *h = &u->txmsg[m].msg_hdr;
         h->msg_name = &u->txname[m];
         h->msg_namelen = sl;
         h->msg_iov = &u->txiov[niov];
-        h->msg_iovlen = nseg;
+        h->msg_iovlen = k - niov;
         h->msg_flags = 0;
         size_t clen = 0;
         if (nseg > 1) {
-            uint16_t gso = (uint16_t)p->len;
+            uint16_t gso = (uint16_t)plen;
             put_cmsg(&u->txctrl[m], &clen, SOL_UDP, UDP_SEGMENT, &gso, sizeof(gso));
         }
         if (ecn != u->ecn_def) {
@@ -575,7 +583,8 @@ static uint32_t build_batch(struct udp_dev *u, struct ub__pkt *const *pkts, cons
         h->msg_controllen = clen;
         u->txfirst[m] = i;
         u->txnseg[m] = nseg;
-        niov += nseg;
+        niov = k;
+        npk += nseg;
         i += nseg;
         m++;
     }
@@ -632,7 +641,7 @@ static bool send_sock(struct udp_dev *u, uint32_t s, struct ub__pkt *const *pkts
                 uint32_t first = u->txfirst[j], nseg = u->txnseg[j];
                 for (uint32_t t = 0; t < nseg; t++) {
                     uint32_t w = list[first + t];
-                    uint32_t len = pkts[w]->len;
+                    uint32_t len = ub__pkt_total_len(pkts[w]);
                     u->done[w] = 1;
                     u->st.tx_pkts++;
                     u->st.tx_bytes += len;
@@ -719,7 +728,7 @@ static int udp_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
     struct udp_dev *u = udp_of(dev);
     n = UB_MIN(n, (uint32_t)INT32_MAX);
     uint32_t lim = 0;
-    while (lim < n && pkts[lim]->len <= u->cfg.mtu)
+    while (lim < n && ub__pkt_total_len(pkts[lim]) <= u->cfg.mtu)
         lim++;
     if (lim < n) {
         /* Refused, not dropped: the caller keeps this one and the rest. */
@@ -1139,6 +1148,7 @@ static uint32_t udp_num_paths(const struct ub__dev *dev)
 
 static const struct ub__dev_ops udp_ops = {
     .name = "udp",
+    .gather = true, /* an attached payload is one more iovec */
     .send = udp_send,
     .recv = udp_recv,
     .fd = udp_fd,

@@ -296,7 +296,7 @@ uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t
         pkts[n++] = p;
     n += ub__pds_pull(e->pds, pkts + n, max - n, now);
     for (uint32_t i = h; i < n; i++)
-        e->stats.tx_bytes += pkts[i]->len;
+        e->stats.tx_bytes += ub__pkt_total_len(pkts[i]);
     e->stats.tx_pkts += n - h;
     /* Held packets went out (bundled) before and keep their first time for the bound. */
     if (e->cfg.bundle && n - h > 1)

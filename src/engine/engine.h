@@ -47,6 +47,13 @@ struct ub__engine_cfg {
      * stack. Bundles are always accepted on input.
      */
     bool bundle;
+    /*
+     * Request payloads of at least this many bytes that lie in one piece of the source
+     * buffer are attached to their packets by reference (ub__pkt_attach) instead of being
+     * copied: for a device that gathers (udp: one more iovec), the copy into the packet
+     * buffer goes. 0: always copied. Below a few KiB the copy is cheaper than the iovec.
+     */
+    uint32_t zc_min;
     const struct ub__log *log; /* may be NULL */
     struct ub__pds_cfg pds;    /* packet delivery; zero fields take its defaults */
 };

@@ -148,9 +148,10 @@ struct ub__pds_stats {
     uint64_t rto_fired, probes_sent;
     uint64_t rto_undone; /* RTOs found spurious (the originals arrived): window restored */
     uint64_t pdc_opened, pdc_accepted, pdc_closed, pdc_evicted, pdc_failed;
-    uint64_t tx_failed;  /* packets failed back to the layer above */
-    uint64_t table_full; /* PDCs refused: table full and nothing to evict */
-    uint64_t nobufs;     /* packets not made: pool empty */
+    uint64_t tx_failed;    /* packets failed back to the layer above */
+    uint64_t table_full;   /* PDCs refused: table full and nothing to evict */
+    uint64_t nobufs;       /* packets not made: pool empty */
+    uint64_t zc_flattened; /* attached payloads copied in as their request completed */
     /* congestion signals */
     uint64_t rx_ce;       /* target: data packets that arrived CE-marked */
     uint64_t acks_ecn_tx; /* target: ACKs sent with the M flag (ECN echo) */
@@ -239,6 +240,15 @@ bool ub__pds_has_output(const struct ub__pds *pds);
 
 /* Packets queued or in flight towards dst in mode (0 if no context). */
 uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode);
+
+/*
+ * Flattens (ub__pkt_flatten) every packet with this cookie that PDS still holds towards dst
+ * in mode, queued or kept for retransmission: the memory their attached payloads refer to is
+ * about to go back to its owner (the request they belong to completes). The bytes on the
+ * wire stay the same. Returns how many it flattened.
+ */
+uint32_t ub__pds_flatten(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
+                         uint64_t cookie);
 
 const struct ub__pds_stats *ub__pds_stats(const struct ub__pds *pds);
 

@@ -225,6 +225,30 @@ struct ub__pds_ipdc *ub__pds_ipdc_find(const struct ub__pds *pds, const struct u
     return *collision ? NULL : c;
 }
 
+uint32_t ub__pds_flatten(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
+                         uint64_t cookie)
+{
+    bool collision;
+    struct ub__pds_ipdc *c = ub__pds_ipdc_find(pds, dst, mode, &collision);
+    uint32_t n = 0;
+    if (!c) /* none, or being torn down: its packets are freed without being read */
+        return 0;
+    for (uint32_t psn = c->una; psn != c->nxt; psn++) {
+        struct ub__pkt *p = slot_of(c, psn)->pkt;
+        if (p && p->xlen && p->tag == cookie) {
+            ub__pkt_flatten(p);
+            n++;
+        }
+    }
+    for (struct ub__pkt *p = c->q_head; p; p = p->next)
+        if (p->xlen && p->tag == cookie) {
+            ub__pkt_flatten(p);
+            n++;
+        }
+    pds->st.zc_flattened += n;
+    return n;
+}
+
 struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                                       uint64_t now, int *err)
 {
@@ -1037,6 +1061,9 @@ static void reestablish(struct ub__pds_ipdc *c, uint32_t end_psn, uint64_t now)
             p = copy;
         }
         ub__pkt_pull(p, (uint32_t)req_header_size(c->mode));
+        /* Out of the slots and not yet back in the queue, ub__pds_flatten would miss it if a
+         * failure upcall below completed its request: no attached payload on this rare path. */
+        ub__pkt_flatten(p);
         p->next = NULL;
         if (last)
             last->next = p;

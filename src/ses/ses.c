@@ -161,15 +161,25 @@ void ub__ses_fini(struct ub__tl *s)
 
 void ub__ses_pump_work(struct ub__tl *s, uint64_t now)
 {
-    /* Requests in posting order; one that cannot go on waits at the head (fair, in order). */
+    /* Requests in posting order; one that cannot go on waits at the head (fair, in order).
+     * One left queued found its peer busy (PDS holds its budget): nothing more goes there in
+     * this pass, so the others for that peer are passed over without asking again (a bulk
+     * sender waiting on its window polls with dozens of them queued). */
+    const struct ub__wr *busy = NULL;
     for (struct ub__list *it = s->txq.next; it != &s->txq;) {
         struct ub__wr *w = UB_CONTAINER_OF(it, struct ub__wr, txq);
+        if (busy && w->mode == busy->mode && ub__addr_eq(&w->dst, &busy->dst)) {
+            it = it->next;
+            continue;
+        }
         struct ub__list *prev = it->prev; /* stays: members of a pack come after w */
         /* The last queued request has nothing after it to pack with: alone (UB_PACK_NONE). */
         int pk =
             s->pack_max && w->txq.next != &s->txq ? ub__ses_pack_pump(s, w, now) : UB_PACK_NONE;
         if (pk == UB_PACK_STOP || (pk == UB_PACK_NONE && !ub__ses_wr_pump(s, w, now)))
             break;
+        if (w->on_txq)
+            busy = w;
         it = w->on_txq ? w->txq.next : prev->next;
     }
     /* Each sub-pump only when its queue holds work (they do nothing on an empty one). */

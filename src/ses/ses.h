@@ -226,6 +226,8 @@ struct ub__wr {
     bool rtr_early;            /* DEFER_RTR overtook the DEFERRED response */
     bool parked;               /* rendezvous PENDING: the target holds it, no response bound */
     bool cma;                  /* single copy: the target pulls (WRITE) or pushes (READ) */
+    bool zc; /* packets of it refer to its source buffer (attached payloads, engine zc_min) */
+    uint32_t in_pds; /* its packets PDS holds, queued or not yet acknowledged */
     enum ub_cr_status status;
     uint32_t out_len;
 };
@@ -516,9 +518,11 @@ ub_jfs *ub__ses_jfs_of_cookie(struct ub__tl *s, uint64_t cookie);
 struct ub__wr *ub__ses_wr_in_jfs(ub_jfs *jfs, uint64_t cookie);
 /* PDS acknowledged the last packet of w (NULL: over already): restarts its response bound. */
 void ub__ses_wr_acked(struct ub__tl *s, struct ub__wr *w, uint64_t now);
-/* Appends w's SES header and bytes [off, off+n) to p (one request packet, or one record). */
+/* Appends w's SES header and bytes [off, off+n) to p (one request packet, or one record).
+ * attach: the bytes may be attached by reference (engine zc_min) instead of copied; nothing
+ * may be appended to p after that. */
 int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
-                      uint32_t n);
+                      uint32_t n, bool attach);
 /* w's softub extension (version 1; tail: UB_SES_TAIL_LEN bytes the extension points to). */
 void ub__ses_wr_ext(const struct ub__wr *w, struct ub__ext *ext, uint8_t *tail);
 /* Only its tail (UB_SES_TAIL_LEN bytes at tail). */

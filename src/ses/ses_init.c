@@ -267,6 +267,11 @@ static void finish(struct ub__tl *s, struct ub__wr *w, enum ub_cr_status st)
         w->on_txq = false;
     }
     ub__timer_cancel(&s->eng->timers, &w->rnr_timer);
+    if (w->zc) { /* the buffer is the application's again: no packet may read it later */
+        w->zc = false;
+        if (w->in_pds) /* usually all acknowledged before the response came */
+            ub__pds_flatten(s->eng->pds, &w->dst, w->mode, ub__ses_wr_cookie(w));
+    }
     w->rsp_on = false; /* the timer stays armed: a stale firing does nothing (rsp_fire) */
     ub__ivl_reset(&w->rd);
     if (w->eager)
@@ -573,6 +578,31 @@ void ub__ses_gather(const struct ub__wr *w, uint64_t off, uint8_t *dst, uint32_t
     }
 }
 
+/* Whether bytes [off, off + n) of w's payload should go by reference (engine zc_min). */
+static inline bool zc_worth(const struct ub__tl *s, const struct ub__wr *w, uint32_t n, bool attach)
+{
+    uint32_t zc = s->eng->cfg.zc_min;
+    return attach && zc && n >= zc && !w->is_inline;
+}
+
+/* Attaches bytes [off, off + n) of w's payload to p when they lie in one SGE; false: they
+ * must be copied. */
+static bool attach_payload(struct ub__wr *w, struct ub__pkt *p, uint64_t off, uint32_t n)
+{
+    for (uint32_t i = 0; i < w->num_sge; i++) {
+        const struct ub_sge *g = &w->sge[i];
+        if (off >= g->len) {
+            off -= g->len;
+            continue;
+        }
+        if (g->len - off < n || ub__pkt_attach(p, (const uint8_t *)g->addr + off, n) != 0)
+            return false; /* spans SGEs (or no tailroom to flatten into later): copied */
+        w->zc = true;
+        return true;
+    }
+    return false;
+}
+
 /* Places n bytes at message offset off into the request's SGEs (READ results). */
 static void scatter(const struct ub__wr *w, uint64_t off, const uint8_t *src, uint32_t n)
 {
@@ -606,7 +636,7 @@ static uint64_t get_be64(const uint8_t *b)
 
 /* One request packet: bytes [off, off+n) of w. */
 int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
-                      uint32_t n)
+                      uint32_t n, bool attach)
 {
     /* Without SES extension (the common case) only the standard header is filled. */
     uint8_t ext = ub__ses_ext_for(UB_PDS_NH_REQ_STD, w->ses_op);
@@ -655,7 +685,8 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
         int rc = ub__ses_std_encode(q, &wc);
         if (rc)
             return rc;
-        if (n && w->ses_op != UB_SES_OP_READ) {
+        if (n && w->ses_op != UB_SES_OP_READ &&
+            !(zc_worth(s, w, n, attach) && attach_payload(w, p, off, n))) {
             uint8_t *d = ub__pkt_put(p, n);
             if (!d)
                 return UB_ENOBUFS;
@@ -698,7 +729,8 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
         ub__ses_cma_desc_put(w, s->cma.clock(s->cma.arg) + ub__ses_cma_bound(s, w) / 2, d);
     } else if (h.ext == UB_SES_EXT_ATOMIC && !ub__ses_amo_is_cswap(w->amo_op)) {
         put_be64(ub__pkt_put(p, 8), w->operand);
-    } else if (n && w->ses_op != UB_SES_OP_READ) {
+    } else if (n && w->ses_op != UB_SES_OP_READ &&
+               !(zc_worth(s, w, n, attach) && attach_payload(w, p, off, n))) {
         uint8_t *d = ub__pkt_put(p, n);
         if (!d)
             return UB_ENOBUFS;
@@ -731,7 +763,7 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         struct ub__pkt *p = ub__pkt_alloc(&e->pool);
         if (!p)
             return false;
-        int rc = ub__ses_build_req(s, w, p, w->sent, n);
+        int rc = ub__ses_build_req(s, w, p, w->sent, n, true);
         if (rc) {
             ub__pkt_free(p);
             finish(s, w, UB_CR_REM_OP_ERR);
@@ -756,6 +788,7 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
             return true;
         }
         s->st.tx_req_pkts++;
+        w->in_pds++;
         ub__ses_wr_sent(s, w, n, now);
     }
     if (w->on_txq) {
@@ -912,7 +945,10 @@ void ub__ses_wr_arm_rsp(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)
 {
-    ub__ses_wr_acked(s, ub__ses_wr_of_cookie(s, cookie), now);
+    struct ub__wr *w = ub__ses_wr_of_cookie(s, cookie);
+    if (w && w->in_pds)
+        w->in_pds--;
+    ub__ses_wr_acked(s, w, now);
 }
 
 void ub__ses_wr_acked(struct ub__tl *s, struct ub__wr *w, uint64_t now)
@@ -1072,6 +1108,8 @@ void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now)
     struct ub__wr *w = ub__ses_wr_of_cookie(s, cookie);
     if (!w)
         return;
+    if (w->in_pds)
+        w->in_pds--;
     struct ub__addr dst = w->dst;
     if (err == UB_ESTALE) {
         uint64_t arg = dst.family == UB_AF_LOOP ? dst.port : ub__addr_hash(&dst, 0);

@@ -262,7 +262,7 @@ static int put_rec(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint32
     rec_ext_put(w, eb);
     *n = w->ses_op == UB_SES_OP_READ || w->ses_op == UB_SES_OP_FETCHING_ATOMIC ? 0
                                                                                : (uint32_t)w->len;
-    int rc = ub__ses_build_req(s, w, p, 0, *n);
+    int rc = ub__ses_build_req(s, w, p, 0, *n, false); /* records follow: no attached payload */
     if (rc)
         return rc;
     uint32_t len = REC_EXT_SIZE + (p->len - start);

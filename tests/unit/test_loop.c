@@ -900,12 +900,48 @@ static void test_destroy_frees_everything(void **state)
     fx_fini(&f); /* checks avail == count */
 }
 
+/*
+ * A packet with an attached payload (ub__pkt_attach) is flattened before the loop device
+ * sees it: the copy the sender keeps for retransmission stops referring to the source
+ * memory, and the receiver gets the same bytes, however the source changes afterwards.
+ */
+static void test_attached_payload_flattened(void **state)
+{
+    (void)state;
+    struct fx f;
+    struct ub__loopnet_cfg cfg = {.ports = 2};
+    fx_init(&f, &cfg, 2);
+    assert_false(ub__dev_gathers(f.dev[0]));
+    uint8_t src[1000], want[1020];
+    for (uint32_t i = 0; i < sizeof(src); i++)
+        src[i] = (uint8_t)(i * 13 + 5);
+    struct ub__pkt *p = mk(&f, 1, 77, 20);
+    memcpy(want, p->data, 20);
+    memcpy(want + 20, src, sizeof(src));
+    assert_int_equal(ub__pkt_attach(p, src, sizeof(src)), 0);
+    ub__pkt_ref(p); /* kept, as PDS keeps a packet for retransmission */
+    send1(&f, 0, p);
+    assert_int_equal(p->xlen, 0);
+    assert_int_equal(p->len, sizeof(want));
+    assert_memory_equal(p->data, want, sizeof(want));
+    memset(src, 0, sizeof(src)); /* the owner takes its memory back */
+    struct ub__pkt *r[4];
+    assert_int_equal(ub__dev_recv(f.dev[1], r, 4, &f.pool), 1);
+    assert_int_equal(r[0]->len, sizeof(want));
+    assert_int_equal(r[0]->xlen, 0);
+    assert_memory_equal(r[0]->data, want, sizeof(want));
+    ub__pkt_free(r[0]);
+    ub__pkt_free(p);
+    fx_fini(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_in_order_metadata),
         cmocka_unit_test(test_open_close_errors),
         cmocka_unit_test(test_shared_buffer_copied),
+        cmocka_unit_test(test_attached_payload_flattened),
         cmocka_unit_test(test_mtu),
         cmocka_unit_test(test_unknown_port),
         cmocka_unit_test(test_overflow),
