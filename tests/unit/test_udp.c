@@ -214,6 +214,18 @@ static void drain_idle(struct ub__dev *d, struct ub__pktpool *pool, struct rx_ch
     fail_msg("device never went idle");
 }
 
+/* Closes both devices; every packet buffer must be back in its pool. */
+static void close_pair(struct ub__dev *a, struct ub__dev *b, struct ub__pktpool *pa,
+                       struct ub__pktpool *pb)
+{
+    ub__dev_close(a);
+    ub__dev_close(b);
+    assert_int_equal(pa->avail, pa->count);
+    assert_int_equal(pb->avail, pb->count);
+    ub__pktpool_fini(pa);
+    ub__pktpool_fini(pb);
+}
+
 /* Sends every packet, retrying (bounded) if a socket is momentarily full. */
 static void send_all(struct ub__dev *d, struct ub__pkt **pk, uint32_t n)
 {
@@ -472,12 +484,7 @@ static void offload_run(bool gso, bool gro, struct rx_check *out)
                   (unsigned long long)st_a.tx_gso_msgs, (unsigned long long)st_a.tx_batches,
                   (unsigned long long)st_b.rx_pkts, (unsigned long long)st_b.rx_gro_segs,
                   (unsigned long long)st_b.rx_gro_msgs);
-    ub__dev_close(a);
-    ub__dev_close(b);
-    assert_int_equal(pa.avail, pa.count);
-    assert_int_equal(pb.avail, pb.count);
-    ub__pktpool_fini(&pa);
-    ub__pktpool_fini(&pb);
+    close_pair(a, b, &pa, &pb);
     free(out->seen);
     out->seen = NULL;
 }
@@ -592,12 +599,7 @@ static void test_gro_direct(void **state)
                   (unsigned long long)(sb2.rx_direct - sb.rx_direct), 4 * MIX_RUNS);
 
     free(c.seen);
-    ub__dev_close(a);
-    ub__dev_close(b);
-    assert_int_equal(pa.avail, pa.count);
-    assert_int_equal(pb.avail, pb.count);
-    ub__pktpool_fini(&pa);
-    ub__pktpool_fini(&pb);
+    close_pair(a, b, &pa, &pb);
 }
 
 /*
@@ -664,12 +666,7 @@ static void zc_run(int gso)
                   (unsigned long long)sa.tx_gso_msgs);
     free(c.seen);
     free(ext);
-    ub__dev_close(a);
-    ub__dev_close(b);
-    assert_int_equal(pa.avail, pa.count);
-    assert_int_equal(pb.avail, pb.count);
-    ub__pktpool_fini(&pa);
-    ub__pktpool_fini(&pb);
+    close_pair(a, b, &pa, &pb);
 }
 
 static void test_zero_copy_gather(void **state)
@@ -851,12 +848,7 @@ static void test_full_rcvbuf(void **state)
         assert_int_equal(c.got, before + 1);
     }
     free(c.seen);
-    ub__dev_close(a);
-    ub__dev_close(b);
-    assert_int_equal(pa.avail, pa.count);
-    assert_int_equal(pb.avail, pb.count);
-    ub__pktpool_fini(&pa);
-    ub__pktpool_fini(&pb);
+    close_pair(a, b, &pa, &pb);
 }
 
 /* ---- empty pool, fairness ----------------------------------------------------------------------
