@@ -39,13 +39,8 @@ static void pw_open_node(uint32_t i, uint32_t pack_max, uint64_t seed)
 /* mtu 0: the fabric's default; seed: of the contexts; net_seed: of the fabric. */
 static void pw_setup(uint32_t pack_max, uint32_t mtu, uint64_t seed, uint64_t net_seed)
 {
-    memset(&T, 0, sizeof(T));
     struct ub_loopnet_attr la = {.ports = 4, .seed = net_seed, .mtu = mtu};
-    assert_int_equal(ub_loopnet_create(&la, &T.net), 0);
-    T.manual = true;
-    T.mclock.now = 1000000;
-    struct ub__clock c = ub__clock_manual(&T.mclock);
-    ub__loopnet_use_clock(T.net, &c);
+    tnet_net(&T, &la, true);
     T.n = 2;
     pw_open_node(0, pack_max, seed);
     pw_open_node(1, 0, seed);

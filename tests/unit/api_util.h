@@ -47,19 +47,25 @@ static inline void tnet_open_node(struct tnet *t, uint32_t i, bool tagged, uint3
     assert_int_equal(ub_jetty_create(t->ctx[i], &ja, &t->jetty[i]), 0);
 }
 
-/* n nodes with a jetty each; drop_ppm on every direction; manual: time moves only when told. */
-static inline void tnet_init(struct tnet *t, uint32_t n, uint32_t drop_ppm, bool manual,
-                             bool tagged)
+/* An empty world on a new loop fabric; manual: time moves only when told. */
+static inline void tnet_net(struct tnet *t, const struct ub_loopnet_attr *la, bool manual)
 {
     memset(t, 0, sizeof(*t));
-    struct ub_loopnet_attr la = {.ports = n < 4 ? 4 : n, .seed = 7 + n, .drop_ppm = drop_ppm};
-    assert_int_equal(ub_loopnet_create(&la, &t->net), 0);
+    assert_int_equal(ub_loopnet_create(la, &t->net), 0);
     if (manual) {
         t->manual = true;
         t->mclock.now = 1000000;
         struct ub__clock c = ub__clock_manual(&t->mclock);
         ub__loopnet_use_clock(t->net, &c);
     }
+}
+
+/* n nodes with a jetty each; drop_ppm on every direction; manual: time moves only when told. */
+static inline void tnet_init(struct tnet *t, uint32_t n, uint32_t drop_ppm, bool manual,
+                             bool tagged)
+{
+    struct ub_loopnet_attr la = {.ports = n < 4 ? 4 : n, .seed = 7 + n, .drop_ppm = drop_ppm};
+    tnet_net(t, &la, manual);
     t->n = n;
     for (uint32_t i = 0; i < n; i++)
         tnet_open_node(t, i, tagged, 64);

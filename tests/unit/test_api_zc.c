@@ -148,13 +148,8 @@ static const struct ub__dev_ops gather_ops = {
 static void setup_zc(const char *zc)
 {
     assert_int_equal(setenv("SOFTUB_ZC", zc, 1), 0);
-    memset(&T, 0, sizeof(T));
     struct ub_loopnet_attr la = {.ports = 4, .mtu = MTU, .seed = 9};
-    assert_int_equal(ub_loopnet_create(&la, &T.net), 0);
-    T.manual = true;
-    T.mclock.now = 1000000;
-    struct ub__clock c = ub__clock_manual(&T.mclock);
-    ub__loopnet_use_clock(T.net, &c);
+    tnet_net(&T, &la, true);
     T.n = 2;
     for (uint32_t i = 0; i < 2; i++)
         tnet_open_node(&T, i, false, 64);
