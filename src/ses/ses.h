@@ -85,6 +85,7 @@
 #define UB_SES_TAIL_C      0x10u /* single copy: the payload describes the initiator's memory */
 #define UB_SES_TAIL_P      0x08u /* packed: the payload is whole requests (records, ses_pack.c) */
 #define UB_SES_TAIL_A      0x04u /* on requests: the initiator takes packed responses */
+#define UB_SES_TAIL_K      0x02u /* on a request's only packet: its response may ride its ACK */
 #define UB_SES_ASYNC_QUEUE 256
 
 /*
@@ -351,6 +352,7 @@ struct ub__ses_stats {
     uint64_t tx_prsp_pkts, tx_prsp_recs; /* target: packed response packets sent, records */
     uint64_t rx_prsp_pkts, rx_prsp_recs; /* initiator: packed responses received, records run */
     uint64_t rx_prsp_bad;                /* initiator: packed responses refused whole */
+    uint64_t tx_rsp_ack;                 /* target: responses that rode on a PDS ACK */
 };
 
 /*
@@ -413,6 +415,14 @@ struct ub__tl {
     ub_seg *seg_last; /* target: the segment last looked up (cleared when it is unregistered) */
     struct ub__rxmsg *msg_live; /* target: a new message kept out of its stream's map until its
                                    first packet is handled (NULL once it is freed) */
+    /* Responses on ACKs (docs/wire-format.md 3.4). Initiator: single-packet RUD requests carry
+     * K (off: SOFTUB_ACK_RSP=0). Target: while a packet with K is delivered, the response of
+     * its transaction (ackr_src, ackr_stream, ackr_seq) goes on its ACK if it is made now. */
+    bool ack_rsp;
+    bool ackr_on;
+    uint16_t ackr_stream;
+    uint32_t ackr_seq;
+    const struct ub__addr *ackr_src;
     struct ub__ses_stats st;
 };
 

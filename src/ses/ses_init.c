@@ -747,6 +747,13 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
             .cookie = ub__ses_wr_cookie(w),
         };
         ub__ses_wr_ext(w, &tx.ext, tail);
+        /* A request in one packet whose response the target can make at once: K lets it ride
+         * on the packet's ACK (not READ, whose data is streamed later; not over ROD). */
+        if (s->ack_rsp && last && !w->first_sent && w->mode == UB_PDS_RUD && !w->cma && !w->eager &&
+            w->ses_op != UB_SES_OP_READ) {
+            tail[8] |= UB_SES_TAIL_K;
+            tx.own = true;
+        }
         rc = ub__pds_send(e->pds, &tx, p, now);
         if (rc) {
             ub__pkt_free(p);
