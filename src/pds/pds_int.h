@@ -50,6 +50,7 @@ struct ub__pds_slot {
     uint8_t state;
     uint8_t ack_req;
     uint8_t own;           /* only an ACK of its own completes it (ub__pds_tx.own) */
+    uint8_t cov;           /* covered once: a foreign OWN ACK says nothing new about it */
     uint8_t why;           /* what declared it lost: WHY_* */
     uint8_t cand;          /* detect_losses: already collected this round */
     uint32_t pnext, pprev; /* SLOT_INFLIGHT: its path's FIFO (txseq order), slot indices */

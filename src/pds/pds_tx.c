@@ -24,6 +24,12 @@ static inline uint64_t lossless_rto(const struct ub__pds_cfg *cfg)
     return UB_MIN(UB_MAX(UB_PDS_LOSSLESS_RTO_NS, cfg->rto_min_ns), cfg->rto_max_ns);
 }
 
+bool ub__pds_own_ok(const struct ub__pds *pds, uint8_t mode)
+{
+    enum ub__pds_retx r = pds->cfg.retx[mode];
+    return mode == UB_PDS_RUD && (r == UB_PDS_RETX_SEL_FAST || r == UB_PDS_RETX_SEL_TIMEOUT);
+}
+
 static inline bool fast(const struct ub__pds_ipdc *c)
 {
     return c->retx_mode == UB_PDS_RETX_SEL_FAST || c->retx_mode == UB_PDS_RETX_GBN_FAST;
@@ -720,6 +726,8 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *ac
     }
     if (s->state != SLOT_INFLIGHT && s->state != SLOT_LOST)
         return false;
+    if (own && s->cov)
+        return false; /* known to be there: it waits to go again for its own ACK */
     if (s->state == SLOT_LOST) {
         c->nlost--;
         /* Declared lost by an RTO and not resent since: a copy from before the RTO arrived. */
@@ -734,6 +742,7 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *ac
     s->state = SLOT_ACKED;
     if (own && s->own) {
         s->state = SLOT_COVERED;
+        s->cov = 1;
         pds->st.own_covered++;
         if (ub__seq_lt(psn, c->ooo_scan)) /* the out-of-order count looks at it again */
             c->ooo_scan = psn;
