@@ -13,7 +13,8 @@
  * extension header (version 1) carries the stream, order_seq, the execution
  * order (NO/RO/SO, fence, in-order completion) and a 12-byte tail:
  *
- *   so_delta(16) | ro_count(16) | send_seq(32) | S(1) D(1) R(1) C(1) P(1) rsv(3) | aux(24)
+ *   so_delta(16) | ro_count(16) | send_seq(32) | S(1) D(1) R(1) C(1) P(1) A(1) K(1) rsv(1) |
+ *   aux(24)
  *
  *   so_delta  order_seq - (order_seq of the last SO before it); stream start
  *             counts as an SO at order_seq -1 that has executed
@@ -24,6 +25,8 @@
  *   S D R     solicited; deferrable (DEFERRED instead of RNR); rendezvous READ or its
  *             data (send_seq then names the target's read)
  *   P         packed: the payload is several whole requests (ses_pack.c)
+ *   A K       the initiator takes packed responses; this request's response may ride on
+ *             its PDS ACK (docs/wire-format.md 3.4)
  *   aux       WRITE_IMM: the target JFR id whose buffer the record consumes
  *
  * docs/api.md ("Transaction layer") is the reference.
@@ -537,6 +540,9 @@ void ub__ses_pack_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t
  * (nothing sent). */
 int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
                       uint32_t n, uint64_t now);
+/* Writes r as a version-0 extension (incarnation inc), a response with data and its data at
+ * x0 (UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + r->n bytes; rc, n and job_id already checked). */
+void ub__ses_prsp_put(uint8_t *x0, const struct ub__prsp *r, uint32_t job_id, uint32_t inc);
 /* Initiator: a packed response arrived: all records well-formed, then each as if alone. */
 void ub__ses_pack_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
 /* Bytes a response with n data bytes takes in a packed response. */

@@ -383,29 +383,11 @@ void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now)
 static bool rsp_ride(struct ub__tl *s, const struct ub__prsp *r)
 {
     uint8_t b[UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + UB_SES_PRSP_DATA];
-    struct ub__ext ext;
-    memset(&ext, 0, sizeof(ext));
-    ext.next_hdr = UB_PDS_NH_RSP_DATA;
-    ext.stream = r->stream;
-    ext.order_seq = r->seq;
-    ext.incarnation = ub__pds_incarnation(s->eng->pds);
-    struct ub__ses_rsp_data h;
-    memset(&h, 0, sizeof(h));
-    h.list = UB_SES_LIST_EXPECTED;
-    h.rc = r->rc;
-    h.msg_id = (uint16_t)r->seq;
-    h.job_id = s->eng->cfg.job_id;
-    h.read_req_msg_id = (uint16_t)r->seq;
-    h.payload_len = r->n;
-    h.modified_length = r->mod_len;
-    h.message_offset = r->off;
-    struct ub__wcur w;
-    ub__wcur_init(&w, b, sizeof(b));
-    if (ub__ext_encode(&ext, &w) || ub__ses_rsp_data_encode(&h, &w))
+    uint32_t job = s->eng->cfg.job_id;
+    if (job > UB_SES_JOB_ID_MAX || !ub__ses_rc_valid(r->rc) || r->n > UB_SES_PRSP_DATA)
         return false;
-    uint32_t len = (uint32_t)ub__wcur_offset(&w);
-    memcpy(b + len, r->data, r->n);
-    if (ub__pds_dlv_rsp(s->eng->pds, b, len + r->n))
+    ub__ses_prsp_put(b, r, job, ub__pds_incarnation(s->eng->pds));
+    if (ub__pds_dlv_rsp(s->eng->pds, b, UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + r->n))
         return false;
     s->ackr_on = false; /* one response per packet */
     s->st.tx_rsp_ack++;
