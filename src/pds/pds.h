@@ -252,9 +252,11 @@ int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wir
  * answered with it again. 0, or UB_EINVAL / UB_EBUSY (no room: send it the ordinary way).
  */
 void ub__pds_dlv_own(struct ub__pds *pds);
-/* Whether this side's PDCs of mode complete packets sent with ub__pds_tx.own on their own ACKs
- * only (selective retransmission): only then may the layer above send K in that mode. */
-bool ub__pds_own_ok(const struct ub__pds *pds, uint8_t mode);
+/* Whether the layer above should send K to dst in mode: this side's PDCs of mode complete
+ * packets sent with ub__pds_tx.own on their own ACKs only (RUD, selective retransmission), and
+ * dst is not a lossless peer (there ACKs are paced every UB_PDS_LOSSLESS_ACK_EVERY packets, and
+ * an ACK of its own per request measured slower than the response's own packet). */
+bool ub__pds_own_ok(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode);
 int ub__pds_dlv_rsp(struct ub__pds *pds, const uint8_t *rsp, uint32_t len);
 
 /* Up to max packets to transmit now (ACKs and control first); the caller owns them. */

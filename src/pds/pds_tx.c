@@ -24,10 +24,11 @@ static inline uint64_t lossless_rto(const struct ub__pds_cfg *cfg)
     return UB_MIN(UB_MAX(UB_PDS_LOSSLESS_RTO_NS, cfg->rto_min_ns), cfg->rto_max_ns);
 }
 
-bool ub__pds_own_ok(const struct ub__pds *pds, uint8_t mode)
+bool ub__pds_own_ok(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
 {
     enum ub__pds_retx r = pds->cfg.retx[mode];
-    return mode == UB_PDS_RUD && (r == UB_PDS_RETX_SEL_FAST || r == UB_PDS_RETX_SEL_TIMEOUT);
+    return mode == UB_PDS_RUD && (r == UB_PDS_RETX_SEL_FAST || r == UB_PDS_RETX_SEL_TIMEOUT) &&
+           !ub__pds_lossless_peer(&pds->cfg, dst);
 }
 
 static inline bool fast(const struct ub__pds_ipdc *c)
