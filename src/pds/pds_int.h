@@ -139,6 +139,7 @@ struct ub__pds_ipdc {
     uint64_t undo_cwnd;
     uint32_t undo_nxt;
     bool undo_armed, undo_seen;
+    bool own_seen; /* an ACK said OWN: responses may ride on this target's ACKs */
 };
 
 /* Target context: created by the first packet (SYN) of an initiator PDC. */

@@ -1015,6 +1015,7 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
     /* OWN: the target answers packets with K on their own ACKs (docs/pds.md), so this one
      * completes such a packet only if it is its trigger (a probe answer names none). */
     bool own = (a->flags & UB_PDS_ACK_F_OWN) != 0;
+    c->own_seen |= own;
     uint32_t trig = (a->flags & UB_PDS_ACK_F_P) ? c->nxt : ack_psn;
     /* Cumulative: every PSN up to cack. Ignore anything outside what we sent. */
     if (ub__seq_le(c->una, cack) && ub__seq_lt(cack, c->nxt)) {
@@ -1087,10 +1088,10 @@ static void reestablish(struct ub__pds_ipdc *c, uint32_t end_psn, uint64_t now)
         struct ub__pds_slot *s = slot_of(c, psn);
         if (!s->pkt)
             continue;
-        /* Below end_psn the target had it; but a packet with K whose own ACK never came may
-         * have lost its response with it: it goes again (the transaction layer answers a
-         * re-delivered request from its own cache). */
-        if (ub__seq_lt(psn, end_psn) && !s->own) {
+        /* Below end_psn the target had it; but a packet with K whose own ACK never came from a
+         * target that answers with OWN ACKs may have lost its response with it: it goes again
+         * (the transaction layer answers a re-delivered request from its own cache). */
+        if (ub__seq_lt(psn, end_psn) && !(s->own && c->own_seen)) {
             uint64_t acked = 0;
             ack_one(c, psn, false, &acked, now, false);
             continue;
