@@ -748,9 +748,11 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         };
         ub__ses_wr_ext(w, &tx.ext, tail);
         /* A request in one packet whose response the target can make at once: K lets it ride
-         * on the packet's ACK (not READ, whose data is streamed later; not over ROD). */
+         * on the packet's ACK (not a READ of more than a response record's data, which is
+         * streamed later; not over ROD). */
         if (s->ack_rsp && last && !w->first_sent && w->mode == UB_PDS_RUD && !w->cma && !w->eager &&
-            w->ses_op != UB_SES_OP_READ && ub__pds_own_ok(e->pds, &w->dst, w->mode)) {
+            (w->ses_op != UB_SES_OP_READ || w->len <= UB_SES_PRSP_DATA) &&
+            ub__pds_own_ok(e->pds, &w->dst, w->mode)) {
             tail[8] |= UB_SES_TAIL_K;
             tx.own = true;
         }

@@ -257,6 +257,44 @@ static void test_ackrsp_atomic(void **state)
     pw_teardown();
 }
 
+/* A READ of at most 64 bytes is answered while its packet is delivered: the data rides, also
+ * when the ACK that carried it is lost (the duplicate is answered from the target's cache). A
+ * longer READ streams its data in packets of its own, as before. */
+static void test_ackrsp_read(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    fill_pattern(M1 + 4096, 64, 11);
+    static struct ub_sge sg;
+    static struct ub_wr wr;
+    for (int lose = 0; lose < 2; lose++) {
+        memset(M0, 0, 64);
+        if (lose)
+            impair(1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
+        struct snap s0 = snap();
+        pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 4096, 64);
+        sg.addr = M0;
+        assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
+        collect_ok(1);
+        assert_memory_equal(M0, M1 + 4096, 64);
+        assert_int_equal(DG(executed), 1);
+        assert_int_equal(DG(tx_rsp_ack), 1);
+        assert_int_equal(DG(tx_rsp_pkts), 0);
+        assert_int_equal(DGP(acks_rsp_resent), lose);
+        assert_int_equal(DIP(retx_pkts), lose);
+    }
+    struct snap s0 = snap();
+    pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 8192, 65);
+    sg.addr = M0 + 8192;
+    fill_pattern(M1 + 8192, 65, 12);
+    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
+    collect_ok(1);
+    assert_memory_equal(M0 + 8192, M1 + 8192, 65);
+    assert_int_equal(DG(tx_rsp_ack), 0);
+    assert_int_equal(DG(tx_rsp_pkts), 1);
+    pw_teardown();
+}
+
 /* A target without the capability (SOFTUB_ACK_RSP=0 there) ignores K: plain ACKs, responses
  * in packets of their own, nothing held open or resent at the initiator. */
 static void test_ackrsp_old_target(void **state)
@@ -325,11 +363,12 @@ static void test_ackrsp_packed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ackrsp_clean),         cmocka_unit_test(test_ackrsp_lost),
-        cmocka_unit_test(test_ackrsp_covered),       cmocka_unit_test(test_ackrsp_lossy),
-        cmocka_unit_test(test_ackrsp_dup),           cmocka_unit_test(test_ackrsp_reorder),
-        cmocka_unit_test(test_ackrsp_atomic),        cmocka_unit_test(test_ackrsp_old_target),
-        cmocka_unit_test(test_ackrsp_old_initiator), cmocka_unit_test(test_ackrsp_packed),
+        cmocka_unit_test(test_ackrsp_clean),      cmocka_unit_test(test_ackrsp_lost),
+        cmocka_unit_test(test_ackrsp_covered),    cmocka_unit_test(test_ackrsp_lossy),
+        cmocka_unit_test(test_ackrsp_dup),        cmocka_unit_test(test_ackrsp_reorder),
+        cmocka_unit_test(test_ackrsp_atomic),     cmocka_unit_test(test_ackrsp_read),
+        cmocka_unit_test(test_ackrsp_old_target), cmocka_unit_test(test_ackrsp_old_initiator),
+        cmocka_unit_test(test_ackrsp_packed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
