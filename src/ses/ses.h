@@ -422,6 +422,7 @@ struct ub__tl {
      * K (off: SOFTUB_ACK_RSP=0). Target: while a packet with K is delivered, the response of
      * its transaction (ackr_src, ackr_stream, ackr_seq) goes on its ACK if it is made now. */
     bool ack_rsp;
+    uint32_t ack_rsp_busy; /* K only while fewer packets than this wait or fly to the peer */
     bool ackr_on;
     uint16_t ackr_stream;
     uint32_t ackr_seq;

@@ -11,9 +11,12 @@
 #include "dev/impair.h"
 #include "pds/pds_int.h"
 
+/* Node 0 sends K on every request, not only when nothing else is outstanding to node 1, so
+ * that several such requests are in flight at once. */
 static void setup(uint32_t pack_max)
 {
     pw_setup(pack_max, 9000, 4000, 17);
+    T.ctx[0]->ses.ack_rsp_busy = UINT32_MAX;
 }
 
 static struct ub__ses_stats *I(void)
@@ -330,6 +333,23 @@ static void test_ackrsp_old_initiator(void **state)
     pw_teardown();
 }
 
+/* By default K goes only on a request with nothing else outstanding to its peer: of 8 WRITEs
+ * posted at once the first rides, the others are answered the ordinary way (packed together). */
+static void test_ackrsp_busy(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    T.ctx[0]->ses.ack_rsp_busy = 1;
+    struct snap s0 = snap();
+    post_writes(8, 13);
+    collect_ok(8);
+    assert_memory_equal(M1, M0, 64);
+    assert_int_equal(DG(executed), 8);
+    assert_int_equal(DG(tx_rsp_ack), 1);
+    assert_int_equal(DG(tx_prsp_recs) + DG(tx_rsp_pkts) - DG(tx_prsp_pkts), 7);
+    pw_teardown();
+}
+
 /* Packed requests keep packed responses (no K on a pack); a lone request beside them rides. */
 static void test_ackrsp_packed(void **state)
 {
@@ -368,7 +388,7 @@ int main(void)
         cmocka_unit_test(test_ackrsp_dup),        cmocka_unit_test(test_ackrsp_reorder),
         cmocka_unit_test(test_ackrsp_atomic),     cmocka_unit_test(test_ackrsp_read),
         cmocka_unit_test(test_ackrsp_old_target), cmocka_unit_test(test_ackrsp_old_initiator),
-        cmocka_unit_test(test_ackrsp_packed),
+        cmocka_unit_test(test_ackrsp_busy),       cmocka_unit_test(test_ackrsp_packed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
