@@ -254,8 +254,8 @@ int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub_
  */
 int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a)
 {
-    if (a->next_hdr != UB_PDS_NH_NONE)
-        return UB_EINVAL;
+    if (a->next_hdr != UB_PDS_NH_NONE && a->next_hdr != UB_PDS_NH_SOFTUB_EXT)
+        return UB_EINVAL; /* (a response that rides follows the header, put there by the caller) */
     uint32_t n = (uint32_t)ub__pds_hdr_size(a->type, a->flags);
     uint8_t *at = ub__pkt_push(p, n);
     if (!at)
@@ -349,7 +349,7 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         return c ? UB_EFULL : rc;
     }
     pkt->tag = tx->cookie;
-    pkt->flags = tx->ack_req ? 1 : 0;
+    pkt->flags = (uint8_t)((tx->ack_req ? 1 : 0) | (tx->own ? 2 : 0));
     pkt->next = NULL;
     if (c->q_tail)
         c->q_tail->next = pkt;
@@ -409,7 +409,7 @@ int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wir
     case UB_PDS_TYPE_ACK_CC:
     case UB_PDS_TYPE_ACK_CCX:
         pds->st.acks_rx++;
-        ub__pds_on_ack(pds, pkt, &d->pds.u.ack, now);
+        ub__pds_on_ack(pds, pkt, d, now);
         return 1;
     case UB_PDS_TYPE_NACK:
     case UB_PDS_TYPE_NACK_CCX:

@@ -144,6 +144,10 @@ struct ub__pds_stats {
     uint64_t rx_malformed;  /* failed PDS-level checks */
     uint64_t acks_tx, acks_rx, nacks_tx, nacks_rx, ctrl_tx, ctrl_rx;
     uint64_t acks_coalesced; /* of acks_tx, ACKs rewritten into one still queued (ack_coalesce) */
+    /* Responses on ACKs (docs/pds.md): target: ACKs sent with a response, of them re-sent from
+     * the cache for a duplicate, responses the cache had no room for; initiator: ACKs received
+     * with a response, K packets a foreign ACK covered (then resent until their own ACK came). */
+    uint64_t acks_rsp_tx, acks_rsp_resent, rsp_cache_full, acks_rsp_rx, own_covered;
     uint64_t nacks_by_code[32];
     uint64_t rto_fired, probes_sent;
     uint64_t rto_undone; /* RTOs found spurious (the originals arrived): window restored */
@@ -192,12 +196,20 @@ struct ub__pds_upcalls {
 
 struct ub__pds;
 
+/* Responses on ACKs: the most bytes (softub extension + SES header + data) one ACK carries, and
+ * how many a target PDC keeps for re-sending (a ring indexed by PSN, a power of two). */
+#define UB_PDS_ACK_RSP_MAX   112
+#define UB_PDS_ACK_RSP_CACHE 64
+
 /* What the layer above asks to send: SES header + payload bytes, and how. */
 struct ub__pds_tx {
     const struct ub__addr *dst;
-    uint8_t mode;       /* enum ub__pds_mode */
-    uint8_t ses_kind;   /* UB_PDS_NH_* of the SES header at the start of pkt */
-    bool ack_req;       /* ask the target to ACK at once (latency-sensitive last packet) */
+    uint8_t mode;     /* enum ub__pds_mode */
+    uint8_t ses_kind; /* UB_PDS_NH_* of the SES header at the start of pkt */
+    bool ack_req;     /* ask the target to ACK at once (latency-sensitive last packet) */
+    /* The packet carries the SES tail bit K: its response may ride on its ACK. Then (RUD,
+     * selective) only an ACK of its own completes it (docs/pds.md, "Responses on ACKs"). */
+    bool own;
     struct ub__ext ext; /* order tag, stream; incarnation is filled in by PDS */
     uint64_t cookie;    /* returned by acked/failed */
 };
@@ -231,6 +243,22 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
 /* A received datagram whose headers parsed (d); returns 1 if PDS consumed it, 0 if not its. */
 int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wire_dgram *d,
                   uint64_t now);
+
+/*
+ * Responses on ACKs, called by the layer above during a deliver upcall of a RUD request.
+ * ub__pds_dlv_own: the packet carried K; it gets an ACK of its own at once (flag OWN, never
+ * merged into another), and every later ACK of its PDC says OWN. ub__pds_dlv_rsp: that ACK
+ * carries rsp (softub extension, SES response header and data, at most UB_PDS_ACK_RSP_MAX
+ * bytes), kept until the initiator's clear PSN passes the packet so that a duplicate is
+ * answered with it again. 0, or UB_EINVAL / UB_EBUSY (no room: send it the ordinary way).
+ */
+void ub__pds_dlv_own(struct ub__pds *pds);
+/* Whether the layer above should send K to dst in mode: this side's PDCs of mode complete
+ * packets sent with ub__pds_tx.own on their own ACKs only (RUD, selective retransmission), and
+ * dst is not a lossless peer (there ACKs are paced every UB_PDS_LOSSLESS_ACK_EVERY packets, and
+ * an ACK of its own per request measured slower than the response's own packet). */
+bool ub__pds_own_ok(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode);
+int ub__pds_dlv_rsp(struct ub__pds *pds, const uint8_t *rsp, uint32_t len);
 
 /* Up to max packets to transmit now (ACKs and control first); the caller owns them. */
 uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now);

@@ -35,7 +35,9 @@
 enum { IPDC_SYN = 0, IPDC_EST, IPDC_CLOSING };
 
 /* Slot states. */
-enum { SLOT_FREE = 0, SLOT_INFLIGHT, SLOT_LOST, SLOT_ACKED };
+/* SLOT_COVERED: an own packet (K) that a foreign ACK (cumulative or selective) said arrived,
+ * whose own ACK (which may carry its response) has not: kept for resending, out of flight. */
+enum { SLOT_FREE = 0, SLOT_INFLIGHT, SLOT_LOST, SLOT_ACKED, SLOT_COVERED };
 
 /* One PSN in flight at the initiator. The packet holds the full PDS header. */
 struct ub__pds_slot {
@@ -47,6 +49,8 @@ struct ub__pds_slot {
     uint8_t retx; /* retransmissions so far */
     uint8_t state;
     uint8_t ack_req;
+    uint8_t own;           /* only an ACK of its own completes it (ub__pds_tx.own) */
+    uint8_t cov;           /* covered once: a foreign OWN ACK says nothing new about it */
     uint8_t why;           /* what declared it lost: WHY_* */
     uint8_t cand;          /* detect_losses: already collected this round */
     uint32_t pnext, pprev; /* SLOT_INFLIGHT: its path's FIFO (txseq order), slot indices */
@@ -135,6 +139,7 @@ struct ub__pds_ipdc {
     uint64_t undo_cwnd;
     uint32_t undo_nxt;
     bool undo_armed, undo_seen;
+    bool own_seen; /* an ACK said OWN: responses may ride on this target's ACKs */
 };
 
 /* Target context: created by the first packet (SYN) of an initiator PDC. */
@@ -168,6 +173,18 @@ struct ub__pds_tpdc {
     uint64_t rcvd_bytes; /* wire bytes accepted (ACK_CC rcvd_bytes, 24 bits, wraps) */
     uint64_t last_active;
     uint64_t *bits; /* mp_range bits: PSN p received, for rcv_nxt <= p < rcv_nxt + range */
+    /* Responses on ACKs: the initiator sends K (OWN on every ACK), its clear PSN (everything
+     * before it was acknowledged to it: cached responses below it are dropped), the cache. */
+    bool own_peer, clear_set;
+    uint32_t clear_psn;
+    struct ub__pds_rspc *rspc; /* UB_PDS_ACK_RSP_CACHE entries, allocated with the first */
+};
+
+/* A response that rode on the ACK of psn, for a duplicate of psn. */
+struct ub__pds_rspc {
+    uint32_t psn;
+    uint16_t len; /* 0: empty */
+    uint8_t b[UB_PDS_ACK_RSP_MAX];
 };
 
 /* A closed target PDC, remembered so that stale packets cannot reopen it. */
@@ -204,6 +221,11 @@ struct ub__pds {
     const struct ub__lb_algo *lb_algo;
     struct ub__cc_params cc_params;
     struct ub__pds_stats st;
+    /* The RUD request being delivered (ub__pds_dlv_own / _rsp): its PDC (NULL outside an upcall),
+     * PSN, whether it carried K and whether its response was attached. */
+    struct ub__pds_tpdc *dlv_t;
+    uint32_t dlv_psn;
+    bool dlv_own, dlv_rsp;
     /* RCCC (pds_rccc.c) */
     bool rccc;                            /* our contexts run on receiver credits */
     struct ub__list rccc_dirty;           /* contexts whose demand may need telling */
@@ -233,7 +255,7 @@ void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now);
 uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32_t max,
                            uint64_t now);
 bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now);
-void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__pds_ack *a,
+void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__wire_dgram *d,
                     uint64_t now);
 void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t now);
 void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,

@@ -179,7 +179,24 @@ static uint8_t dest_fc_pend(const struct ub__pds *pds)
     return (uint8_t)((thr - avail) * UB_PDS_CWND_PEND_MAX / thr);
 }
 
-static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
+/* The response that rode on the ACK of psn, while the initiator may still ask for it. */
+static const struct ub__pds_rspc *rsp_cached(const struct ub__pds_tpdc *t, uint32_t psn)
+{
+    if (!t->rspc)
+        return NULL;
+    const struct ub__pds_rspc *e = &t->rspc[psn & (UB_PDS_ACK_RSP_CACHE - 1)];
+    if (!e->len || e->psn != psn || (t->clear_set && ub__seq_lt(psn, t->clear_psn)))
+        return NULL;
+    return e;
+}
+
+/*
+ * Sends the ACK of the PDC's latest state. pin: an ACK that answers its trigger (last_psn) on
+ * its own (a request with K, or a duplicate): never rewritten by a later one, it carries the
+ * response cached for that PSN if there is one. A pinned ACK may still absorb an unpinned one
+ * queued before it (the newer state says everything the older did).
+ */
+static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
 {
     struct ub__pds *pds = t->pds;
     ub__timer_cancel(pds->timers, &t->ack_timer);
@@ -191,16 +208,28 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
         ub__pkt_pull(p, old_len);
     else if ((p = ub__pds_alloc(pds)) == NULL)
         return; /* the initiator's RTO or probe asks again */
+    const struct ub__pds_rspc *rsp = pin ? rsp_cached(t, t->last_psn) : NULL;
+    /* No room after the header for it (cannot happen with MTU-sized buffers): then the ACK
+     * names no trigger, so that it cannot answer that PSN without its response. */
+    bool notrig = rsp && ub__pkt_tailroom(p) < (uint32_t)UB_PDS_ACK_CCX_SIZE + rsp->len;
+    if (notrig)
+        rsp = NULL;
     uint32_t mask = pds->cfg.mp_range - 1;
     uint32_t cack = t->rcv_nxt - 1;
     struct ub__pds_ack ack;
     memset(&ack, 0, sizeof(ack));
     struct ub__pds_ack *a = &ack;
     a->type = UB_PDS_TYPE_ACK_CC;
-    a->flags =
-        (uint8_t)((t->retx_seen ? UB_PDS_ACK_F_RETX : 0) | (t->ecn_seen ? UB_PDS_ACK_F_M : 0));
+    a->flags = (uint8_t)((t->retx_seen ? UB_PDS_ACK_F_RETX : 0) |
+                         (t->ecn_seen ? UB_PDS_ACK_F_M : 0) | (t->own_peer ? UB_PDS_ACK_F_OWN : 0));
+    if (rsp)
+        a->next_hdr = UB_PDS_NH_SOFTUB_EXT;
     int32_t off = ub__seq_diff(t->last_psn, cack);
-    a->ack_psn_offset = (int16_t)(off > INT16_MAX || off < INT16_MIN ? 0 : off);
+    /* A trigger too far to name points past anything the initiator has in flight (an OWN ACK
+     * must never seem to answer a PSN it does not). */
+    a->ack_psn_offset =
+        (int16_t)(off > INT16_MAX || off < INT16_MIN || notrig ? (t->own_peer ? INT16_MAX : 0)
+                                                               : off);
     a->cack_psn = cack;
     a->spdcid = t->id;
     a->dpdcid = t->ispdcid;
@@ -249,6 +278,10 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
             ub__pkt_free(p);
         return;
     }
+    if (rsp) {
+        memcpy(ub__pkt_put(p, rsp->len), rsp->b, rsp->len); /* room checked above */
+        pds->st.acks_rsp_tx++;
+    }
     p->addr = t->peer;
     p->path = t->reply_path;
     t->unacked = 0;
@@ -259,15 +292,64 @@ static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
     pds->st.acks_tx++;
     if (t->ack_q) {
         pds->st.acks_coalesced++;
+        if (pin) { /* it leaves as it is now: a later ACK is a new packet */
+            p->tag = 0;
+            t->ack_q = NULL;
+        }
         return;
     }
-    if (!pds->cfg.ack_coalesce) {
+    if (!pds->cfg.ack_coalesce || pin) {
         ub__pds_ctl_push(pds, p);
         return;
     }
     p->tag = (uint64_t)(uintptr_t)t;
     if (ub__pds_ctl_push(pds, p))
         t->ack_q = p;
+}
+
+static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
+{
+    send_ack_x(t, false, now);
+}
+
+void ub__pds_dlv_own(struct ub__pds *pds)
+{
+    if (!pds->dlv_t)
+        return;
+    pds->dlv_own = true;
+    pds->dlv_t->own_peer = true;
+}
+
+int ub__pds_dlv_rsp(struct ub__pds *pds, const uint8_t *rsp, uint32_t len)
+{
+    struct ub__pds_tpdc *t = pds->dlv_t;
+    if (!t || !pds->dlv_own || pds->dlv_rsp || !len || len > UB_PDS_ACK_RSP_MAX)
+        return UB_EINVAL;
+    if (!t->rspc && !(t->rspc = calloc(UB_PDS_ACK_RSP_CACHE, sizeof(*t->rspc)))) {
+        pds->st.rsp_cache_full++;
+        return UB_EBUSY;
+    }
+    struct ub__pds_rspc *e = &t->rspc[pds->dlv_psn & (UB_PDS_ACK_RSP_CACHE - 1)];
+    /* Taken by a PSN the initiator has not cleared: it may still ask for that one. */
+    if (e->len && e->psn != pds->dlv_psn && !(t->clear_set && ub__seq_lt(e->psn, t->clear_psn))) {
+        pds->st.rsp_cache_full++;
+        return UB_EBUSY;
+    }
+    e->psn = pds->dlv_psn;
+    e->len = (uint16_t)len;
+    memcpy(e->b, rsp, len);
+    pds->dlv_rsp = true;
+    return 0;
+}
+
+/* A request's clear PSN (the initiator's una when it sent it): responses below it are done. */
+static void note_clear(struct ub__pds_tpdc *t, const struct ub__pds_req *r)
+{
+    uint32_t clear = ub__seq_add(r->psn, r->clear_psn_offset);
+    if (!t->clear_set || ub__seq_lt(t->clear_psn, clear)) {
+        t->clear_psn = clear;
+        t->clear_set = true;
+    }
 }
 
 static void ack_timer_fire(struct ub__timer *tm, uint64_t now)
@@ -313,6 +395,7 @@ void ub__pds_tpdc_free(struct ub__pds_tpdc *t, bool graveyard, uint64_t now)
         }
     }
     free(t->bits);
+    free(t->rspc);
     free(t);
 }
 
@@ -520,10 +603,12 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
     uint32_t mask = pds->cfg.mp_range - 1;
     int32_t ahead = ub__seq_diff(psn, t->rcv_nxt);
     if (ahead < 0 || (ahead < (int32_t)pds->cfg.mp_range && bit_get(t, psn, mask))) {
-        /* Already here. ACK again at once: the ACK that said so may have been lost. */
+        /* Already here. ACK again at once: the ACK that said so may have been lost. It answers
+         * this PSN on its own, with the response that rode on the lost one if there was one. */
         pds->st.rx_dup++;
         if (retx)
             pds->st.spurious_retx++;
+        note_clear(t, r);
         t->last_psn = psn;
         t->trig_at = now;
         t->retx_seen = retx;
@@ -532,7 +617,9 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
             t->ecn_seen = true;
         }
         caqm_note(t, d);
-        send_ack(t, now);
+        if (rsp_cached(t, psn))
+            pds->st.acks_rsp_resent++;
+        send_ack_x(t, true, now);
         return;
     }
     if (ahead >= (int32_t)pds->cfg.mp_range) {
@@ -571,8 +658,19 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
         t->ecn_seen = true;
     }
     caqm_note(t, d); /* a C mark, like CE, is echoed at once */
+    note_clear(t, r);
+    /* The layer above may ask for this packet's own ACK and attach its response (RUD only:
+     * ROD's cumulative ACKs cannot answer a PSN on its own). */
+    pds->dlv_t = mode == UB_PDS_RUD ? t : NULL;
+    pds->dlv_psn = psn;
+    pds->dlv_own = pds->dlv_rsp = false;
     deliver(pds, p, d, t->id, mode, psn, now);
+    pds->dlv_t = NULL;
     /* The upcall may not free t (only our own code does), so t is still valid here. */
+    if (pds->dlv_own) {
+        send_ack_x(t, true, now);
+        return;
+    }
     bool gap = !in_order || t->held != 0; /* held counts the bits set: the bitmap is not empty */
     uint32_t every = pds->cfg.ack_every;
     if (every < UB_PDS_LOSSLESS_ACK_EVERY && ub__pds_lossless_peer(&pds->cfg, &t->peer))
@@ -692,7 +790,7 @@ int ub__pds_on_trimmed(struct ub__pds *pds, const struct ub__pkt *p, uint64_t no
                 t->last_psn = q->psn;
                 t->trig_at = now;
                 t->retx_seen = retx;
-                send_ack(t, now);
+                send_ack_x(t, true, now);
                 return 1;
             }
         }

@@ -24,6 +24,13 @@ static inline uint64_t lossless_rto(const struct ub__pds_cfg *cfg)
     return UB_MIN(UB_MAX(UB_PDS_LOSSLESS_RTO_NS, cfg->rto_min_ns), cfg->rto_max_ns);
 }
 
+bool ub__pds_own_ok(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
+{
+    enum ub__pds_retx r = pds->cfg.retx[mode];
+    return mode == UB_PDS_RUD && (r == UB_PDS_RETX_SEL_FAST || r == UB_PDS_RETX_SEL_TIMEOUT) &&
+           !ub__pds_lossless_peer(&pds->cfg, dst);
+}
+
 static inline bool fast(const struct ub__pds_ipdc *c)
 {
     return c->retx_mode == UB_PDS_RETX_SEL_FAST || c->retx_mode == UB_PDS_RETX_GBN_FAST;
@@ -629,6 +636,7 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
          * carrier loses nothing: the target's own pace (ack_every, ack_delay) frees the window
          * and its ACK leaves the latency path. */
         s->ack_req = !c->lossless && ((p->flags & 1) || !c->q_head);
+        s->own = (p->flags & 2) && !gbn(c);
         s->first_ns = now;
         struct ub__pkt *out = transmit(c, psn, false, now);
         if (!out) { /* keep it; it goes out as a repair */
@@ -648,6 +656,13 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
 static void mark_lost(struct ub__pds_ipdc *c, uint32_t psn, uint8_t why, uint64_t now)
 {
     struct ub__pds_slot *s = slot_of(c, psn);
+    if (s->state == SLOT_COVERED) { /* out of flight already: it goes again for its own ACK */
+        s->state = SLOT_LOST;
+        s->why = why;
+        if (++c->nlost == 1 || ub__seq_lt(psn, c->lost_scan))
+            c->lost_scan = psn;
+        return;
+    }
     if (s->state != SLOT_INFLIGHT)
         return;
     uncount(c, s);
@@ -705,12 +720,39 @@ static void rtt_sample(struct ub__pds_ipdc *c, uint64_t r)
  * *acked and telling the balancer its path was good (ecn: the ACK's M flag, which speaks for the
  * PSN that triggered the ACK only: a CE mark makes the target ACK at once).
  */
-static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *acked, uint64_t now)
+static void complete(struct ub__pds_ipdc *c, struct ub__pds_slot *s, uint64_t now)
+{
+    struct ub__pds *pds = c->pds;
+    s->state = SLOT_ACKED;
+    uint64_t cookie = s->pkt->tag;
+    ub__pkt_free(s->pkt);
+    s->pkt = NULL;
+    if (pds->up && pds->up->acked)
+        pds->up->acked(pds->up_arg, cookie, now);
+}
+
+/*
+ * The target has psn. own: the ACK says OWN and psn is not its trigger: a packet with K
+ * (s->own) is then only covered (out of flight, kept): its own ACK, which may carry its response,
+ * completes it; if that never comes it goes again (out-of-order count, probe, RTO) and the
+ * target answers the duplicate with its cached response. The trigger of an OWN ACK completes a
+ * covered slot.
+ */
+static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *acked, uint64_t now,
+                    bool own)
 {
     struct ub__pds *pds = c->pds;
     struct ub__pds_slot *s = slot_of(c, psn);
+    if (s->state == SLOT_COVERED) {
+        if (own)
+            return false;
+        complete(c, s, now);
+        return true;
+    }
     if (s->state != SLOT_INFLIGHT && s->state != SLOT_LOST)
         return false;
+    if (own && s->cov)
+        return false; /* known to be there: it waits to go again for its own ACK */
     if (s->state == SLOT_LOST) {
         c->nlost--;
         /* Declared lost by an RTO and not resent since: a copy from before the RTO arrived. */
@@ -723,6 +765,13 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *ac
     *acked += ub__pkt_wire_len(s->pkt);
     ub__lb_on_ack(&c->lb, s->path, ecn, now);
     s->state = SLOT_ACKED;
+    if (own && s->own) {
+        s->state = SLOT_COVERED;
+        s->cov = 1;
+        pds->st.own_covered++;
+        if (ub__seq_lt(psn, c->ooo_scan)) /* the out-of-order count looks at it again */
+            c->ooo_scan = psn;
+    }
     if (c->gbn_win < pds->cfg.window)
         c->gbn_win++;
     struct ub__pds_path *pa = &c->paths[s->path];
@@ -736,11 +785,8 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *ac
     if (!c->any_acked || ub__seq_lt(c->high_acked, psn))
         c->high_acked = psn;
     c->any_acked = true;
-    uint64_t cookie = s->pkt->tag;
-    ub__pkt_free(s->pkt);
-    s->pkt = NULL;
-    if (pds->up && pds->up->acked)
-        pds->up->acked(pds->up_arg, cookie, now);
+    if (s->state == SLOT_ACKED)
+        complete(c, s, now);
     return true;
 }
 
@@ -831,7 +877,7 @@ static void detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, 
     if (ub__seq_lt(start, end)) {
         for (uint32_t psn = start; psn != end; psn++) {
             struct ub__pds_slot *s = slot_of(c, psn);
-            if (s->state == SLOT_INFLIGHT) {
+            if (s->state == SLOT_INFLIGHT || s->state == SLOT_COVERED) {
                 s->cand = 1;
                 c->cand[k++] = psn - c->una;
             }
@@ -864,10 +910,11 @@ static void detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, 
         uint32_t want = 0;
         for (uint32_t psn = c->una; psn != c->nxt; psn++) {
             struct ub__pds_slot *s = slot_of(c, psn);
-            if (s->state != SLOT_INFLIGHT)
+            if (s->state != SLOT_INFLIGHT && s->state != SLOT_COVERED)
                 continue;
             bool lost = ub__seq_diff(c->high_acked, psn) >= (int32_t)thr;
-            if (!lost && !cfg->no_ev_loss && s->txseq < c->paths[s->path].acked_txseq)
+            if (!lost && s->state == SLOT_INFLIGHT && !cfg->no_ev_loss &&
+                s->txseq < c->paths[s->path].acked_txseq)
                 lost = true;
             if (lost) {
                 want++;
@@ -941,9 +988,10 @@ static void caqm_ack(struct ub__cc_ack *ev, const struct ub__pds_caqm_state *s)
     ev->caqm_hint = s->c && s->hint ? ub__caqm_hint_decode(s->hint) : 0;
 }
 
-void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__pds_ack *a,
+void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__wire_dgram *d,
                     uint64_t now)
 {
+    const struct ub__pds_ack *a = &d->pds.u.ack;
     ub__pds_rccc_on_ack(pds, p, a, now); /* RCCC: a credit rides on ACK_CC, whatever the PDC */
     struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_id, a->dpdcid);
     if (!c || c->mode == UB_PDS_RUDI) {
@@ -988,21 +1036,26 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
         pds->st.acks_ecn_rx++;
     bool news = false;
     uint64_t acked = 0;
+    /* OWN: the target answers packets with K on their own ACKs (docs/pds.md), so this one
+     * completes such a packet only if it is its trigger (a probe answer names none). */
+    bool own = (a->flags & UB_PDS_ACK_F_OWN) != 0;
+    c->own_seen |= own;
+    uint32_t trig = (a->flags & UB_PDS_ACK_F_P) ? c->nxt : ack_psn;
     /* Cumulative: every PSN up to cack. Ignore anything outside what we sent. */
     if (ub__seq_le(c->una, cack) && ub__seq_lt(cack, c->nxt)) {
         for (uint32_t psn = c->una; psn != cack + 1; psn++)
-            news |= ack_one(c, psn, ecn && psn == ack_psn, &acked, now);
+            news |= ack_one(c, psn, ecn && psn == ack_psn, &acked, now, own && psn != trig);
     }
     /* Selective (go-back-N ignores it by definition): the triggering PSN and the bitmap. */
     if (!gbn(c)) {
         if (ub__seq_le(c->una, ack_psn) && ub__seq_lt(ack_psn, c->nxt))
-            news |= ack_one(c, ack_psn, ecn, &acked, now);
+            news |= ack_one(c, ack_psn, ecn, &acked, now, own && ack_psn != trig);
         if (a->type == UB_PDS_TYPE_ACK_CC) {
             uint32_t base = ub__seq_add(cack, a->sack_psn_offset);
             for (uint64_t bm = a->sack_bitmap; bm; bm &= bm - 1) {
                 uint32_t psn = base + (uint32_t)__builtin_ctzll(bm);
                 if (ub__seq_le(c->una, psn) && ub__seq_lt(psn, c->nxt))
-                    news |= ack_one(c, psn, ecn && psn == ack_psn, &acked, now);
+                    news |= ack_one(c, psn, ecn && psn == ack_psn, &acked, now, own && psn != trig);
             }
         }
     }
@@ -1029,6 +1082,24 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
     }
     detect_losses(c, true, ack_psn, (a->flags & UB_PDS_ACK_F_RETX) != 0, now);
     ub__pds_mark_ready(c, now);
+    if (d->ses_kind != UB_PDS_NH_NONE && d->has_ext) {
+        /* A response rode on it: up as if it had come alone, after the ACK it answers. */
+        struct ub__pds_rx rx = {
+            .src = &p->addr,
+            .incarnation = d->ext.incarnation,
+            .pdc = c->id,
+            .mode = UB_PDS_RUD,
+            .path = p->path,
+            .ecn = p->ecn,
+            .psn = ack_psn,
+            .hdr = d,
+            .payload = p->data + d->payload_off,
+            .payload_len = (uint32_t)d->payload_len,
+        };
+        pds->st.acks_rsp_rx++;
+        if (pds->up && pds->up->deliver)
+            pds->up->deliver(pds->up_arg, &rx, now);
+    }
 }
 
 /* The target evicted our context at end_psn: what it has, it has; the rest goes on a new one. */
@@ -1041,9 +1112,12 @@ static void reestablish(struct ub__pds_ipdc *c, uint32_t end_psn, uint64_t now)
         struct ub__pds_slot *s = slot_of(c, psn);
         if (!s->pkt)
             continue;
-        if (ub__seq_lt(psn, end_psn)) {
+        /* Below end_psn the target had it; but a packet with K whose own ACK never came from a
+         * target that answers with OWN ACKs may have lost its response with it: it goes again
+         * (the transaction layer answers a re-delivered request from its own cache). */
+        if (ub__seq_lt(psn, end_psn) && !(s->own && c->own_seen)) {
             uint64_t acked = 0;
-            ack_one(c, psn, false, &acked, now);
+            ack_one(c, psn, false, &acked, now, false);
             continue;
         }
         uncount(c, s);
@@ -1227,7 +1301,7 @@ void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
     }
     bool ecn = (r->flags & UB_PDS_RUDI_F_M) != 0;
     uint64_t acked = 0;
-    bool news = ack_one(c, psn, ecn, &acked, now);
+    bool news = ack_one(c, psn, ecn, &acked, now, false);
     advance_una(c);
     undo_check(c);
     if (news)
@@ -1331,7 +1405,8 @@ static void rto_fire(struct ub__timer *t, uint64_t now)
         /* Tail-loss probe: resend the lowest unacknowledged packet, asking for an ACK. */
         c->probed = true;
         for (uint32_t psn = c->una; psn != c->nxt; psn++) {
-            if (slot_of(c, psn)->state == SLOT_INFLIGHT) {
+            uint8_t st = slot_of(c, psn)->state;
+            if (st == SLOT_INFLIGHT || st == SLOT_COVERED) {
                 /* Go-back-N cannot use a lone repair: the target dropped what followed it. */
                 if (gbn(c))
                     go_back(c, psn, WHY_PROBE, now);

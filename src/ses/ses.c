@@ -78,7 +78,18 @@ static void on_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
         ub__ses_on_rsp(s, rx, now);
     else if (d->ses_kind == UB_PDS_NH_REQ_STD && ub__ses_is_pack(d))
         ub__ses_pack_on_req(s, rx, now); /* several requests: each runs as if alone */
-    else if (d->ses_kind == UB_PDS_NH_REQ_STD)
+    else if (d->ses_kind == UB_PDS_NH_REQ_STD && s->ack_rsp && rx->mode == UB_PDS_RUD &&
+             d->ext.version >= 1 && d->ext.tail_len >= UB_SES_TAIL_LEN &&
+             (d->ext.tail[8] & UB_SES_TAIL_K)) {
+        /* Its PDS ACK goes alone and carries the response if this packet produces it. */
+        ub__pds_dlv_own(s->eng->pds);
+        s->ackr_on = true;
+        s->ackr_src = rx->src;
+        s->ackr_stream = d->ext.stream;
+        s->ackr_seq = d->ext.order_seq;
+        ub__ses_on_req(s, rx, now);
+        s->ackr_on = false;
+    } else if (d->ses_kind == UB_PDS_NH_REQ_STD)
         ub__ses_on_req(s, rx, now);
     else
         s->st.rx_bad_pkts++;
@@ -131,6 +142,9 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx)
     const char *env = getenv("SOFTUB_PACK");
     if (ctx->attr.pack_max == UB_PACK_OFF || (env && env[0] == '0' && env[1] == 0))
         s->pack_max = 0;
+    env = getenv("SOFTUB_ACK_RSP");
+    s->ack_rsp = !(env && env[0] == '0' && env[1] == 0);
+    s->ack_rsp_busy = 1; /* a request waited for alone: streams keep packing and coalescing */
     uint64_t seed = ub__rng_next(&s->eng->rng);
     int rc;
     if ((rc = ub__hmap_init(&s->tstreams, 16, 0, seed)) ||

@@ -13,7 +13,8 @@
  * extension header (version 1) carries the stream, order_seq, the execution
  * order (NO/RO/SO, fence, in-order completion) and a 12-byte tail:
  *
- *   so_delta(16) | ro_count(16) | send_seq(32) | S(1) D(1) R(1) C(1) P(1) rsv(3) | aux(24)
+ *   so_delta(16) | ro_count(16) | send_seq(32) | S(1) D(1) R(1) C(1) P(1) A(1) K(1) rsv(1) |
+ *   aux(24)
  *
  *   so_delta  order_seq - (order_seq of the last SO before it); stream start
  *             counts as an SO at order_seq -1 that has executed
@@ -24,6 +25,8 @@
  *   S D R     solicited; deferrable (DEFERRED instead of RNR); rendezvous READ or its
  *             data (send_seq then names the target's read)
  *   P         packed: the payload is several whole requests (ses_pack.c)
+ *   A K       the initiator takes packed responses; this request's response may ride on
+ *             its PDS ACK (docs/wire-format.md 3.4)
  *   aux       WRITE_IMM: the target JFR id whose buffer the record consumes
  *
  * docs/api.md ("Transaction layer") is the reference.
@@ -85,6 +88,7 @@
 #define UB_SES_TAIL_C      0x10u /* single copy: the payload describes the initiator's memory */
 #define UB_SES_TAIL_P      0x08u /* packed: the payload is whole requests (records, ses_pack.c) */
 #define UB_SES_TAIL_A      0x04u /* on requests: the initiator takes packed responses */
+#define UB_SES_TAIL_K      0x02u /* on a request's only packet: its response may ride its ACK */
 #define UB_SES_ASYNC_QUEUE 256
 
 /*
@@ -357,6 +361,7 @@ struct ub__ses_stats {
     uint64_t tx_prsp_pkts, tx_prsp_recs; /* target: packed response packets sent, records */
     uint64_t rx_prsp_pkts, rx_prsp_recs; /* initiator: packed responses received, records run */
     uint64_t rx_prsp_bad;                /* initiator: packed responses refused whole */
+    uint64_t tx_rsp_ack;                 /* target: responses that rode on a PDS ACK */
 };
 
 /*
@@ -420,6 +425,15 @@ struct ub__tl {
     ub_jfr *jfr_last; /* target: the JFR a request named last (cleared when it is destroyed) */
     struct ub__rxmsg *msg_live; /* target: a new message kept out of its stream's map until its
                                    first packet is handled (NULL once it is freed) */
+    /* Responses on ACKs (docs/wire-format.md 3.4). Initiator: single-packet RUD requests carry
+     * K (off: SOFTUB_ACK_RSP=0). Target: while a packet with K is delivered, the response of
+     * its transaction (ackr_src, ackr_stream, ackr_seq) goes on its ACK if it is made now. */
+    bool ack_rsp;
+    uint32_t ack_rsp_busy; /* K only while fewer packets than this wait or fly to the peer */
+    bool ackr_on;
+    uint16_t ackr_stream;
+    uint32_t ackr_seq;
+    const struct ub__addr *ackr_src;
     struct ub__ses_stats st;
 };
 
@@ -545,6 +559,9 @@ void ub__ses_pack_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t
  * (nothing sent). */
 int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
                       uint32_t n, uint64_t now);
+/* Writes r as a version-0 extension (incarnation inc), a response with data and its data at
+ * x0 (UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + r->n bytes; rc, n and job_id already checked). */
+void ub__ses_prsp_put(uint8_t *x0, const struct ub__prsp *r, uint32_t job_id, uint32_t inc);
 /* Initiator: a packed response arrived: all records well-formed, then each as if alone. */
 void ub__ses_pack_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
 /* Bytes a response with n data bytes takes in a packed response. */

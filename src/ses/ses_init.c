@@ -755,7 +755,8 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
     while (!w->first_sent || (!single && w->sent < wire_len)) {
         if (e->pool.avail <= UB_SES_POOL_RESERVE)
             return false;
-        if (ub__pds_outstanding(e->pds, &w->dst, w->mode) >= UB_SES_PKT_BUDGET)
+        uint32_t busy = ub__pds_outstanding(e->pds, &w->dst, w->mode);
+        if (busy >= UB_SES_PKT_BUDGET)
             return true; /* this peer is busy; others may go on */
         uint32_t n = 0;
         if (!single)
@@ -779,6 +780,18 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
             .cookie = ub__ses_wr_cookie(w),
         };
         ub__ses_wr_ext(w, &tx.ext, tail);
+        /* A request in one packet whose response the target can make at once: K lets it ride
+         * on the packet's ACK (not a READ of more than a response record's data, which is
+         * streamed later; not over ROD). Only when nothing else is queued or in flight to that
+         * peer (a request waited for, as in a ping-pong): a stream of requests is better served
+         * by coalesced ACKs and packed responses than by an ACK of its own per request. */
+        if (s->ack_rsp && busy < s->ack_rsp_busy && last && !w->first_sent &&
+            w->mode == UB_PDS_RUD && !w->cma && !w->eager &&
+            (w->ses_op != UB_SES_OP_READ || w->len <= UB_SES_PRSP_DATA) &&
+            ub__pds_own_ok(e->pds, &w->dst, w->mode)) {
+            tail[8] |= UB_SES_TAIL_K;
+            tx.own = true;
+        }
         rc = ub__pds_send(e->pds, &tx, p, now);
         if (rc) {
             ub__pkt_free(p);

@@ -446,6 +446,30 @@ int ub__ses_prsp_check(const uint8_t *p, size_t n)
     return parse_all(ub__ses_prsp_rec, p, n, NULL);
 }
 
+void ub__ses_prsp_put(uint8_t *x0, const struct ub__prsp *x, uint32_t job_id, uint32_t inc)
+{
+    x0[0] = UB_PDS_NH_RSP_DATA; /* version 0 */
+    x0[1] = UB_EXT_SIZE / UB_EXT_HLEN_UNIT;
+    x0[2] = 0;
+    x0[3] = 0;
+    ub__st16(x0 + 4, 0); /* aqm_hint */
+    ub__st16(x0 + 6, x->stream);
+    ub__st32(x0 + 8, x->seq);
+    ub__st32(x0 + 12, inc);
+    uint8_t *h0 = x0 + UB_EXT_SIZE;
+    h0[0] = (uint8_t)((UB_SES_LIST_EXPECTED << 6) | UB_SES_RSP_WITH_DATA);
+    h0[1] = x->rc;
+    ub__st16(h0 + 2, (uint16_t)x->seq); /* msg_id */
+    h0[4] = 0;
+    ub__st24(h0 + 5, job_id);
+    ub__st16(h0 + 8, (uint16_t)x->seq); /* read_req_msg_id */
+    ub__st16(h0 + 10, x->n);            /* payload_len */
+    ub__st32(h0 + 12, x->mod_len);
+    ub__st32(h0 + 16, x->off);
+    if (x->n)
+        memcpy(h0 + UB_SES_RSP_DATA_SIZE, x->data, x->n);
+}
+
 int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
                       uint32_t n, uint64_t now)
 {
@@ -476,27 +500,7 @@ int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct
             break;
         }
         ub__st16(b, (uint16_t)(size - UB_SES_PACK_LEN));
-        uint8_t *x0 = b + UB_SES_PACK_LEN;
-        x0[0] = UB_PDS_NH_RSP_DATA; /* version 0 */
-        x0[1] = UB_EXT_SIZE / UB_EXT_HLEN_UNIT;
-        x0[2] = 0;
-        x0[3] = 0;
-        ub__st16(x0 + 4, 0); /* aqm_hint */
-        ub__st16(x0 + 6, x->stream);
-        ub__st32(x0 + 8, x->seq);
-        ub__st32(x0 + 12, 0); /* incarnation: the packet's applies */
-        uint8_t *h0 = x0 + UB_EXT_SIZE;
-        h0[0] = (uint8_t)((UB_SES_LIST_EXPECTED << 6) | UB_SES_RSP_WITH_DATA);
-        h0[1] = x->rc;
-        ub__st16(h0 + 2, (uint16_t)x->seq); /* msg_id */
-        h0[4] = 0;
-        ub__st24(h0 + 5, h.job_id);
-        ub__st16(h0 + 8, (uint16_t)x->seq); /* read_req_msg_id */
-        ub__st16(h0 + 10, x->n);            /* payload_len */
-        ub__st32(h0 + 12, x->mod_len);
-        ub__st32(h0 + 16, x->off);
-        if (x->n)
-            memcpy(h0 + UB_SES_RSP_DATA_SIZE, x->data, x->n);
+        ub__ses_prsp_put(b + UB_SES_PACK_LEN, x, h.job_id, 0); /* the packet's incarnation */
     }
     if (!rc) {
         uint32_t bytes = p->len - UB_SES_RSP_DATA_SIZE;

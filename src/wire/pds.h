@@ -70,10 +70,14 @@
 #define UB_PDS_ACK_F_P         0x08 /* answers a probe: ack_psn_offset is the probe opaque */
 #define UB_PDS_ACK_F_REQ_SHIFT 1
 #define UB_PDS_ACK_F_REQ_MASK  0x06 /* 2-bit request, UB_PDS_ACK_REQ_* */
-#define UB_PDS_ACK_F_MASK      0x7e
-#define UB_PDS_ACK_REQ_NONE    0
-#define UB_PDS_ACK_REQ_CLEAR   1
-#define UB_PDS_ACK_REQ_CLOSE   2
+/* softub (UET reserved): the target answers requests that carry the SES tail bit K with an
+ * ACK of their own, never merged into another, carrying their response when it is ready
+ * (docs/wire-format.md 3.4); set only towards initiators that sent K */
+#define UB_PDS_ACK_F_OWN     0x01
+#define UB_PDS_ACK_F_MASK    0x7f
+#define UB_PDS_ACK_REQ_NONE  0
+#define UB_PDS_ACK_REQ_CLEAR 1
+#define UB_PDS_ACK_REQ_CLOSE 2
 /* 3 reserved */
 /* NACK, NACK_CCX */
 #define UB_PDS_NACK_F_M    0x20 /* NACKed packet was ECN-marked */

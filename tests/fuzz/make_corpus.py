@@ -23,6 +23,7 @@ RUD_CC = h("6900 0000 00000001 0002 0003 44 556677")
 RUDI_RESP = h("2a30 0000 deadbeef")
 UUD = h("3180 0000")
 ACK = h("3a24 0003 00000100 0102 0304")
+ACK_OWN = h("3f81 0003 00000100 0102 0304")
 ACK_EPSN = h("3840 0000 00000010 0001 0002 12345678")
 ACK_CC_NSCC = h("4298 beef 11223344 5566 7788 00 40 ffff 8000000000000001 1234 85 abcdef 0009")
 ACK_CC_RCCC = h("4000 0000 00000000 0000 0000 10 08 0010 00000000000000ff 0a0b0c 000000 0102")
@@ -95,6 +96,7 @@ CORPUS = {
         "rod_syn": ROD_SYN,
         "rud_cc": RUD_CC,
         "ack": ACK,
+        "ack_own": ACK_OWN,
         "ack_cc_nscc": ACK_CC_NSCC,
         "ack_ccx": ACK_CCX,
         "nack_ccx": NACK_CCX,
@@ -137,6 +139,8 @@ CORPUS = {
         + bytes(0x10),
         "ack_rsp": with_nh(ACK, 4) + RSP,
         "ack_cc_ext": with_nh(ACK_CC_NSCC, 15) + h("00 04 04 00 0100 0000 00000000 00000001"),
+        "ack_own_rsp": ACK_OWN + h("05 04 00 00 0000 0102 0a0b0c0d deadbeef")
+        + h("02 01 0010 00 000001 0010 0008 00000008 00000000") + bytes(range(8)),
         "ctrl": CTRL_PROBE,
         "tss_write": TSS_SSI + with_nh(RUD_REQ, 15) + EXT_RO + STD_SOM + bytes(16) + bytes(16),
         "uud_small": with_nh(UUD, 1) + SMALL + bytes(0x10),

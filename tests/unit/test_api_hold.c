@@ -119,9 +119,10 @@ static void test_pingpong_unheld(void **state)
     pair_up(&p);
     unsetenv("SOFTUB_HOLD");
     uint64_t d = pingpong(&p, PINGS);
-    /* Without holding, the ACK and response leave before the answer is posted. */
+    /* Without holding, the ACK (carrying the response) leaves before the answer is posted:
+     * two datagrams per direction. */
     print_message("not held: %lu datagrams for %u pings\n", (unsigned long)d, PINGS);
-    assert_true(d >= 2 * PINGS * 25 / 10);
+    assert_true(d >= 2 * PINGS * 18 / 10);
     pair_down(&p);
 }
 

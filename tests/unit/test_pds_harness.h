@@ -59,6 +59,7 @@ struct h_run {
     uint64_t dup_deliv; /* deliveries of a packet already delivered */
     uint64_t ndeliv, nacked, nfailed;
     uint64_t acked_after_fail, fail_after_ack;
+    bool own; /* packets go with ub__pds_tx.own (responses on ACKs) */
     /* Optional: observe each delivery (e.g. MP_RANGE checks). */
     void (*on_rx)(struct h_run *h, const struct ub__pds_rx *rx);
     uint64_t scratch[4];
@@ -266,7 +267,8 @@ static UB_UNUSED bool h_send_one(struct h_run *h, uint32_t pid)
     struct ub__pds_tx tx = {.dst = &h->tb.nodes[h->dst].addr,
                             .mode = h->mode,
                             .cookie = pid,
-                            .ses_kind = UB_PDS_NH_REQ_STD};
+                            .ses_kind = UB_PDS_NH_REQ_STD,
+                            .own = h->own};
     int rc = ub__pds_send(h->tb.nodes[h->src].eng.pds, &tx, p, h->tb.now);
     if (rc) {
         ub__pkt_free(p);

@@ -197,9 +197,8 @@ static void test_eviction_and_reestablish(void **state)
 }
 
 /* Evicted while the initiator still has packets in flight: CLOSING NACK, re-establishment. */
-static void test_reestablish_after_eviction_mid_flow(void **state)
+static void eviction_mid_flow(bool own)
 {
-    (void)state;
     struct h_run h;
     struct ub__loopnet_cfg nc;
     struct ub__engine_cfg ec;
@@ -207,6 +206,7 @@ static void test_reestablish_after_eviction_mid_flow(void **state)
     nc.ports = 3;
     ec.pds.max_pdcs = 1;
     h_init(&h, &nc, &ec, 3, UB_PDS_RUD, 400);
+    h.own = own;
     /* 1 -> 0: a flow; then 2 -> 0 wants the only slot once 1's PDC is quiescent. */
     send_to0(&h, 1, 0, 100);
     assert_true(ub__testbed_run(&h.tb, h.tb.now + 1000 * 1000, 1000000) || true);
@@ -230,6 +230,20 @@ static void test_reestablish_after_eviction_mid_flow(void **state)
     assert_true(h_st(&h, 1)->pdc_opened >= 2 || h_st(&h, 2)->pdc_opened >= 2);
     h_assert_no_leak(&h);
     h_fini(&h);
+}
+
+static void test_reestablish_after_eviction_mid_flow(void **state)
+{
+    (void)state;
+    eviction_mid_flow(false);
+}
+
+/* Packets sent with own to a target that never says OWN re-establish as any other: what the
+ * target had is acknowledged, not sent again. */
+static void test_reestablish_own_without_own_acks(void **state)
+{
+    (void)state;
+    eviction_mid_flow(true);
 }
 
 /* ---- stale packets of a closed PDC ----------------------------------------------- */
@@ -448,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_idle_close),
         cmocka_unit_test(test_eviction_and_reestablish),
         cmocka_unit_test(test_reestablish_after_eviction_mid_flow),
+        cmocka_unit_test(test_reestablish_own_without_own_acks),
         cmocka_unit_test(test_quarantine_rejects_stale),
         cmocka_unit_test(test_target_restart),
         cmocka_unit_test(test_initiator_restart),

@@ -21,7 +21,64 @@
 
 static const uint32_t losses[] = {0, 10000, 100000, 300000};
 
+/*
+ * Responses on ACKs (docs/pds.md): every packet goes with own, the receiver asks for its own
+ * ACK and attaches a response naming the packet (its order_seq); the sender sees the response
+ * come with the ACK that completes the packet. Per packet: responses received, and whether the
+ * target's cache had no room (a real transaction layer would then send it the ordinary way).
+ */
+static struct {
+    uint8_t *rsp_got, *rsp_sep, *acked_at_rsp;
+    uint64_t rsp_foreign, rsp_before_ack;
+} O;
+
+static void own_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
+{
+    struct h_run *h = arg;
+    const struct ub__wire_dgram *d = rx->hdr;
+    if (d->pds.type == UB_PDS_TYPE_ACK_CC) { /* a response on an ACK, at the sender */
+        uint32_t pid = d->ext.order_seq;
+        if (pid >= h->npkt || rx->payload_len != 8 || h_get32(rx->payload) != pid) {
+            O.rsp_foreign++;
+            return;
+        }
+        if (!h->acked[pid]) /* the ACK it rode on completes the packet first */
+            O.rsp_before_ack++;
+        if (O.rsp_got[pid] < 255)
+            O.rsp_got[pid]++;
+        return;
+    }
+    h_on_deliver(arg, rx, now);
+    const uint8_t *b = rx->payload;
+    if (rx->payload_len < H_HDR || h_get32(b) != H_MAGIC || h_get32(b + 4) >= h->nmsg)
+        return;
+    uint32_t pid = h->msg_first[h_get32(b + 4)] + (h_get32(b + 8) & 0xffff);
+    struct ub__pds *pds = h->tb.nodes[h->dst].eng.pds;
+    ub__pds_dlv_own(pds);
+    uint8_t r[UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + 8];
+    struct ub__ext ext = {.next_hdr = UB_PDS_NH_RSP_DATA, .order_seq = pid, .incarnation = 1};
+    struct ub__ses_rsp_data sr = {.rc = UB_SES_RC_OK, .payload_len = 8, .modified_length = 8};
+    struct ub__wcur w;
+    ub__wcur_init(&w, r, sizeof(r));
+    assert_int_equal(ub__ext_encode(&ext, &w), 0);
+    assert_int_equal(ub__ses_rsp_data_encode(&sr, &w), 0);
+    memset(r + UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE, 0, 8);
+    h_put32(r + UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE, pid);
+    if (ub__pds_dlv_rsp(pds, r, sizeof(r)) != 0)
+        O.rsp_sep[pid] = 1;
+}
+
+static const struct ub__pds_upcalls own_upcalls = {own_deliver, h_on_acked, h_on_failed};
+
+static void cell_x(uint8_t mode, enum ub__pds_retx retx, uint32_t loss_ppm, uint64_t seed,
+                   bool own);
+
 static void cell(uint8_t mode, enum ub__pds_retx retx, uint32_t loss_ppm, uint64_t seed)
+{
+    cell_x(mode, retx, loss_ppm, seed, false);
+}
+
+static void cell_x(uint8_t mode, enum ub__pds_retx retx, uint32_t loss_ppm, uint64_t seed, bool own)
 {
     struct ub__loopnet_cfg nc;
     struct ub__engine_cfg ec;
@@ -34,7 +91,16 @@ static void cell(uint8_t mode, enum ub__pds_retx retx, uint32_t loss_ppm, uint64
      */
     ec.pds.max_retries = 40;
     struct h_run h;
-    h_init(&h, &nc, &ec, 2, mode, h_txns());
+    h_init(&h, &nc, &ec, 2, mode, own ? h_txns() / 4 : h_txns());
+    if (own) {
+        h.own = true;
+        memset(&O, 0, sizeof(O));
+        O.rsp_got = calloc(h.npkt, 1);
+        O.rsp_sep = calloc(h.npkt, 1);
+        assert_true(O.rsp_got && O.rsp_sep);
+        for (uint32_t i = 0; i < h.tb.n; i++)
+            ub__pds_set_upcalls(h.tb.nodes[i].eng.pds, &own_upcalls, &h);
+    }
     struct ub__impair_cfg ic = {.seed = seed,
                                 .drop_ppm = loss_ppm,
                                 .reorder_ppm = 10000,
@@ -78,6 +144,24 @@ static void cell(uint8_t mode, enum ub__pds_retx retx, uint32_t loss_ppm, uint64
     } else {
         h_assert_exactly_once(&h);
         assert_int_equal(s1->rx_pkts, h.npkt);
+    }
+    if (own) {
+        /* Every packet's response reached the sender with the ACK that completed it (or the
+         * cache had no room and it would have gone the ordinary way). */
+        uint32_t none = 0, sep = 0;
+        for (uint32_t i = 0; i < h.npkt; i++) {
+            none += !O.rsp_got[i] && !O.rsp_sep[i];
+            sep += O.rsp_sep[i];
+        }
+        printf("    own: responses on ACKs %llu (resent %llu), cache full %u, covered %llu\n",
+               (unsigned long long)s1->acks_rsp_tx, (unsigned long long)s1->acks_rsp_resent, sep,
+               (unsigned long long)s0->own_covered);
+        assert_int_equal(none, 0);
+        assert_int_equal(O.rsp_foreign, 0);
+        assert_int_equal(O.rsp_before_ack, 0);
+        assert_true(s1->acks_rsp_tx > 0);
+        free(O.rsp_got);
+        free(O.rsp_sep);
     }
     bool gbn = retx == UB_PDS_RETX_GBN_FAST || retx == UB_PDS_RETX_GBN_TIMEOUT;
     if (loss_ppm == 0) /* only reorder (go-back-N resends what reordering overtook) and csum */
@@ -162,6 +246,16 @@ static void test_rudi_gbn_timeout(void **state)
     all_losses(UB_PDS_RUDI, UB_PDS_RETX_GBN_TIMEOUT, 10);
 }
 
+/* Responses on ACKs under the same impairments, both selective modes. */
+static void test_rud_own(void **state)
+{
+    (void)state;
+    for (unsigned i = 0; i < UB_ARRAY_SIZE(losses); i++) {
+        cell_x(UB_PDS_RUD, UB_PDS_RETX_SEL_FAST, losses[i], 1100 + i, true);
+        cell_x(UB_PDS_RUD, UB_PDS_RETX_SEL_TIMEOUT, losses[i], 1200 + i, true);
+    }
+}
+
 /* ROD refuses selective repeat: its target accepts only the next PSN. */
 static void test_rod_selective_refused(void **state)
 {
@@ -182,7 +276,7 @@ int main(void)
         cmocka_unit_test(test_rod_gbn_fast),          cmocka_unit_test(test_rod_gbn_timeout),
         cmocka_unit_test(test_rudi_sel_fast),         cmocka_unit_test(test_rudi_sel_timeout),
         cmocka_unit_test(test_rudi_gbn_fast),         cmocka_unit_test(test_rudi_gbn_timeout),
-        cmocka_unit_test(test_rod_selective_refused),
+        cmocka_unit_test(test_rod_selective_refused), cmocka_unit_test(test_rud_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,8 @@
  *
  * ACK coalescing: with ack_coalesce, the ACK a PDC still has in the output is rewritten by
  * the next one, so the requests of one received batch are acknowledged by one ACK carrying
- * the latest state; without it each request asking for an ACK gets its own.
+ * the latest state; without it each request asking for an ACK gets its own. An ACK a packet
+ * with K gets (responses on ACKs) is pinned: never rewritten by a later one.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,20 +28,44 @@ struct krig {
     struct ub__rng rng;
     struct ub__pds *pds;
     uint32_t delivered;
+    /* Responses on ACKs: deliveries (by number) that ask for their own ACK, and that attach a
+     * response to it; responses received on ACKs; packets acked (by cookie, below 64). */
+    uint64_t own_mask, rsp_mask;
+    uint32_t rsp_rx, acked;
+    uint64_t acked_mask;
 };
 
 static void k_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
 {
-    (void)rx;
     (void)now;
-    ((struct krig *)arg)->delivered++;
+    struct krig *r = arg;
+    uint8_t t = rx->hdr->pds.type;
+    if (t == UB_PDS_TYPE_ACK || t == UB_PDS_TYPE_ACK_CC || t == UB_PDS_TYPE_ACK_CCX) {
+        r->rsp_rx++; /* a response that rode on an ACK */
+        return;
+    }
+    uint32_t i = r->delivered++;
+    if (i < 64 && (r->own_mask >> i) & 1)
+        ub__pds_dlv_own(r->pds);
+    if (i < 64 && (r->rsp_mask >> i) & 1) {
+        uint8_t b[UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE];
+        struct ub__ext ext = {.next_hdr = UB_PDS_NH_RSP_DATA, .order_seq = i, .incarnation = 1};
+        struct ub__ses_rsp_data sr = {.rc = UB_SES_RC_OK};
+        struct ub__wcur w;
+        ub__wcur_init(&w, b, sizeof(b));
+        assert_int_equal(ub__ext_encode(&ext, &w), 0);
+        assert_int_equal(ub__ses_rsp_data_encode(&sr, &w), 0);
+        assert_int_equal(ub__pds_dlv_rsp(r->pds, b, sizeof(b)), 0);
+    }
 }
 
 static void k_acked(void *arg, uint64_t cookie, uint64_t now)
 {
-    (void)arg;
-    (void)cookie;
     (void)now;
+    struct krig *r = arg;
+    r->acked++;
+    if (cookie < 64)
+        r->acked_mask |= 1ull << cookie;
 }
 
 static void k_failed(void *arg, uint64_t cookie, int err, uint64_t now)
@@ -79,8 +104,8 @@ static void rig_close(struct krig *r)
 }
 
 /* Queues an 8-byte SEND from r to dst and returns the packet PDS hands out for it. */
-static struct ub__pkt *next_req_ar(struct krig *r, const struct ub__addr *dst, uint64_t cookie,
-                                   bool ack_req)
+static struct ub__pkt *next_req_x(struct krig *r, const struct ub__addr *dst, uint64_t cookie,
+                                  bool ack_req, bool own)
 {
     struct ub__pkt *p = ub__pkt_alloc(&r->pool);
     assert_non_null(p);
@@ -97,10 +122,17 @@ static struct ub__pkt *next_req_ar(struct krig *r, const struct ub__addr *dst, u
     tx.ses_kind = UB_PDS_NH_REQ_STD;
     tx.cookie = cookie;
     tx.ack_req = ack_req;
+    tx.own = own;
     assert_int_equal(ub__pds_send(r->pds, &tx, p, 0), 0);
     struct ub__pkt *out[4];
     assert_int_equal(ub__pds_pull(r->pds, out, 4, 0), 1);
     return out[0];
+}
+
+static struct ub__pkt *next_req_ar(struct krig *r, const struct ub__addr *dst, uint64_t cookie,
+                                   bool ack_req)
+{
+    return next_req_x(r, dst, cookie, ack_req, false);
 }
 
 static struct ub__pkt *next_req(struct krig *r, const struct ub__addr *dst, uint64_t cookie)
@@ -239,11 +271,103 @@ static void test_ack_coalesce(void **state)
     }
 }
 
+/* The ACK trigger of a parsed ACK. */
+static uint32_t trig_of(const struct ub__wire_dgram *d)
+{
+    return (uint32_t)((int64_t)d->pds.u.ack.cack_psn + d->pds.u.ack.ack_psn_offset);
+}
+
+/*
+ * Responses on ACKs with coalescing on: p0 (plain, AR) queues an ACK; p1 (own, a response
+ * attached) takes that queued ACK over, pinned; p2 (own) gets a pinned ACK of its own; p3
+ * (plain, AR) a new ACK, since the pinned ones are no longer rewritten. At the initiator the
+ * last ACK arrives first: it completes p0 and p3 and only covers p1 and p2, whose own ACKs
+ * complete them after (p1's with its response). A duplicate of p1 is answered with the cached
+ * response until the initiator's clear PSN passes it.
+ */
+static void test_ack_own_pinned(void **state)
+{
+    (void)state;
+    struct krig a, b;
+    rig_open(&a, 19);
+    rig_open_cfg(&b, 20, true);
+    struct ub__addr aa = inet(1000), ba = inet(2000);
+    carry(next_req(&a, &ba, 60), &aa, &b); /* SYN: delivery 0 */
+    carry_all(&b, &ba, &a);
+    b.own_mask = (1u << 2) | (1u << 3);
+    b.rsp_mask = 1u << 2;
+    struct ub__pkt *p[4];
+    for (uint64_t i = 0; i < 4; i++)
+        p[i] = next_req_x(&a, &ba, i, i == 0 || i == 3, i == 1 || i == 2);
+    uint32_t psn1 = ub__ld32(p[1]->data + 4);
+    struct ub__pkt *dup1 = ub__pkt_clone(p[1]);
+    assert_non_null(dup1);
+    for (int i = 0; i < 4; i++)
+        carry(p[i], &aa, &b);
+    const struct ub__pds_stats *sb = ub__pds_stats(b.pds), *sa = ub__pds_stats(a.pds);
+    assert_int_equal(sb->acks_coalesced, 1);
+    assert_int_equal(sb->acks_rsp_tx, 1);
+    struct ub__pkt *out[8];
+    assert_int_equal(ub__pds_pull(b.pds, out, 8, 0), 3);
+    struct ub__wire_dgram d[3];
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ub__wire_parse_datagram(&d[i], out[i]->data, out[i]->len, 0), 0);
+        assert_true(d[i].pds.u.ack.flags & UB_PDS_ACK_F_OWN);
+        assert_int_equal(trig_of(&d[i]), psn1 + (uint32_t)i);
+        assert_int_equal(out[i]->tag, 0);
+    }
+    assert_int_equal(d[0].ses_kind, UB_PDS_NH_RSP_DATA); /* p1's ACK carries its response */
+    assert_int_equal(d[1].ses_kind, UB_PDS_NH_NONE);
+    assert_int_equal(d[2].ses_kind, UB_PDS_NH_NONE);
+    assert_int_equal(d[2].pds.u.ack.cack_psn, psn1 + 2); /* p3's ACK covers everything */
+    uint32_t acked0 = a.acked;
+    carry(out[2], &ba, &a); /* p0 and p3 complete, p1 and p2 are covered */
+    assert_int_equal(a.acked - acked0, 2);
+    assert_int_equal(a.acked_mask & 0xf, 0x9);
+    assert_int_equal(sa->own_covered, 2);
+    assert_int_equal(ub__pds_outstanding(a.pds, &ba, UB_PDS_RUD), 3); /* from p1 on */
+    carry(out[0], &ba, &a);                                           /* p1, with its response */
+    assert_int_equal(a.acked_mask & 0xf, 0xb);
+    assert_int_equal(a.rsp_rx, 1);
+    carry(out[1], &ba, &a); /* p2 */
+    assert_int_equal(a.acked_mask & 0xf, 0xf);
+    assert_int_equal(a.acked - acked0, 4);
+    assert_int_equal(ub__pds_outstanding(a.pds, &ba, UB_PDS_RUD), 0);
+    assert_int_equal(sa->retx_pkts, 0);
+    /* A late duplicate of p1: its own ACK again, with the response. */
+    struct ub__pkt *dup2 = ub__pkt_clone(dup1);
+    assert_non_null(dup2);
+    carry(dup1, &aa, &b);
+    assert_int_equal(sb->acks_rsp_resent, 1);
+    assert_int_equal(ub__pds_pull(b.pds, out, 8, 0), 1);
+    struct ub__wire_dgram e;
+    assert_int_equal(ub__wire_parse_datagram(&e, out[0]->data, out[0]->len, 0), 0);
+    assert_int_equal(trig_of(&e), psn1);
+    assert_int_equal(e.ses_kind, UB_PDS_NH_RSP_DATA);
+    carry(out[0], &ba, &a); /* a stale response for the layer above; nothing completes */
+    assert_int_equal(a.rsp_rx, 2);
+    assert_int_equal(a.acked - acked0, 4);
+    /* The next request says everything up to it was acknowledged: the response is dropped. */
+    b.own_mask = b.rsp_mask = 0;
+    carry(next_req_ar(&a, &ba, 5, true), &aa, &b);
+    drain(&b);
+    carry(dup2, &aa, &b);
+    assert_int_equal(sb->acks_rsp_resent, 1);
+    assert_int_equal(ub__pds_pull(b.pds, out, 8, 0), 1);
+    assert_int_equal(ub__wire_parse_datagram(&e, out[0]->data, out[0]->len, 0), 0);
+    assert_int_equal(e.ses_kind, UB_PDS_NH_NONE);
+    ub__pkt_free(out[0]);
+    drain(&a);
+    rig_close(&a);
+    rig_close(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_check),
         cmocka_unit_test(test_ack_coalesce),
+        cmocka_unit_test(test_ack_own_pinned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -222,6 +222,24 @@ static void test_ack_vector(void **state)
     assert_int_equal(d.flags, UB_PDS_ACK_F_M);
 }
 
+/* softub's OWN flag (0x01) with a response riding behind (next header 15, the extension). */
+static const uint8_t v_ack_own[] = {0x3f, 0x81, 0x00, 0x03, 0x00, 0x00,
+                                    0x01, 0x00, 0x01, 0x02, 0x03, 0x04};
+
+static void test_ack_own_vector(void **state)
+{
+    (void)state;
+    struct ub__pds_ack h = plain_ack();
+    h.next_hdr = UB_PDS_NH_SOFTUB_EXT;
+    h.flags = UB_PDS_ACK_F_OWN;
+    h.req = 0;
+    check_both(pds_ack_enc, pds_ack_dec, &h, sizeof(h), v_ack_own, sizeof(v_ack_own));
+    struct ub__pds_ack d;
+    assert_int_equal(wire_decode_exact(pds_ack_dec, &d, v_ack_own, sizeof(v_ack_own), NULL), 0);
+    assert_int_equal(d.flags, UB_PDS_ACK_F_OWN);
+    assert_int_equal(d.next_hdr, UB_PDS_NH_SOFTUB_EXT);
+}
+
 static const uint8_t v_ack_epsn[] = {0x38, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10,
                                      0x00, 0x01, 0x00, 0x02, 0x12, 0x34, 0x56, 0x78};
 
@@ -329,8 +347,6 @@ static void test_ack_bad(void **state)
     uint8_t m[40];
     /* request field 3 is reserved */
     wire_check_decode_fails(pds_ack_dec, wire_mutate(m, v_ack, 12, 1, 0x02), 12, UB_EBADMSG);
-    /* reserved flag bit 0 */
-    wire_check_decode_fails(pds_ack_dec, wire_mutate(m, v_ack, 12, 1, 0x01), 12, UB_EBADMSG);
     /* ACK_CC: EPSN not allowed; cc_flags reserved; cc_type 2..15 reserved */
     wire_check_decode_fails(pds_ack_dec, wire_mutate(m, v_ack_cc_nscc, 32, 1, 0x40), 32,
                             UB_EBADMSG);
@@ -571,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_ack_cc_nscc_vector),
         cmocka_unit_test(test_ack_cc_rccc_vector),
         cmocka_unit_test(test_ack_ccx_vector),
+        cmocka_unit_test(test_ack_own_vector),
         cmocka_unit_test(test_ack_bad),
         cmocka_unit_test(test_ack_encode_errors),
         cmocka_unit_test(test_nack_vector),

@@ -1,0 +1,394 @@
+/*
+ * Responses on ACKs (docs/pds.md "Responses on ACKs", docs/wire-format.md 3.4): a request in
+ * one packet carries K, its target answers it with an ACK of its own (flag OWN) that carries
+ * the response when it is made while the packet is delivered. Exact outcomes when that ACK is
+ * lost (the request is resent and the duplicate answered from the target's cache), when a
+ * later ACK covers the PSN first (the PSN stays open until its own ACK), duplicated and
+ * reordered, towards a peer without the capability either way, and beside packed requests
+ * and responses. Manual clock, loop fabric, node 0 initiates, node 1 answers.
+ */
+#include "unit/api_pack_world.h"
+#include "dev/impair.h"
+#include "pds/pds_int.h"
+
+/* Node 0 sends K on every request, not only when nothing else is outstanding to node 1, so
+ * that several such requests are in flight at once. */
+static void setup(uint32_t pack_max)
+{
+    pw_setup(pack_max, 9000, 4000, 17);
+    T.ctx[0]->ses.ack_rsp_busy = UINT32_MAX;
+}
+
+static struct ub__ses_stats *I(void)
+{
+    return &T.ctx[0]->ses.st;
+}
+
+static struct ub__ses_stats *G(void)
+{
+    return &T.ctx[1]->ses.st;
+}
+
+static const struct ub__pds_stats *IP(void)
+{
+    return ub__pds_stats(T.ctx[0]->eng.pds);
+}
+
+static const struct ub__pds_stats *GP(void)
+{
+    return ub__pds_stats(T.ctx[1]->eng.pds);
+}
+
+/* Scripted impairment of the direction src -> dst (packets numbered from now). */
+static void impair(uint16_t src, uint16_t dst, uint32_t kind, uint64_t a, uint64_t b)
+{
+    struct ub__impair_cfg ic;
+    memset(&ic, 0, sizeof(ic));
+    ub__impair_add(&ic, kind, a, b, 0);
+    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(T.net), src, dst, &ic), 0);
+}
+
+static void write_wr(struct ub_wr *wr, struct ub_sge *sg, uint64_t user, uint32_t off)
+{
+    pw_rma_wr(wr, sg, UB_OP_WRITE, UB_WR_INLINE, user, off, 8);
+}
+
+/* n 8-byte WRITEs of a fresh pattern, M0 + 8 i to M1 + 8 i, each posted alone (own packets). */
+static void post_writes(uint32_t n, uint32_t seed)
+{
+    static struct ub_sge sg[64];
+    static struct ub_wr wr[64];
+    fill_pattern(M0, 8 * (size_t)n, seed);
+    for (uint32_t i = 0; i < n; i++) {
+        write_wr(&wr[i], &sg[i], i, 8 * i);
+        assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr[i], NULL), 0);
+    }
+}
+
+/* Collects n successful records of node 0, one for each user_ctx 0 .. n-1 (in any order: the
+ * requests are unordered; bounded rounds); then nothing more comes. */
+static void collect_ok(uint32_t n)
+{
+    uint32_t got = 0;
+    uint64_t seen = 0;
+    for (int round = 0; got < n && round < 200000; round++) {
+        struct ub_cr cr;
+        int k = ub_poll_jfc(T.jfc[0], 1, &cr);
+        if (k) {
+            assert_int_equal(cr.status, UB_CR_SUCCESS);
+            assert_true(cr.user_ctx < n && !(seen & (1ull << cr.user_ctx)));
+            seen |= 1ull << cr.user_ctx;
+            got++;
+        } else {
+            tnet_step(&T, 10000);
+        }
+    }
+    assert_int_equal(got, n);
+    for (int round = 0; round < 50; round++)
+        tnet_step(&T, 10000);
+    struct ub_cr extra;
+    assert_int_equal(ub_poll_jfc(T.jfc[0], 1, &extra), 0);
+}
+
+struct snap {
+    struct ub__ses_stats i, g;
+    struct ub__pds_stats ip, gp;
+};
+
+static struct snap snap(void)
+{
+    struct snap s = {*I(), *G(), *IP(), *GP()};
+    return s;
+}
+
+#define DI(f)  (I()->f - s0.i.f)
+#define DG(f)  (G()->f - s0.g.f)
+#define DIP(f) (IP()->f - s0.ip.f)
+#define DGP(f) (GP()->f - s0.gp.f)
+
+/* Clean: every response rides on its request's ACK; the target sends no packet of its own. */
+static void test_ackrsp_clean(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    struct snap s0 = snap();
+    post_writes(8, 1);
+    collect_ok(8);
+    assert_memory_equal(M1, M0, 64);
+    assert_int_equal(DG(executed), 8);
+    assert_int_equal(DG(tx_rsp_ack), 8);
+    assert_int_equal(DG(tx_rsp_pkts), 0);
+    assert_int_equal(DGP(tx_pkts), 0); /* no response packet, so no ACK of one either */
+    assert_int_equal(DGP(acks_rsp_tx), 8);
+    assert_int_equal(DIP(acks_rsp_rx), 8);
+    assert_int_equal(DIP(retx_pkts), 0);
+    assert_int_equal(DIP(own_covered), 0);
+    assert_int_equal(DI(rx_stale_rsp), 0);
+    pw_teardown();
+}
+
+/* The one ACK carrying the response is lost: the request goes again, the target answers the
+ * duplicate from its cache, the WRITE completes once and runs once. */
+static void test_ackrsp_lost(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    impair(1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
+    struct snap s0 = snap();
+    post_writes(1, 2);
+    collect_ok(1);
+    assert_memory_equal(M1, M0, 8);
+    assert_int_equal(DG(executed), 1);
+    assert_int_equal(DG(tx_rsp_ack), 1);
+    assert_int_equal(DG(tx_rsp_pkts), 0);
+    assert_int_equal(DGP(rx_dup), 1);
+    assert_int_equal(DGP(acks_rsp_resent), 1);
+    assert_int_equal(DGP(acks_rsp_tx), 2);
+    assert_int_equal(DIP(retx_pkts), 1);
+    assert_int_equal(DIP(acks_rsp_rx), 1);
+    assert_int_equal(DI(rx_stale_rsp), 0);
+    pw_teardown();
+}
+
+/* The ACK of the first of two is lost and the second's ACK covers it: the first stays open
+ * (covered) until its own ACK, which the duplicate brings with the response. */
+static void test_ackrsp_covered(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    impair(1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
+    struct snap s0 = snap();
+    post_writes(2, 3);
+    collect_ok(2);
+    assert_memory_equal(M1, M0, 16);
+    assert_int_equal(DG(executed), 2);
+    assert_int_equal(DG(tx_rsp_pkts), 0);
+    assert_int_equal(DIP(own_covered), 1);
+    assert_int_equal(DIP(retx_pkts), 1);
+    assert_int_equal(DGP(acks_rsp_resent), 1);
+    assert_int_equal(DIP(acks_rsp_rx), 2);
+    assert_int_equal(DI(rx_stale_rsp), 0);
+    pw_teardown();
+}
+
+/* Every ACK of a run of 16 lost once, in turn (drop, pass, ...): all complete, once each. */
+static void test_ackrsp_lossy(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    struct ub__impair_cfg ic;
+    memset(&ic, 0, sizeof(ic));
+    ub__impair_add(&ic, UB_IMPAIR_DROP_CYCLE, 1, 1, 0);
+    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(T.net), 1, 0, &ic), 0);
+    struct snap s0 = snap();
+    post_writes(16, 4);
+    collect_ok(16);
+    assert_memory_equal(M1, M0, 128);
+    assert_int_equal(DG(executed), 16);
+    assert_int_equal(DG(tx_rsp_pkts), 0);
+    assert_true(DGP(acks_rsp_resent) >= 1);
+    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(T.net), 1, 0, NULL), 0);
+    pw_teardown();
+}
+
+/* The ACK with the response arrives twice, and the request too: one completion, one run; the
+ * second copy of the response is stale, the duplicate request is answered from the cache. */
+static void test_ackrsp_dup(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    impair(1, 0, UB_IMPAIR_DUP_NTH, 0, 1);
+    struct snap s0 = snap();
+    post_writes(1, 5);
+    collect_ok(1);
+    assert_int_equal(DI(rx_stale_rsp), 1);
+    assert_int_equal(DG(executed), 1);
+    impair(0, 1, UB_IMPAIR_DUP_NTH, 0, 1);
+    s0 = snap();
+    post_writes(1, 6);
+    collect_ok(1);
+    assert_memory_equal(M1, M0, 8);
+    assert_int_equal(DG(executed), 1);
+    assert_int_equal(DGP(rx_dup), 1);
+    assert_int_equal(DGP(acks_rsp_resent), 1);
+    assert_int_equal(DI(rx_stale_rsp), 1);
+    assert_int_equal(DIP(retx_pkts), 0);
+    pw_teardown();
+}
+
+/* The first ACK is overtaken by the three after it: they cover it, its own ACK completes it
+ * when it comes; all four complete once, in order. */
+static void test_ackrsp_reorder(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    impair(1, 0, UB_IMPAIR_REORDER_NTH, 0, 3);
+    struct snap s0 = snap();
+    post_writes(4, 7);
+    collect_ok(4);
+    assert_memory_equal(M1, M0, 32);
+    assert_int_equal(DG(executed), 4);
+    assert_int_equal(DG(tx_rsp_pkts), 0);
+    assert_true(DIP(own_covered) >= 1);
+    assert_int_equal(DIP(acks_rsp_rx), DGP(acks_rsp_tx));
+    pw_teardown();
+}
+
+/* An atomic's old value rides as well. */
+static void test_ackrsp_atomic(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    uint64_t *word = (uint64_t *)(void *)(M1 + 65536);
+    *word = 41;
+    static uint64_t old;
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = UB_OP_ATOMIC_FADD;
+    wr.flags = UB_WR_COMPLETE;
+    wr.u.atomic.tseg = TS;
+    wr.u.atomic.addr = ub_tseg_base(TS) + 65536;
+    wr.u.atomic.operand = 1;
+    wr.u.atomic.result = &old;
+    struct snap s0 = snap();
+    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
+    collect_ok(1);
+    assert_int_equal(old, 41);
+    assert_int_equal(*word, 42);
+    assert_int_equal(DG(tx_rsp_ack), 1);
+    assert_int_equal(DG(tx_rsp_pkts), 0);
+    pw_teardown();
+}
+
+/* A READ of at most 64 bytes is answered while its packet is delivered: the data rides, also
+ * when the ACK that carried it is lost (the duplicate is answered from the target's cache). A
+ * longer READ streams its data in packets of its own, as before. */
+static void test_ackrsp_read(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    fill_pattern(M1 + 4096, 64, 11);
+    static struct ub_sge sg;
+    static struct ub_wr wr;
+    for (int lose = 0; lose < 2; lose++) {
+        memset(M0, 0, 64);
+        if (lose)
+            impair(1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
+        struct snap s0 = snap();
+        pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 4096, 64);
+        sg.addr = M0;
+        assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
+        collect_ok(1);
+        assert_memory_equal(M0, M1 + 4096, 64);
+        assert_int_equal(DG(executed), 1);
+        assert_int_equal(DG(tx_rsp_ack), 1);
+        assert_int_equal(DG(tx_rsp_pkts), 0);
+        assert_int_equal(DGP(acks_rsp_resent), lose);
+        assert_int_equal(DIP(retx_pkts), lose);
+    }
+    struct snap s0 = snap();
+    pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 8192, 65);
+    sg.addr = M0 + 8192;
+    fill_pattern(M1 + 8192, 65, 12);
+    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
+    collect_ok(1);
+    assert_memory_equal(M0 + 8192, M1 + 8192, 65);
+    assert_int_equal(DG(tx_rsp_ack), 0);
+    assert_int_equal(DG(tx_rsp_pkts), 1);
+    pw_teardown();
+}
+
+/* A target without the capability (SOFTUB_ACK_RSP=0 there) ignores K: plain ACKs, responses
+ * in packets of their own, nothing held open or resent at the initiator. */
+static void test_ackrsp_old_target(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    T.ctx[1]->ses.ack_rsp = false;
+    struct snap s0 = snap();
+    post_writes(8, 8);
+    collect_ok(8);
+    assert_memory_equal(M1, M0, 64);
+    assert_int_equal(DG(tx_rsp_ack), 0);
+    assert_int_equal(DG(tx_rsp_pkts), 8);
+    assert_int_equal(DIP(acks_rsp_rx), 0);
+    assert_int_equal(DIP(own_covered), 0);
+    assert_int_equal(DIP(retx_pkts), 0);
+    pw_teardown();
+}
+
+/* An initiator without it sends no K: today's exchange exactly. */
+static void test_ackrsp_old_initiator(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    T.ctx[0]->ses.ack_rsp = false;
+    struct snap s0 = snap();
+    post_writes(8, 9);
+    collect_ok(8);
+    assert_int_equal(DG(tx_rsp_ack), 0);
+    assert_int_equal(DG(tx_rsp_pkts), 8);
+    assert_int_equal(DGP(acks_rsp_tx), 0);
+    assert_int_equal(DIP(acks_rsp_rx), 0);
+    pw_teardown();
+}
+
+/* By default K goes only on a request with nothing else outstanding to its peer: of 8 WRITEs
+ * posted at once the first rides, the others are answered the ordinary way (packed together). */
+static void test_ackrsp_busy(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    T.ctx[0]->ses.ack_rsp_busy = 1;
+    struct snap s0 = snap();
+    post_writes(8, 13);
+    collect_ok(8);
+    assert_memory_equal(M1, M0, 64);
+    assert_int_equal(DG(executed), 8);
+    assert_int_equal(DG(tx_rsp_ack), 1);
+    assert_int_equal(DG(tx_prsp_recs) + DG(tx_rsp_pkts) - DG(tx_prsp_pkts), 7);
+    pw_teardown();
+}
+
+/* Packed requests keep packed responses (no K on a pack); a lone request beside them rides. */
+static void test_ackrsp_packed(void **state)
+{
+    (void)state;
+    setup(0);
+    static struct ub_sge sg[16];
+    static struct ub_wr wr[16];
+    fill_pattern(M0, 8 * 16, 10);
+    for (uint32_t i = 0; i < 16; i++) {
+        write_wr(&wr[i], &sg[i], i, 8 * i);
+        wr[i].next = i + 1 < 16 ? &wr[i + 1] : NULL;
+    }
+    struct snap s0 = snap();
+    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr[0], NULL), 0);
+    collect_ok(16);
+    assert_memory_equal(M1, M0, 128);
+    assert_int_equal(DI(pack_pkts), 1);
+    assert_int_equal(DG(tx_prsp_pkts), 1);
+    assert_int_equal(DG(tx_prsp_recs), 16);
+    assert_int_equal(DG(tx_rsp_ack), 0);
+    s0 = snap();
+    write_wr(&wr[0], &sg[0], 0, 0);
+    wr[0].next = NULL;
+    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr[0], NULL), 0);
+    collect_ok(1);
+    assert_int_equal(DG(tx_rsp_ack), 1);
+    assert_int_equal(DG(tx_prsp_pkts), 0);
+    pw_teardown();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ackrsp_clean),      cmocka_unit_test(test_ackrsp_lost),
+        cmocka_unit_test(test_ackrsp_covered),    cmocka_unit_test(test_ackrsp_lossy),
+        cmocka_unit_test(test_ackrsp_dup),        cmocka_unit_test(test_ackrsp_reorder),
+        cmocka_unit_test(test_ackrsp_atomic),     cmocka_unit_test(test_ackrsp_read),
+        cmocka_unit_test(test_ackrsp_old_target), cmocka_unit_test(test_ackrsp_old_initiator),
+        cmocka_unit_test(test_ackrsp_busy),       cmocka_unit_test(test_ackrsp_packed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
