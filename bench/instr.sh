@@ -66,6 +66,13 @@ run_pair() {
 }
 
 echo "softub-perf $TEST ${OPTS[*]}: user instructions per operation (callgrind Ir, ($((2 * N)) ops - $N ops) / $N)"
+# The side under callgrind also counts the polls it makes while its native peer is off the
+# CPU: few on an idle machine, most of the figure on a busy one (bench/lat_count, both sides
+# in one thread, has no such term).
+load=$(cut -d' ' -f1 /proc/loadavg)
+if awk -v l="$load" 'BEGIN { exit !(l > 1) }'; then
+    echo "warning: load average $load: the figures below include polls while the peer waits for a CPU"
+fi
 for who in client server; do
     a=$(run_pair "$who" "$N")
     b=$(run_pair "$who" $((2 * N)))
