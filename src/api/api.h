@@ -51,7 +51,7 @@ void ub__desc_route(ub_context *importer, const uint8_t *d, struct ub__addr *a);
  * the call left the engine wanting to run sooner than the thread's sleep. */
 static inline void ub__ctx_lock(ub_context *c)
 {
-    pthread_mutex_lock(&ub__ctx_of(c)->lock);
+    ub__lock_acquire(&ub__ctx_of(c)->lock);
 }
 
 static inline void ub__ctx_unlock(ub_context *c)
@@ -59,7 +59,7 @@ static inline void ub__ctx_unlock(ub_context *c)
     struct ub__ctx *x = ub__ctx_of(c);
     if (x->thread_started)
         ub__progress_kick(x);
-    pthread_mutex_unlock(&x->lock);
+    ub__lock_release(&x->lock);
 }
 /* A fresh object id (1 .. UB_API_ID_MAX) not in use for kind. */
 uint32_t ub__ctx_new_id(ub_context *ctx, uint32_t kind);

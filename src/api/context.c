@@ -4,13 +4,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <softub/errors.h>
 #include "api/api.h"
 #include "core/compiler.h"
 #include "dev/shm.h"
 #include "dev/udp.h"
+
+void ub__lock_wait(struct ub__lock *l)
+{
+    /* 2: the holder wakes someone when it lets go. */
+    while (atomic_exchange_explicit(&l->state, 2, memory_order_acquire) != 0)
+        syscall(SYS_futex, (int *)(uintptr_t)&l->state, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+}
+
+void ub__lock_wake(struct ub__lock *l)
+{
+    syscall(SYS_futex, (int *)(uintptr_t)&l->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 uint64_t ub__ctx_now(const ub_context *ctx)
 {
@@ -137,11 +152,7 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
         ub__engine_fini(&ctx->eng);
         return rc;
     }
-    pthread_mutexattr_t ma;
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&x->lock, &ma);
-    pthread_mutexattr_destroy(&ma);
+    ub__lock_init(&x->lock);
     x->wake_fd = -1;
     x->epfd = -1;
     x->spin_ns = (uint64_t)(attr->spin_us ? attr->spin_us : UB_API_DEFAULT_SPIN_US) * UB_NS_PER_US;
@@ -310,8 +321,7 @@ UB_EXPORT int ub_context_close(ub_context *ctx)
     ub__pds_set_upcalls(ctx->eng.pds, NULL, NULL);
     ub__ses_fini(&ctx->ses);
     ub__hmap_fini(&ctx->objs);
-    pthread_mutex_unlock(&x->lock);
-    pthread_mutex_destroy(&x->lock);
+    ub__lock_release(&x->lock);
     if (x->kind != UB_CTX_LOOP) {
         ub__dev_close(ctx->dev); /* a real device gives every buffer back when it closes */
         ub__engine_fini(&ctx->eng);

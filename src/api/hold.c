@@ -56,11 +56,11 @@ static void *hold_main(void *arg)
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
             ;
         uint64_t gen = atomic_load(&x->hold_gen);
-        if (pthread_mutex_trylock(&x->lock) == 0) {
+        if (ub__lock_try(&x->lock)) {
             /* The same hold as a period ago: nobody came back for it. */
             if (x->tx_held && gen == last)
                 ub__ctx_flush_held(&x->c);
-            pthread_mutex_unlock(&x->lock);
+            ub__lock_release(&x->lock);
         }
         idle = gen == last ? idle + 1 : 0;
         last = gen;

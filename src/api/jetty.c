@@ -271,7 +271,9 @@ static int post_recv_impl(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
         }
         struct ub__rbuf *rb = &r->bufs[r->free_stack[--r->nfree]];
         rb->user_ctx = wr->user_ctx;
-        if (wr->num_sge)
+        if (wr->num_sge == 1) /* the usual receive: no library call for one entry */
+            rb->sge[0] = wr->sge[0];
+        else if (wr->num_sge)
             memcpy(rb->sge, wr->sge, wr->num_sge * sizeof(*rb->sge));
         rb->num_sge = wr->num_sge;
         rb->cap = cap;

@@ -96,7 +96,7 @@ static void *progress_main(void *arg)
          * the thread sleeps. The flag changes under the lock only.
          */
         bool may_sleep = ub__clock_monotonic_ns(NULL) - last_work >= x->spin_ns;
-        pthread_mutex_lock(&x->lock);
+        ub__lock_acquire(&x->lock);
         x->sleeping = false;
         ub__shm_set_busy_poll(x->shm, !may_sleep);
         int n = ub__ctx_progress_locked(ctx);
@@ -104,14 +104,14 @@ static void *progress_main(void *arg)
         bool pending = ub__engine_pending(&ctx->eng);
         atomic_fetch_add_explicit(&x->rounds, 1, memory_order_relaxed);
         if (n > 0 || pending) {
-            pthread_mutex_unlock(&x->lock);
+            ub__lock_release(&x->lock);
             last_work = now;
             continue;
         }
         uint64_t deadline = ub__engine_next_deadline(&ctx->eng);
         x->sleeping = true;
         x->sleep_until = deadline;
-        pthread_mutex_unlock(&x->lock);
+        ub__lock_release(&x->lock);
         if (!may_sleep) {
             uint64_t until = last_work + x->spin_ns;
             spin_until(x, deadline < until ? deadline : until);

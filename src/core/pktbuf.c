@@ -75,39 +75,6 @@ void ub__pkt_free(struct ub__pkt *p)
     pool->avail++;
 }
 
-uint8_t *ub__pkt_put(struct ub__pkt *p, uint32_t n)
-{
-    if (n > ub__pkt_tailroom(p) || p->xlen)
-        return 0;
-    uint8_t *at = p->data + p->len;
-    p->len += n;
-    if (p->wire_len)
-        p->wire_len += n;
-    return at;
-}
-
-uint8_t *ub__pkt_push(struct ub__pkt *p, uint32_t n)
-{
-    if (n > ub__pkt_headroom(p))
-        return 0;
-    p->data -= n;
-    p->len += n;
-    if (p->wire_len)
-        p->wire_len += n;
-    return p->data;
-}
-
-uint8_t *ub__pkt_pull(struct ub__pkt *p, uint32_t n)
-{
-    if (n > p->len)
-        return 0;
-    p->data += n;
-    p->len -= n;
-    if (p->wire_len)
-        p->wire_len = p->wire_len > n ? p->wire_len - n : 0;
-    return p->data;
-}
-
 struct ub__pkt *ub__pkt_clone(const struct ub__pkt *p)
 {
     struct ub__pkt *c = ub__pkt_alloc(p->pool);

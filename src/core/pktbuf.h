@@ -90,13 +90,47 @@ static inline uint32_t ub__pkt_headroom(const struct ub__pkt *p)
     return (uint32_t)(p->data - p->head);
 }
 
+/*
+ * Put, push and pull are inline: every packet goes through several of them (headers built
+ * and stripped layer by layer), and a call costs more than their few instructions.
+ */
+
 /* Extends the valid bytes by n at the end; returns where they start, NULL if no room (or
  * if an external payload is attached: nothing may follow it). */
-uint8_t *ub__pkt_put(struct ub__pkt *p, uint32_t n);
+static inline uint8_t *ub__pkt_put(struct ub__pkt *p, uint32_t n)
+{
+    if (n > ub__pkt_tailroom(p) || p->xlen)
+        return 0;
+    uint8_t *at = p->data + p->len;
+    p->len += n;
+    if (p->wire_len)
+        p->wire_len += n;
+    return at;
+}
+
 /* Extends the valid bytes by n at the front; NULL if not enough headroom. */
-uint8_t *ub__pkt_push(struct ub__pkt *p, uint32_t n);
+static inline uint8_t *ub__pkt_push(struct ub__pkt *p, uint32_t n)
+{
+    if (n > ub__pkt_headroom(p))
+        return 0;
+    p->data -= n;
+    p->len += n;
+    if (p->wire_len)
+        p->wire_len += n;
+    return p->data;
+}
+
 /* Removes n bytes from the front; returns the new start, NULL if fewer than n. */
-uint8_t *ub__pkt_pull(struct ub__pkt *p, uint32_t n);
+static inline uint8_t *ub__pkt_pull(struct ub__pkt *p, uint32_t n)
+{
+    if (n > p->len)
+        return 0;
+    p->data += n;
+    p->len -= n;
+    if (p->wire_len)
+        p->wire_len = p->wire_len > n ? p->wire_len - n : 0;
+    return p->data;
+}
 
 /* A new packet with the same bytes and metadata (refcnt 1), flat (an external payload is
  * copied in); NULL when the pool is empty. */

@@ -438,7 +438,10 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
         finish(s, w, UB_CR_LOC_ACCESS_ERR);
         return 0;
     }
-    if (inl) {
+    if (inl && wr->num_sge == 1) { /* the usual inline send: one buffer */
+        memcpy(w->inl, wr->sge[0].addr, wr->sge[0].len);
+        w->num_sge = 0;
+    } else if (inl) {
         uint64_t off = 0;
         for (uint32_t i = 0; i < wr->num_sge; i++) {
             memcpy(w->inl + off, wr->sge[i].addr, wr->sge[i].len);

@@ -125,6 +125,9 @@ static void offer(struct run *r, uint32_t count, uint8_t mode)
         ub__wcur_init(&w, ub__pkt_put(p, UB_SES_STD_SIZE), UB_SES_STD_SIZE);
         assert_int_equal(ub__ses_std_encode(&s, &w), 0);
         uint8_t *b = ub__pkt_put(p, PAYLOAD);
+        assert_non_null(b);
+        if (!b)
+            return; /* not reached: tells the compiler b is not NULL below */
         memset(b, (int)(id & 0xff), PAYLOAD);
         memcpy(b, &id, 4);
         struct ub__pds_tx tx = {
