@@ -13,6 +13,8 @@
 
 #include <softub/softub.h>
 #include "api/api.h"
+#include "dev/impair.h"
+#include "dev/loop.h"
 
 #define T_MAX_NODES 16
 
@@ -69,6 +71,23 @@ static inline void tnet_init(struct tnet *t, uint32_t n, uint32_t drop_ppm, bool
     t->n = n;
     for (uint32_t i = 0; i < n; i++)
         tnet_open_node(t, i, tagged, 64);
+}
+
+/* The link from port src to port dst gets one impairment rule (dev/impair.h) in place of
+ * whatever it had. */
+static inline void tnet_impair(struct tnet *t, uint16_t src, uint16_t dst,
+                               enum ub__impair_kind kind, uint64_t a, uint64_t b)
+{
+    struct ub__impair_cfg ic;
+    memset(&ic, 0, sizeof(ic));
+    ub__impair_add(&ic, kind, a, b, 0);
+    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(t->net), src, dst, &ic), 0);
+}
+
+/* The link from port src to port dst clean again. */
+static inline void tnet_heal(struct tnet *t, uint16_t src, uint16_t dst)
+{
+    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(t->net), src, dst, NULL), 0);
 }
 
 static inline void tnet_fini(struct tnet *t)

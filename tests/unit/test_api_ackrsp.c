@@ -40,14 +40,6 @@ static const struct ub__pds_stats *GP(void)
 }
 
 /* Scripted impairment of the direction src -> dst (packets numbered from now). */
-static void impair(uint16_t src, uint16_t dst, uint32_t kind, uint64_t a, uint64_t b)
-{
-    struct ub__impair_cfg ic;
-    memset(&ic, 0, sizeof(ic));
-    ub__impair_add(&ic, kind, a, b, 0);
-    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(T.net), src, dst, &ic), 0);
-}
-
 static void write_wr(struct ub_wr *wr, struct ub_sge *sg, uint64_t user, uint32_t off)
 {
     pw_rma_wr(wr, sg, UB_OP_WRITE, UB_WR_INLINE, user, off, 8);
@@ -133,7 +125,7 @@ static void test_ackrsp_lost(void **state)
 {
     (void)state;
     setup(UB_PACK_OFF);
-    impair(1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
+    tnet_impair(&T, 1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
     struct snap s0 = snap();
     post_writes(1, 2);
     collect_ok(1);
@@ -156,7 +148,7 @@ static void test_ackrsp_covered(void **state)
 {
     (void)state;
     setup(UB_PACK_OFF);
-    impair(1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
+    tnet_impair(&T, 1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
     struct snap s0 = snap();
     post_writes(2, 3);
     collect_ok(2);
@@ -176,10 +168,7 @@ static void test_ackrsp_lossy(void **state)
 {
     (void)state;
     setup(UB_PACK_OFF);
-    struct ub__impair_cfg ic;
-    memset(&ic, 0, sizeof(ic));
-    ub__impair_add(&ic, UB_IMPAIR_DROP_CYCLE, 1, 1, 0);
-    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(T.net), 1, 0, &ic), 0);
+    tnet_impair(&T, 1, 0, UB_IMPAIR_DROP_CYCLE, 1, 1);
     struct snap s0 = snap();
     post_writes(16, 4);
     collect_ok(16);
@@ -187,7 +176,7 @@ static void test_ackrsp_lossy(void **state)
     assert_int_equal(DG(executed), 16);
     assert_int_equal(DG(tx_rsp_pkts), 0);
     assert_true(DGP(acks_rsp_resent) >= 1);
-    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(T.net), 1, 0, NULL), 0);
+    tnet_heal(&T, 1, 0);
     pw_teardown();
 }
 
@@ -197,13 +186,13 @@ static void test_ackrsp_dup(void **state)
 {
     (void)state;
     setup(UB_PACK_OFF);
-    impair(1, 0, UB_IMPAIR_DUP_NTH, 0, 1);
+    tnet_impair(&T, 1, 0, UB_IMPAIR_DUP_NTH, 0, 1);
     struct snap s0 = snap();
     post_writes(1, 5);
     collect_ok(1);
     assert_int_equal(DI(rx_stale_rsp), 1);
     assert_int_equal(DG(executed), 1);
-    impair(0, 1, UB_IMPAIR_DUP_NTH, 0, 1);
+    tnet_impair(&T, 0, 1, UB_IMPAIR_DUP_NTH, 0, 1);
     s0 = snap();
     post_writes(1, 6);
     collect_ok(1);
@@ -222,7 +211,7 @@ static void test_ackrsp_reorder(void **state)
 {
     (void)state;
     setup(UB_PACK_OFF);
-    impair(1, 0, UB_IMPAIR_REORDER_NTH, 0, 3);
+    tnet_impair(&T, 1, 0, UB_IMPAIR_REORDER_NTH, 0, 3);
     struct snap s0 = snap();
     post_writes(4, 7);
     collect_ok(4);
@@ -273,7 +262,7 @@ static void test_ackrsp_read(void **state)
     for (int lose = 0; lose < 2; lose++) {
         memset(M0, 0, 64);
         if (lose)
-            impair(1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
+            tnet_impair(&T, 1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
         struct snap s0 = snap();
         pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 4096, 64);
         sg.addr = M0;

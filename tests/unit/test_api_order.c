@@ -54,7 +54,7 @@ static void drop_next(uint64_t k)
 
 static void heal(void)
 {
-    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(T.net), 0, 1, NULL), 0);
+    tnet_heal(&T, 0, 1);
 }
 
 static void write_wr(struct ub_wr *wr, struct ub_sge *sg, uint64_t user, uint32_t flags,

@@ -28,17 +28,15 @@ static void teardown(void)
     pw_teardown();
 }
 
-static void impair(uint32_t kind, uint64_t a, uint64_t b)
+/* Impairments here are on the requests' way, node 0 to node 1. */
+static void impair(enum ub__impair_kind kind, uint64_t a, uint64_t b)
 {
-    struct ub__impair_cfg ic;
-    memset(&ic, 0, sizeof(ic));
-    ub__impair_add(&ic, kind, a, b, 0);
-    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(T.net), 0, 1, &ic), 0);
+    tnet_impair(&T, 0, 1, kind, a, b);
 }
 
 static void heal(void)
 {
-    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(T.net), 0, 1, NULL), 0);
+    tnet_heal(&T, 0, 1);
 }
 
 static uint64_t tx_pkts(void)

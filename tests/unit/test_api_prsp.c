@@ -184,10 +184,7 @@ static void test_prsp_lost(void **state)
     static struct ub_sge sg[32];
     static struct ub_wr wr[32];
     write8s(wr, sg, 32, 2);
-    struct ub__impair_cfg ic;
-    memset(&ic, 0, sizeof(ic));
-    ub__impair_add(&ic, UB_IMPAIR_DROP_BURST, 0, 3, 0);
-    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(T.net), 1, 0, &ic), 0);
+    tnet_impair(&T, 1, 0, UB_IMPAIR_DROP_BURST, 0, 3);
     struct ub__ses_stats i0 = *I(), g0 = *G();
     uint64_t retx = ub__pds_stats(T.ctx[1]->eng.pds)->retx_pkts;
     assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr[0], NULL), 0);
@@ -204,7 +201,7 @@ static void test_prsp_lost(void **state)
     assert_int_equal(I()->rx_prsp_pkts - i0.rx_prsp_pkts, 1);
     assert_int_equal(I()->rx_prsp_recs - i0.rx_prsp_recs, 32);
     assert_int_equal(I()->rx_stale_rsp, i0.rx_stale_rsp);
-    assert_int_equal(ub__loopnet_impair(ub__loopnet_impl(T.net), 1, 0, NULL), 0);
+    tnet_heal(&T, 1, 0);
     teardown();
 }
 
