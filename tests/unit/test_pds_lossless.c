@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "pds/pds.h"
 #include "wire/datagram.h"
+#include "unit/pds_send8.h"
 
 #define L_MS 1000000ull
 
@@ -75,15 +76,7 @@ static void rig_close(struct lrig *r)
 /* A packet PDS can carry and the receiver can parse: an 8-byte SEND with its SES header. */
 static struct ub__pkt *l_pkt(struct lrig *r)
 {
-    struct ub__pkt *p = ub__pkt_alloc(&r->pool);
-    assert_non_null(p);
-    struct ub__ses_std h = {
-        .opcode = UB_SES_OP_SEND, .flags = UB_SES_F_SOM | UB_SES_F_EOM, .request_length = 8};
-    struct ub__wcur w;
-    ub__wcur_init(&w, ub__pkt_put(p, UB_SES_STD_SIZE), UB_SES_STD_SIZE);
-    assert_int_equal(ub__ses_std_encode(&h, &w), 0);
-    memset(ub__pkt_put(p, 8), 0, 8);
-    return p;
+    return t_send8_pkt(&r->pool);
 }
 
 /* Sends one packet to dst at time 0 and throws away what PDS hands out: a dead peer. */

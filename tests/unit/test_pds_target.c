@@ -21,6 +21,7 @@
 #include <softub/errors.h>
 #include "pds/pds.h"
 #include "wire/datagram.h"
+#include "unit/pds_send8.h"
 
 struct krig {
     struct ub__timers timers;
@@ -107,14 +108,7 @@ static void rig_close(struct krig *r)
 static struct ub__pkt *next_req_x(struct krig *r, const struct ub__addr *dst, uint64_t cookie,
                                   bool ack_req, bool own)
 {
-    struct ub__pkt *p = ub__pkt_alloc(&r->pool);
-    assert_non_null(p);
-    struct ub__ses_std h = {
-        .opcode = UB_SES_OP_SEND, .flags = UB_SES_F_SOM | UB_SES_F_EOM, .request_length = 8};
-    struct ub__wcur w;
-    ub__wcur_init(&w, ub__pkt_put(p, UB_SES_STD_SIZE), UB_SES_STD_SIZE);
-    assert_int_equal(ub__ses_std_encode(&h, &w), 0);
-    memset(ub__pkt_put(p, 8), 0, 8);
+    struct ub__pkt *p = t_send8_pkt(&r->pool);
     struct ub__pds_tx tx;
     memset(&tx, 0, sizeof(tx));
     tx.dst = dst;
