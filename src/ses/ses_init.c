@@ -785,12 +785,12 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         ub__ses_wr_ext(w, &tx.ext, tail);
         /* A request in one packet whose response the target can make at once: K lets it ride
          * on the packet's ACK (not a READ of more than a response record's data, which is
-         * streamed later; not over ROD). Only when nothing else is queued or in flight to that
-         * peer (a request waited for, as in a ping-pong): a stream of requests is better served
-         * by coalesced ACKs and packed responses than by an ACK of its own per request. */
-        if (s->ack_rsp && busy < s->ack_rsp_busy && last && !w->first_sent &&
-            w->mode == UB_PDS_RUD && !w->cma && !w->eager &&
-            (w->ses_op != UB_SES_OP_READ || w->len <= UB_SES_PRSP_DATA) &&
+         * streamed later; PDS says which modes and peers allow it). Only when nothing else is
+         * queued or in flight to that peer (a request waited for, as in a ping-pong): a stream of
+         * requests is better served by coalesced ACKs and packed responses than by an ACK of its
+         * own per request. */
+        if (s->ack_rsp && busy < s->ack_rsp_busy && last && !w->first_sent && !w->cma &&
+            !w->eager && (w->ses_op != UB_SES_OP_READ || w->len <= UB_SES_PRSP_DATA) &&
             ub__pds_own_ok(e->pds, &w->dst, w->mode)) {
             tail[8] |= UB_SES_TAIL_K;
             tx.own = true;
