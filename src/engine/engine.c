@@ -147,16 +147,14 @@ static void input_bundle(struct ub__engine *e, struct ub__pkt *p, uint64_t now)
     uint8_t *data = p->data;
     uint32_t len = p->len, wire = p->wire_len;
     e->stats.rx_bundles++;
-    /* Checked: the records tile the datagram exactly, so the walk needs no bounds
-     * (ub__bundle_next's, inline). */
-    for (uint32_t off = UB_BUNDLE_HDR; off < len;) {
-        uint32_t rlen = (uint32_t)data[off] << 8 | data[off + 1];
-        p->data = data + off + UB_BUNDLE_REC_HDR;
-        p->len = rlen;
+    size_t off = 0, rlen;
+    const uint8_t *rec;
+    while (ub__bundle_next(data, len, &off, &rec, &rlen)) {
+        p->data = data + (rec - data); /* the record, in place (rec is a const view of it) */
+        p->len = (uint32_t)rlen;
         p->wire_len = 0;
         e->stats.rx_bundled++;
         input_one(e, p, now);
-        off += UB_BUNDLE_REC_HDR + rlen;
     }
     p->data = data;
     p->len = len;

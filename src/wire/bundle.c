@@ -32,19 +32,6 @@ int ub__bundle_check(const uint8_t *buf, size_t len)
     return n ? n : UB_EBADMSG;
 }
 
-int ub__bundle_next(const uint8_t *buf, size_t len, size_t *off, const uint8_t **rec,
-                    size_t *rec_len)
-{
-    size_t o = *off ? *off : UB_BUNDLE_HDR;
-    if (o + UB_BUNDLE_REC_HDR > len)
-        return 0;
-    size_t r = rd16(buf + o);
-    *rec = buf + o + UB_BUNDLE_REC_HDR;
-    *rec_len = r;
-    *off = o + UB_BUNDLE_REC_HDR + r;
-    return 1;
-}
-
 size_t ub__bundle_put_hdr(uint8_t *out)
 {
     out[0] = UB_BUNDLE_MARK;

@@ -45,10 +45,21 @@ int ub__bundle_check(const uint8_t *buf, size_t len);
 
 /*
  * Walks a checked bundle: *off starts at 0; each call returns the next record's bytes
- * (*rec, *rec_len) and 1, or 0 when there are none left.
+ * (*rec, *rec_len) and 1, or 0 when there are none left. Inline: the engine walks every
+ * received bundle with it.
  */
-int ub__bundle_next(const uint8_t *buf, size_t len, size_t *off, const uint8_t **rec,
-                    size_t *rec_len);
+static inline int ub__bundle_next(const uint8_t *buf, size_t len, size_t *off, const uint8_t **rec,
+                                  size_t *rec_len)
+{
+    size_t o = *off ? *off : UB_BUNDLE_HDR;
+    if (o + UB_BUNDLE_REC_HDR > len)
+        return 0;
+    size_t r = (size_t)buf[o] << 8 | buf[o + 1];
+    *rec = buf + o + UB_BUNDLE_REC_HDR;
+    *rec_len = r;
+    *off = o + UB_BUNDLE_REC_HDR + r;
+    return 1;
+}
 
 /* Writes the marker at out[0]: the bundle's first byte. */
 size_t ub__bundle_put_hdr(uint8_t *out);
