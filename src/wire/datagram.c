@@ -80,7 +80,7 @@ int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t
     ub__rcur_init(&r, buf, len);
     int rc;
 
-    if (len >= 1 && (buf[0] >> 3) == UB_PDS_TYPE_TSS) { /* ub__tss_present() */
+    if (ub__tss_present(buf, len)) {
         d->has_tss = true;
         if ((rc = ub__tss_decode(&d->tss, &r)) != 0)
             return rc;
@@ -105,10 +105,7 @@ int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t
     if ((rc = ub__pds_decode(&d->pds, &r)) != 0)
         return rc;
     d->pds_len = ub__rcur_offset(&r) - d->pds_off;
-    /* ub__pds_next_hdr(): every decoder keeps the prologue's next_hdr; CTRL has none. */
-    uint8_t nh = d->pds.type == UB_PDS_TYPE_CTRL
-                     ? UB_PDS_NH_NONE
-                     : (uint8_t)((ub__ld16(buf + d->pds_off) >> 7) & 0x0fu);
+    uint8_t nh = ub__pds_next_hdr_at(buf + d->pds_off, d->pds.type);
 
     if (nh == UB_PDS_NH_SOFTUB_EXT) {
         d->has_ext = true;

@@ -319,6 +319,14 @@ int ub__pds_encode(const struct ub__pds_hdr *h, struct ub__wcur *w);
 /* The next header of a decoded PDS header; UB_PDS_NH_NONE for CTRL. */
 uint8_t ub__pds_next_hdr(const struct ub__pds_hdr *h);
 
+/* The same read from the encoded header hdr that decoded as type (every decoder keeps the
+ * prologue's 4 bits): no dispatch on the type, for the per-datagram path. */
+static inline uint8_t ub__pds_next_hdr_at(const uint8_t *hdr, uint8_t type)
+{
+    return type == UB_PDS_TYPE_CTRL ? UB_PDS_NH_NONE
+                                    : (uint8_t)((hdr[0] << 1 | hdr[1] >> 7) & 0x0f);
+}
+
 /* Encoded size of a header of this type (with these flags), 0 for a reserved type. */
 size_t ub__pds_hdr_size(uint8_t type, uint8_t flags);
 

@@ -12,11 +12,6 @@ size_t ub__tss_hdr_size(bool sp)
     return sp ? UB_TSS_HDR_SSI_SIZE : UB_TSS_HDR_SIZE;
 }
 
-bool ub__tss_present(const uint8_t *pkt, size_t len)
-{
-    return len >= 1 && (pkt[0] >> 3) == UB_PDS_TYPE_TSS;
-}
-
 int ub__tss_encode(const struct ub__tss *h, struct ub__wcur *w)
 {
     if (h->sdi > UB_TSS_SDI_MAX || h->tsc > UB_TSS_TSC_MAX)

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "wire/cursor.h"
+#include "wire/pds.h"
 
 #define UB_TSS_HDR_SIZE     12 /* without SSI */
 #define UB_TSS_HDR_SSI_SIZE 16 /* with SSI (SP set) */
@@ -42,8 +43,12 @@ int ub__tss_decode(struct ub__tss *h, struct ub__rcur *r);
 /* Header size for this SP setting. */
 size_t ub__tss_hdr_size(bool sp);
 
-/* Whether a UET packet starts with a TSS header (first 5 bits == 1). */
-bool ub__tss_present(const uint8_t *pkt, size_t len);
+/* Whether a UET packet starts with a TSS header (first 5 bits == 1). Inline: every received
+ * datagram asks. */
+static inline bool ub__tss_present(const uint8_t *pkt, size_t len)
+{
+    return len >= 1 && (pkt[0] >> 3) == UB_PDS_TYPE_TSS;
+}
 
 /*
  * Where the protected parts of a TSS packet lie, as offsets into the packet:

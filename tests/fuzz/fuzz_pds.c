@@ -31,6 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(n >= UB_PDS_MIN_SIZE && n <= UB_PDS_MAX_SIZE && n <= size);
     CHECK(n == ub__pds_hdr_size(h.type, (uint8_t)(data[1] & 0x7f)));
     CHECK(h.type == (data[0] >> 3));
+    CHECK(ub__pds_next_hdr_at(data, h.type) == ub__pds_next_hdr(&h)); /* the fast read agrees */
 
     uint8_t out[UB_PDS_MAX_SIZE + 8];
     memset(out, 0xa5, sizeof(out));
