@@ -49,25 +49,11 @@ static inline void ub__lock_init(struct ub__lock *l)
     l->depth = 0;
 }
 
-static inline void ub__lock_acquire(struct ub__lock *l)
-{
-    uintptr_t me = (uintptr_t)pthread_self();
-    /* Only this thread ever stores its own id there, so a stale value is never ours. */
-    if (atomic_load_explicit(&l->owner, memory_order_relaxed) == me) {
-        l->depth++;
-        return;
-    }
-    int free_ = 0;
-    if (!atomic_compare_exchange_strong_explicit(&l->state, &free_, 1, memory_order_acquire,
-                                                 memory_order_relaxed))
-        ub__lock_wait(l);
-    atomic_store_explicit(&l->owner, me, memory_order_relaxed);
-}
-
 /* Takes the lock if nobody else holds it. */
 static inline bool ub__lock_try(struct ub__lock *l)
 {
     uintptr_t me = (uintptr_t)pthread_self();
+    /* Only this thread ever stores its own id there, so a stale value is never ours. */
     if (atomic_load_explicit(&l->owner, memory_order_relaxed) == me) {
         l->depth++;
         return true;
@@ -78,6 +64,14 @@ static inline bool ub__lock_try(struct ub__lock *l)
         return false;
     atomic_store_explicit(&l->owner, me, memory_order_relaxed);
     return true;
+}
+
+static inline void ub__lock_acquire(struct ub__lock *l)
+{
+    if (ub__lock_try(l))
+        return;
+    ub__lock_wait(l);
+    atomic_store_explicit(&l->owner, (uintptr_t)pthread_self(), memory_order_relaxed);
 }
 
 static inline void ub__lock_release(struct ub__lock *l)
