@@ -352,12 +352,23 @@ static void rsp_queue(struct ub__tl *s, const struct ub__addr *dst, const struct
     ub__list_push_back(l, &q->link);
 }
 
+/* Responses leave only while the pool stays above a quarter of the reserve (requests must
+ * still be received), and in order: none while older ones wait in the queue. */
+static bool rsp_room(const struct ub__tl *s)
+{
+    return s->eng->pool.avail > UB_SES_POOL_RESERVE / 4;
+}
+
+static bool rsp_may_go(struct ub__tl *s)
+{
+    return ub__list_empty(rspq_of(s)) && rsp_room(s);
+}
+
 static bool rsp_send_one(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,
                          uint64_t now)
 {
-    return ub__list_empty(rspq_of(s)) && s->eng->pool.avail > UB_SES_POOL_RESERVE / 4 &&
-           send_rsp_now(s, dst, r->stream, r->seq, r->rc, r->mod_len, r->data, r->n, r->off, now) ==
-               0;
+    return rsp_may_go(s) && send_rsp_now(s, dst, r->stream, r->seq, r->rc, r->mod_len, r->data,
+                                         r->n, r->off, now) == 0;
 }
 
 void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now)
@@ -372,8 +383,7 @@ void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now)
             rsp_queue(s, &s->prsp_dst, &s->prsp[0], true);
         return;
     }
-    if (ub__list_empty(rspq_of(s)) && s->eng->pool.avail > UB_SES_POOL_RESERVE / 4 &&
-        ub__ses_prsp_send(s, &s->prsp_dst, s->prsp, n, now) == 0)
+    if (rsp_may_go(s) && ub__ses_prsp_send(s, &s->prsp_dst, s->prsp, n, now) == 0)
         return;
     for (uint32_t i = 0; i < n; i++) /* still packed when buffers come back */
         rsp_queue(s, &s->prsp_dst, &s->prsp[i], true);
@@ -1046,10 +1056,9 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
     while (!ub__list_empty(&s->rspq)) {
         struct ub__rspq *q = UB_CONTAINER_OF(s->rspq.next, struct ub__rspq, link);
         const struct ub__prsp *r = &q->r[0];
-        if (e->pool.avail <= UB_SES_POOL_RESERVE / 4 ||
-            (q->n == 1 ? send_rsp_now(s, &q->dst, r->stream, r->seq, r->rc, r->mod_len, r->data,
-                                      r->n, r->off, now)
-                       : ub__ses_prsp_send(s, &q->dst, q->r, q->n, now)))
+        if (!rsp_room(s) || (q->n == 1 ? send_rsp_now(s, &q->dst, r->stream, r->seq, r->rc,
+                                                      r->mod_len, r->data, r->n, r->off, now)
+                                       : ub__ses_prsp_send(s, &q->dst, q->r, q->n, now)))
             return false;
         ub__list_remove(&q->link);
         free(q);
