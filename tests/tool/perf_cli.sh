@@ -61,8 +61,11 @@ run() {
             if (NF != c) { n++; next }
             for (i = 1; i <= NF; i++) if ($i !~ /^[0-9]+(\.[0-9]+)?$/) { n++; next } }
           END { print n + 0 }' "$WORK/$name.out")
-    if [ "$rc" != 0 ] || [ "$lines" -lt 1 ] || [ "$bad" != 0 ]; then
-        echo "FAIL $name (rc $rc, $lines result lines, $bad malformed)"
+    # The transport footer: what this side sent, received and repaired (something was sent).
+    local foot
+    foot=$(grep -cE '^ # packets sent [1-9][0-9]*, received [0-9]+, retransmitted [0-9]+, dropped by the receive socket [0-9]+$' "$WORK/$name.out")
+    if [ "$rc" != 0 ] || [ "$lines" -lt 1 ] || [ "$bad" != 0 ] || [ "$foot" != 1 ]; then
+        echo "FAIL $name (rc $rc, $lines result lines, $bad malformed, $foot footers)"
         sed 's/^/  out: /' "$WORK/$name.out"
         sed 's/^/  err: /' "$WORK/$name.err" "$WORK/$name.srv"
         fails=$((fails + 1))
@@ -91,7 +94,7 @@ if start_server "$WORK/json.srv" atomic_lat; then
 fi
 wait "$SRV" || true
 SRV=""
-if printf '%s' "$json" | grep -q '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\]}$'; then
+if printf '%s' "$json" | grep -q '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\],"transport":{"tx_pkts":[1-9][0-9]*,"rx_pkts":[0-9]*,"retransmits":[0-9]*,"rx_drops":[0-9]*}}$'; then
     echo "ok   json"
 else
     echo "FAIL json: $json"
