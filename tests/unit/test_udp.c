@@ -1012,6 +1012,70 @@ static void test_truncated(void **state)
     }
 }
 
+/*
+ * Receive mode: a socket whose batch held at most one datagram is read one datagram per call
+ * (recvmsg) and each such read ends its turn; two single reads in a row that both found one
+ * (a burst) switch back to batches.
+ */
+static void rx_mode_run(const char *spec)
+{
+    struct ub__dev *b = open_spec(spec);
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 128, 2048, 64), 0);
+    int ps = plain_sock4();
+    struct sockaddr_in to = sa4_of(&b->local);
+    uint8_t d[64] = {0};
+    struct ub__pkt *got[64];
+    /* Loopback delivers within sendto: every datagram is queued when a receive runs. */
+#define SEND(n)                                                                       \
+    for (int i_ = 0; i_ < (n); i_++)                                                  \
+    assert_int_equal(sendto(ps, d, sizeof(d), 0, (struct sockaddr *)&to, sizeof(to)), \
+                     (ssize_t)sizeof(d))
+#define RECV(expect)                              \
+    do {                                          \
+        int r_ = ub__dev_recv(b, got, 64, &pool); \
+        assert_int_equal(r_, (expect));           \
+        for (int i_ = 0; i_ < r_; i_++)           \
+            ub__pkt_free(got[i_]);                \
+    } while (0)
+
+    SEND(1);
+    RECV(1); /* a batch that held one: single from now on */
+    assert_int_equal(stats_of(b).rx_single, 0);
+    RECV(0);
+    for (int i = 0; i < 5; i++) { /* a ping-pong: one datagram, then an empty poll */
+        SEND(1);
+        RECV(1);
+        RECV(0);
+    }
+    assert_int_equal(stats_of(b).rx_single, 5);
+    SEND(20); /* a burst: two single reads, then batches take the rest in one call */
+    RECV(1);
+    RECV(1);
+    RECV(18);
+    assert_int_equal(stats_of(b).rx_single, 7);
+    RECV(0); /* an empty batch: single again */
+    SEND(1);
+    RECV(1);
+    struct ub__udp_stats st = stats_of(b);
+    assert_int_equal(st.rx_single, 8);
+    assert_int_equal(st.rx_pkts, 1 + 5 + 20 + 1);
+#undef SEND
+#undef RECV
+    close(ps);
+    ub__dev_close(b);
+    assert_int_equal(pool.avail, pool.count);
+    ub__pktpool_fini(&pool);
+}
+
+static void test_rx_mode(void **state)
+{
+    (void)state;
+    rx_mode_run("127.0.0.1:0?paths=1&gro=0");
+    rx_mode_run("127.0.0.1:0?paths=1&gro=1");
+    rx_mode_run("127.0.0.1:0?paths=4&gro=0"); /* through epoll: the same decisions */
+}
+
 /* ---- spec parsing
  * --------------------------------------------------------------------------------- */
 
@@ -1215,6 +1279,7 @@ int main(void)
         cmocka_unit_test(test_ecn),         cmocka_unit_test(test_foreign_datagrams),
         cmocka_unit_test(test_full_rcvbuf), cmocka_unit_test(test_fairness),
         cmocka_unit_test(test_pool_empty),  cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_rx_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
