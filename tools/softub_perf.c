@@ -419,6 +419,23 @@ static void send_error(struct perf_ep *e, const char *text)
     ub_bootstrap_send(e->b, msg, l + 4, 1000);
 }
 
+/* What the transport had to repair on this side: a figure below the peak usually has
+ * retransmissions or socket-buffer drops behind it. */
+static struct ub_context_stats transport_stats(struct perf_ep *e)
+{
+    struct ub_context_stats st;
+    if (ub_context_stats(e->ctx, &st) != 0)
+        memset(&st, 0, sizeof(st));
+    return st;
+}
+
+static void print_transport(const struct ub_context_stats *st)
+{
+    printf(" # packets sent %" PRIu64 ", received %" PRIu64 ", retransmitted %" PRIu64
+           ", dropped by the receive socket %" PRIu64 "\n",
+           st->tx_pkts, st->rx_pkts, st->retransmits, st->dev_rx_drops);
+}
+
 static int server(struct opts *o)
 {
     struct perf_ep e;
@@ -475,8 +492,11 @@ static int server(struct opts *o)
         m = recv_msg(&e, &r, sizeof(r), 0);
         if (m < 0)
             goto out;
-        if (r.type == M_QUIT)
+        if (r.type == M_QUIT) {
+            struct ub_context_stats st = transport_stats(&e);
+            print_transport(&st);
             break;
+        }
         if (r.type != M_RUN || m != (int)sizeof(r) || perf_server_run(&e, &r))
             goto out;
     }
@@ -650,11 +670,7 @@ static int client(struct opts *o)
     }
     struct perf_run q = {.type = M_QUIT};
     ub_bootstrap_send(e.b, &q, sizeof(q), e.timeout_ms);
-    /* What the transport had to repair on this side: a figure below the peak usually has
-     * retransmissions or socket-buffer drops behind it. */
-    struct ub_context_stats st;
-    if (ub_context_stats(e.ctx, &st) != 0)
-        memset(&st, 0, sizeof(st));
+    struct ub_context_stats st = transport_stats(&e);
     if (o->json) {
         jappend(&js,
                 "],\"transport\":{\"tx_pkts\":%" PRIu64 ",\"rx_pkts\":%" PRIu64
@@ -663,9 +679,7 @@ static int client(struct opts *o)
         if (js.buf)
             fputs(js.buf, stdout);
     } else {
-        printf(" # packets sent %" PRIu64 ", received %" PRIu64 ", retransmitted %" PRIu64
-               ", dropped by the receive socket %" PRIu64 "\n",
-               st.tx_pkts, st.rx_pkts, st.retransmits, st.dev_rx_drops);
+        print_transport(&st);
         printf("-------------------------------------------------------------------"
                "--------------------------------\n");
     }

@@ -31,6 +31,7 @@ start_server() {
         PORT=$(printf '%s\n' "$line" | sed -n 's/.*waiting on tcp:.*:\([0-9][0-9]*\)$/\1/p')
     fi
     cat <&"$fd" >>"$log" &
+    LOGGER=$! # ends with the server's output: wait for it before reading the log
     exec {fd}<&-
     [ -n "$PORT" ]
 }
@@ -54,6 +55,7 @@ run() {
         rc=99 # the server never said where it listens
     fi
     wait "$SRV" || rc=$((rc ? rc : 100))
+    wait "$LOGGER" || true
     SRV=""
     local lines bad
     lines=$(awk '/^ *[0-9]/' "$WORK/$name.out" | wc -l)
@@ -61,10 +63,10 @@ run() {
             if (NF != c) { n++; next }
             for (i = 1; i <= NF; i++) if ($i !~ /^[0-9]+(\.[0-9]+)?$/) { n++; next } }
           END { print n + 0 }' "$WORK/$name.out")
-    # The transport footer: what this side sent, received and repaired (something was sent).
-    local foot
-    foot=$(grep -cE '^ # packets sent [1-9][0-9]*, received [0-9]+, retransmitted [0-9]+, dropped by the receive socket [0-9]+$' "$WORK/$name.out")
-    if [ "$rc" != 0 ] || [ "$lines" -lt 1 ] || [ "$bad" != 0 ] || [ "$foot" != 1 ]; then
+    # The transport footer of each side: what it sent, received and repaired (both sent).
+    local foot re='^ # packets sent [1-9][0-9]*, received [1-9][0-9]*, retransmitted [0-9]+, dropped by the receive socket [0-9]+$'
+    foot=$(($(grep -cE "$re" "$WORK/$name.out") + $(grep -cE "$re" "$WORK/$name.srv")))
+    if [ "$rc" != 0 ] || [ "$lines" -lt 1 ] || [ "$bad" != 0 ] || [ "$foot" != 2 ]; then
         echo "FAIL $name (rc $rc, $lines result lines, $bad malformed, $foot footers)"
         sed 's/^/  out: /' "$WORK/$name.out"
         sed 's/^/  err: /' "$WORK/$name.err" "$WORK/$name.srv"
