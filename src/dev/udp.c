@@ -83,10 +83,12 @@ struct udp_dev {
     /* Sockets whose last receive held full-size datagrams: direct GRO receives pay off there
      * (small ones, as a ping-pong's, are cheaper staged than given eight pool buffers each). */
     uint64_t bulk;
-    /* Sockets read one datagram per call (recvmsg): their last batch held at most one, as a
-     * ping-pong's do. Two single receives in a row that both found one switch back to batches;
-     * rx_hit marks the first of them. */
-    uint64_t single, rx_hit;
+    /* A device of one socket reads it one datagram per call (recvmsg) while its last batch held
+     * at most one, as a ping-pong's do. Two single receives in a row that both found one switch
+     * back to batches; rx_hit marks the first of them. Several sockets always take batches:
+     * one datagram per socket per call slices a sender's feedback from many paths, and the
+     * balancers' loss inference measured worse for it on a rate-limited test bed. */
+    bool single, rx_hit;
     uint32_t rr; /* socket recv serves first next time */
     int fds[UB_UDP_MAX_PATHS];
     uint32_t ovfl[UB_UDP_MAX_PATHS]; /* last SO_RXQ_OVFL count seen per socket */
@@ -553,6 +555,26 @@ static void put_cmsg(union udp_ctrl *ctrl, size_t *len, int level, int type, con
     *len += CMSG_SPACE(dlen);
 }
 
+/* A codepoint other than the socket's default travels as a per-message TOS / TCLASS. */
+static void put_ecn(const struct udp_dev *u, union udp_ctrl *ctrl, size_t *len, uint8_t ecn)
+{
+    if (ecn == u->ecn_def)
+        return;
+    int tos = (int)((unsigned)u->cfg.dscp << 2 | ecn);
+    if (u->family == AF_INET6)
+        put_cmsg(ctrl, len, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
+    else
+        put_cmsg(ctrl, len, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+}
+
+static void count_sent(struct udp_dev *u, uint32_t s, uint32_t len)
+{
+    u->st.tx_pkts++;
+    u->st.tx_bytes += len;
+    u->st.path[s].tx_pkts++;
+    u->st.path[s].tx_bytes += len;
+}
+
 /*
  * Builds sendmmsg messages from list[pos..cnt) (window positions of one
  * socket's packets, in order): GSO runs become one message. Returns the
@@ -608,13 +630,7 @@ static uint32_t build_batch(struct udp_dev *u, struct ub__pkt *const *pkts, cons
             uint16_t gso = (uint16_t)plen;
             put_cmsg(&u->txctrl[m], &clen, SOL_UDP, UDP_SEGMENT, &gso, sizeof(gso));
         }
-        if (ecn != u->ecn_def) {
-            int tos = (int)((unsigned)u->cfg.dscp << 2 | ecn);
-            if (u->family == AF_INET6)
-                put_cmsg(&u->txctrl[m], &clen, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
-            else
-                put_cmsg(&u->txctrl[m], &clen, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
-        }
+        put_ecn(u, &u->txctrl[m], &clen, ecn);
         h->msg_control = clen ? u->txctrl[m].buf : NULL;
         h->msg_controllen = clen;
         u->txfirst[m] = i;
@@ -677,12 +693,8 @@ static bool send_sock(struct udp_dev *u, uint32_t s, struct ub__pkt *const *pkts
                 uint32_t first = u->txfirst[j], nseg = u->txnseg[j];
                 for (uint32_t t = 0; t < nseg; t++) {
                     uint32_t w = list[first + t];
-                    uint32_t len = ub__pkt_total_len(pkts[w]);
                     u->done[w] = 1;
-                    u->st.tx_pkts++;
-                    u->st.tx_bytes += len;
-                    u->st.path[s].tx_pkts++;
-                    u->st.path[s].tx_bytes += len;
+                    count_sent(u, s, ub__pkt_total_len(pkts[w]));
                 }
                 if (nseg > 1) {
                     u->st.tx_gso_msgs++;
@@ -759,9 +771,62 @@ static uint32_t send_window(struct udp_dev *u, struct ub__pkt *const *pkts, uint
     return took;
 }
 
+/*
+ * One packet (a ping-pong's every send): what send_window does for a window of one, without
+ * its sorting, batching and bookkeeping (some 200 instructions of a 300-instruction send).
+ * Returns 1 (sent, or dropped and counted) or 0 (the socket is full: not taken).
+ */
+static int send_one(struct udp_dev *u, struct ub__pkt *p, uint32_t len)
+{
+    uint32_t s = p->path % u->np;
+    socklen_t sl = addr_to_sa(&p->addr, u->family, &u->txname[0]);
+    if (!sl) {
+        u->st.tx_bad_addr++;
+        ub__pkt_free(p);
+        return 1;
+    }
+    struct msghdr *h = &u->txmsg[0].msg_hdr;
+    u->txiov[0] = (struct iovec){p->data, p->len};
+    if (p->xlen)
+        u->txiov[1] = (struct iovec){(void *)(uintptr_t)p->xdata, p->xlen};
+    h->msg_name = &u->txname[0];
+    h->msg_namelen = sl;
+    h->msg_iov = u->txiov;
+    h->msg_iovlen = p->xlen ? 2 : 1;
+    h->msg_flags = 0;
+    size_t clen = 0;
+    put_ecn(u, &u->txctrl[0], &clen, ecn_of(u, p));
+    h->msg_control = clen ? u->txctrl[0].buf : NULL;
+    h->msg_controllen = clen;
+    for (uint32_t eintr = 0;;) {
+        if (sys_sendmsg1(u->fds[s], u->txmsg) == 1) {
+            u->st.tx_batches++;
+            count_sent(u, s, len);
+            break;
+        }
+        int e = errno;
+        if (e == EINTR && eintr++ < 8)
+            continue;
+        if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS) {
+            u->st.tx_full++;
+            return 0;
+        }
+        count_send_error(u, e);
+        u->st.tx_err_dropped++;
+        break;
+    }
+    ub__pkt_free(p);
+    return 1;
+}
+
 static int udp_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n)
 {
     struct udp_dev *u = udp_of(dev);
+    if (n == 1) {
+        uint32_t len = ub__pkt_total_len(pkts[0]);
+        if (len <= u->cfg.mtu)
+            return send_one(u, pkts[0], len);
+    }
     n = UB_MIN(n, (uint32_t)INT32_MAX);
     uint32_t lim = 0;
     while (lim < n && ub__pkt_total_len(pkts[lim]) <= u->cfg.mtu)
@@ -845,29 +910,30 @@ static void rx_count(struct udp_dev *u, struct ub__pkt *p)
  */
 static int rx_call(struct udp_dev *u, uint32_t s, uint32_t k)
 {
-    uint64_t b = 1ull << s;
     int r = k == 1 ? sys_recvmsg1(u->fds[s], u->rxmsg) : sys_recvmmsg(u->fds[s], u->rxmsg, k);
-    if (u->single & b) {
-        if (r == 1 && (u->rx_hit & b))
-            u->single &= ~b; /* two in a row: a burst */
-        else if (r == 1)
-            u->rx_hit |= b;
-        if (r == 1)
-            u->st.rx_single++;
-        else
-            u->rx_hit &= ~b;
-        u->ready &= ~b;
-    } else if (r <= 1) {
-        u->single |= b;
-        u->rx_hit &= ~b;
+    if (u->np != 1)
+        return r;
+    if (!u->single) {
+        u->single = r <= 1;
+        u->rx_hit = false;
+        return r;
     }
+    u->ready = 0;
+    if (r != 1) {
+        u->rx_hit = false;
+        return r;
+    }
+    u->st.rx_single++;
+    if (u->rx_hit)
+        u->single = false; /* two in a row: a burst */
+    u->rx_hit = true;
     return r;
 }
 
-/* At most one message when the socket is in single mode. */
-static inline uint32_t rx_limit(const struct udp_dev *u, uint32_t s, uint32_t k)
+/* At most one message in single mode. */
+static inline uint32_t rx_limit(const struct udp_dev *u, uint32_t k)
 {
-    return (u->single & (1ull << s)) && k ? 1 : k;
+    return u->single && k ? 1 : k;
 }
 
 /* Socket s's recvmmsg failed or came up short: what epoll said is used up. */
@@ -921,6 +987,27 @@ static uint32_t stage_drain(struct udp_dev *u, struct ub__pkt **out, uint32_t ma
     return n;
 }
 
+/* Queues message j of the last receive (len bytes at buf) for splitting into segments. */
+static void stage_add(struct udp_dev *u, uint32_t s, uint32_t j, uint8_t *buf, uint32_t len,
+                      const struct rx_meta *m, const struct ub__pktpool *pool)
+{
+    struct udp_stage *g = &u->stage[u->stage_n++];
+    g->buf = buf;
+    g->len = len;
+    g->off = 0;
+    g->seg = m->gro_seg && m->gro_seg < len ? m->gro_seg : len;
+    if (g->seg == pool_buf_room(pool))
+        u->bulk |= 1ull << s;
+    g->left = len ? (len + g->seg - 1) / g->seg : 1;
+    sa_to_addr(&u->rxname[j], &g->src);
+    g->path = (uint16_t)s;
+    g->ecn = m->ecn;
+    if (g->left > 1) {
+        u->st.rx_gro_msgs++;
+        u->st.rx_gro_segs += g->left;
+    }
+}
+
 /* GRO: receives up to `want` datagrams of socket s into the (empty) staging buffers. */
 static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__pktpool *pool,
                        bool *stalled)
@@ -931,7 +1018,7 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
         *stalled = true;
         return;
     }
-    uint32_t k = rx_limit(u, s, UB_MIN(want, (uint32_t)GRO_STAGE));
+    uint32_t k = rx_limit(u, UB_MIN(want, (uint32_t)GRO_STAGE));
     for (uint32_t j = u->stage_prep; j < k; j++)
         rx_prepare(u, j, u->stage_mem + (size_t)j * GRO_BUF_SIZE, GRO_BUF_SIZE);
     if (k > u->stage_prep)
@@ -954,21 +1041,7 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
             u->st.rx_truncated++;
             continue;
         }
-        struct udp_stage *g = &u->stage[u->stage_n++];
-        g->buf = u->stage_mem + (size_t)j * GRO_BUF_SIZE;
-        g->len = u->rxmsg[j].msg_len;
-        g->off = 0;
-        g->seg = m.gro_seg && m.gro_seg < g->len ? m.gro_seg : g->len;
-        if (g->seg == pool_buf_room(pool))
-            u->bulk |= 1ull << s;
-        g->left = g->len ? (g->len + g->seg - 1) / g->seg : 1;
-        sa_to_addr(&u->rxname[j], &g->src);
-        g->path = (uint16_t)s;
-        g->ecn = m.ecn;
-        if (g->left > 1) {
-            u->st.rx_gro_msgs++;
-            u->st.rx_gro_segs += g->left;
-        }
+        stage_add(u, s, j, u->stage_mem + (size_t)j * GRO_BUF_SIZE, u->rxmsg[j].msg_len, &m, pool);
     }
     for (uint32_t j = 0; j < (uint32_t)r; j++) {
         struct msghdr *h = &u->rxmsg[j].msg_hdr;
@@ -995,7 +1068,7 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
     uint32_t room = pool_buf_room(pool);
     uint32_t k = (GRO_BUF_SIZE + room - 1) / room;
     uint32_t msgs = UB_MIN(UB_MIN(want, (uint32_t)UB_UDP_BATCH), pool->avail) / k;
-    msgs = rx_limit(u, s, UB_MIN(msgs, (uint32_t)GRO_STAGE));
+    msgs = rx_limit(u, UB_MIN(msgs, (uint32_t)GRO_STAGE));
     *ran = k <= GRO_DIRECT && msgs > 0;
     if (!*ran)
         return 0;
@@ -1099,7 +1172,7 @@ static void stage_signal(struct udp_dev *u)
 static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, uint32_t want,
                           struct ub__pktpool *pool, bool *stalled)
 {
-    uint32_t k = rx_limit(u, s, UB_MIN(UB_MIN(want, (uint32_t)UB_UDP_BATCH), pool->avail));
+    uint32_t k = rx_limit(u, UB_MIN(UB_MIN(want, (uint32_t)UB_UDP_BATCH), pool->avail));
     if (k == 0) {
         u->st.rx_pool_empty++;
         *stalled = true;
@@ -1142,6 +1215,62 @@ static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, u
     return n;
 }
 
+/*
+ * GRO, a socket in single mode, staging empty: one datagram straight into a pool buffer, not
+ * through staging and a copy. What does not fit the buffer (a coalesced train, an oversized
+ * datagram) runs on into staging buffer 0 behind room for the buffer's part, which is copied
+ * there, and is split from staging as any other receive.
+ */
+static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out, uint32_t max,
+                            struct ub__pktpool *pool, bool *stalled)
+{
+    if (pool->avail == 0) {
+        u->st.rx_pool_empty++;
+        *stalled = true;
+        return 0;
+    }
+    uint32_t room = pool_buf_room(pool);
+    struct ub__pkt *p = ub__pkt_alloc(pool);
+    u->stage_prep = 0;
+    rx_prepare(u, 0, p->data, room);
+    struct msghdr *h = &u->rxmsg[0].msg_hdr;
+    if (room < GRO_BUF_SIZE) {
+        u->rxgiov[0] = (struct iovec){p->data, room};
+        u->rxgiov[1] = (struct iovec){u->stage_mem + room, GRO_BUF_SIZE - room};
+        h->msg_iov = u->rxgiov;
+        h->msg_iovlen = 2;
+    }
+    int r = rx_call(u, s, 1);
+    if (r <= 0) {
+        rx_failed(u, s);
+        ub__pkt_free(p);
+        return 0;
+    }
+    u->st.rx_batches++;
+    struct rx_meta m;
+    parse_rx_cmsgs(u, s, h, &m);
+    uint32_t len = u->rxmsg[0].msg_len;
+    if (h->msg_flags & MSG_TRUNC) {
+        u->st.rx_truncated++;
+        ub__pkt_free(p);
+        return 0;
+    }
+    if (len <= room && (!m.gro_seg || m.gro_seg >= len)) {
+        p->len = len;
+        sa_to_addr(&u->rxname[0], &p->addr);
+        p->path = (uint16_t)s;
+        p->ecn = m.ecn;
+        rx_count(u, p);
+        out[0] = p;
+        return 1;
+    }
+    memcpy(u->stage_mem, p->data, UB_MIN(room, len));
+    ub__pkt_free(p);
+    u->stage_head = u->stage_n = 0;
+    stage_add(u, s, 0, u->stage_mem, len, &m, pool);
+    return stage_drain(u, out, max, pool, stalled);
+}
+
 static int udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
                     struct ub__pktpool *pool)
 {
@@ -1160,10 +1289,6 @@ static int udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
         for (int i = 0; i < r; i++)
             if (u->evs[i].data.u32 < u->np)
                 u->ready |= 1ull << u->evs[i].data.u32;
-        /* The sockets found empty: as after a receive that failed. */
-        uint64_t all = u->np == 64 ? ~0ull : (1ull << u->np) - 1;
-        u->single |= all & ~u->ready;
-        u->rx_hit &= u->ready;
     }
     /*
      * Round robin: in each pass every readable socket gets an equal share
@@ -1192,6 +1317,12 @@ static int udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
         bool direct = false;
         if (!u->stage_n && (u->bulk & (1ull << s)))
             n += gro_direct(u, s, pkts + n, q, pool, &direct);
+        else if (!u->stage_n && u->single) {
+            n += recv_single(u, s, pkts + n, max - n, pool, &stalled);
+            if (u->stage_n)
+                break; /* a train is being handed out */
+            continue;
+        }
         if (!direct)
             stage_fill(u, s, q, pool, &stalled);
         n += stage_drain(u, pkts + n, max - n, pool, &stalled);

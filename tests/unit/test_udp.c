@@ -1013,11 +1013,11 @@ static void test_truncated(void **state)
 }
 
 /*
- * Receive mode: a socket whose batch held at most one datagram is read one datagram per call
- * (recvmsg) and each such read ends its turn; two single reads in a row that both found one
- * (a burst) switch back to batches.
+ * Receive mode of a device of one socket: after a batch that held at most one datagram it is
+ * read one datagram per call (recvmsg); two single reads in a row that both found one (a
+ * burst) switch back to batches. Devices of several sockets always take batches (modes false).
  */
-static void rx_mode_run(const char *spec)
+static void rx_mode_run(const char *spec, bool modes)
 {
     struct ub__dev *b = open_spec(spec);
     struct ub__pktpool pool;
@@ -1048,18 +1048,42 @@ static void rx_mode_run(const char *spec)
         RECV(1);
         RECV(0);
     }
-    assert_int_equal(stats_of(b).rx_single, 5);
+    assert_int_equal(stats_of(b).rx_single, modes ? 5 : 0);
     SEND(20); /* a burst: two single reads, then batches take the rest in one call */
-    RECV(1);
-    RECV(1);
-    RECV(18);
-    assert_int_equal(stats_of(b).rx_single, 7);
+    if (modes) {
+        RECV(1);
+        RECV(1);
+        RECV(18);
+    } else {
+        RECV(20);
+    }
+    assert_int_equal(stats_of(b).rx_single, modes ? 7 : 0);
     RECV(0); /* an empty batch: single again */
     SEND(1);
     RECV(1);
     struct ub__udp_stats st = stats_of(b);
-    assert_int_equal(st.rx_single, 8);
+    assert_int_equal(st.rx_single, modes ? 8 : 0);
     assert_int_equal(st.rx_pkts, 1 + 5 + 20 + 1);
+    if (st.gro) {
+        /* Trains (GSO from a device) read singly: larger than a pool buffer (it runs on into
+         * staging) and smaller; either way split into its packets in the one call. */
+        struct ub__dev *a = open_spec("127.0.0.1:0?paths=1&gso=1");
+        static const uint32_t lens[2] = {1000, 100};
+        for (int t = 0; t < 2; t++) {
+            uint32_t len = lens[t];
+            struct ub__pkt *tr[4];
+            for (uint32_t i = 0; i < 4; i++)
+                tr[i] = mk(&pool, &b->local, i, len, 0);
+            assert_int_equal(ub__dev_send(a, tr, 4), 4);
+            RECV(4);
+            RECV(0);
+        }
+        st = stats_of(b);
+        assert_int_equal(st.rx_single, modes ? 10 : 0);
+        assert_int_equal(st.rx_gro_msgs, stats_of(a).gso ? 2 : 0);
+        assert_int_equal(st.rx_truncated, 0);
+        ub__dev_close(a);
+    }
 #undef SEND
 #undef RECV
     close(ps);
@@ -1071,9 +1095,10 @@ static void rx_mode_run(const char *spec)
 static void test_rx_mode(void **state)
 {
     (void)state;
-    rx_mode_run("127.0.0.1:0?paths=1&gro=0");
-    rx_mode_run("127.0.0.1:0?paths=1&gro=1");
-    rx_mode_run("127.0.0.1:0?paths=4&gro=0"); /* through epoll: the same decisions */
+    rx_mode_run("127.0.0.1:0?paths=1&gro=0", true);
+    rx_mode_run("127.0.0.1:0?paths=1&gro=1", true);
+    rx_mode_run("127.0.0.1:0?paths=4&gro=0", false);
+    rx_mode_run("127.0.0.1:0?paths=4&gro=1", false);
 }
 
 /* ---- spec parsing
@@ -1248,6 +1273,16 @@ static void test_send_errors(void **state)
     st = stats_of(a);
     assert_int_equal(st.tx_bad_addr, 2);
     assert_int_equal(st.tx_pkts, 2);
+    /* The same one at a time (a send of one packet has its own path). */
+    struct ub__pkt *one = mk(&pool, &v6, 7, 10, 0);
+    assert_int_equal(ub__dev_send(a, &one, 1), 1);
+    one = mk(&pool, &b->local, 8, 1001, 0);
+    assert_int_equal(ub__dev_send(a, &one, 1), UB_ELENGTH);
+    ub__pkt_free(one);
+    st = stats_of(a);
+    assert_int_equal(st.tx_bad_addr, 3);
+    assert_int_equal(st.tx_too_big, 3);
+    assert_int_equal(st.tx_pkts, 2);
     /* Port 0 is not a destination: the kernel refuses; the packet is dropped and classified. */
     struct ub__addr p0 = b->local;
     p0.port = 0;
@@ -1257,7 +1292,7 @@ static void test_send_errors(void **state)
     assert_int_equal(st.tx_err_dropped, 1);
     assert_int_equal(st.tx_err_inval + st.tx_err_unreach + st.tx_err_other, 1);
 
-    struct rx_check c = {.n_expected = 8, .seen = calloc(8, 1)};
+    struct rx_check c = {.n_expected = 9, .seen = calloc(9, 1)};
     drain_into(b, &pool, &c, 2);
     assert_int_equal(c.got, 2);
     assert_true(c.seen[0] && c.seen[5]);
