@@ -143,8 +143,13 @@ int main(int argc, char **argv)
         post_send(&b, i);
         wait_recv(&a, &b);
     }
-    printf("lat_count: %lu round trips over %s, %lu empty polls\n", n, uri,
-           a.empty_polls + b.empty_polls);
+    /* Packets both sides' engines sent, per round trip (the members of a bundle one each). */
+    struct ub_context_stats sa, sb;
+    if (ub_context_stats(a.ctx, &sa) || ub_context_stats(b.ctx, &sb))
+        fail("stats", UB_EINVAL);
+    printf("lat_count: %lu round trips over %s, %lu empty polls, %.2f packets per round trip\n", n,
+           uri, a.empty_polls + b.empty_polls,
+           n ? (double)(sa.tx_pkts + sb.tx_pkts) / (double)n : 0.0);
     ub_context_close(a.ctx);
     ub_context_close(b.ctx);
     free(a.mem);
