@@ -8,8 +8,11 @@
 # Prints one markdown table (8 B latency p50 and p99.9, 64 KiB and 1 MiB bandwidth, 8 B
 # message rate) and the softub/peer ratios against the targets (docs/benchmarks.md).
 #
-#   bench/compare.sh            full run (a few minutes)
-#   QUICK=1 bench/compare.sh    fewer iterations (a smoke run, about a minute)
+#   bench/compare.sh            full run (about ten minutes)
+#   QUICK=1 bench/compare.sh    fewer iterations, one round (a smoke run, about a minute)
+# Every transport runs ROUNDS times (3; QUICK: 1), the rounds one after another so that each
+# transport's runs are spread over the whole run like the others', and the table shows each
+# figure's median: on a shared machine single busy-poll runs differ by tens of per cent.
 # Environment: BUILD_DIR (build-bench), OUT (also write the markdown there), RUN_TIMEOUT
 # (seconds per server/client pair, 90), KEEP=1 (keep every tool's raw output), SOFTUB_MTU
 # (softub udp datagram size, 9000 for loopback; 1452 is the device's real-network default). Installs ucx-utils and libfabric-bin when missing
@@ -28,8 +31,10 @@ PORT_BASE=$((20000 + ($$ % 2000) * 10))
 
 if [ "$QUICK" = 1 ]; then
     LAT_N=2000 BW64_N=500 BW1M_N=50 RATE_N=20000 FI_N=1000
+    ROUNDS=${ROUNDS:-1}
 else
     LAT_N=50000 BW64_N=10000 BW1M_N=1000 RATE_N=1000000 FI_N=20000
+    ROUNDS=${ROUNDS:-3}
 fi
 
 SERVER_PIDS=()
@@ -122,10 +127,20 @@ pair() {
     return $rc
 }
 
-# Result store: R[transport.metric] = value ("-" when not measured).
+# Result store: R[transport.metric] = the values of every round; get prints their median
+# ("-" when none was measured; fi_pingpong's averages keep their "*").
 declare -A R
-put() { R["$1.$2"]=$3; }
-get() { printf '%s' "${R["$1.$2"]:--}"; }
+put() { R["$1.$2"]="${R["$1.$2"]:-} $3"; }
+get() {
+    local v=${R["$1.$2"]:-}
+    if [ -z "${v// /}" ]; then printf -- '-'; return; fi
+    # shellcheck disable=SC2086 # one value per word
+    printf '%s\n' $v | sort -g | awk '{ star = star || /\*$/; sub(/\*$/, ""); x[NR] = $1 + 0 }
+        END { m = NR % 2 ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2;
+              printf "%s%s", m "", star ? "*" : "" }'
+}
+# All values of a figure, for the spread line under the table.
+all() { printf '%s' "${R["$1.$2"]:-}" | sed 's/^ *//'; }
 
 # softub-perf / raw_udp_pingpong latency line: median is column 5, 99.9% column 9.
 lat_cols() { awk '/^ *[0-9]/ {print $5, $9; exit}' "$1"; }
@@ -200,14 +215,17 @@ run_fi() {
 # ---- the run ----------------------------------------------------------------------------
 START_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 log "compare: load average at start: $START_LOAD (others' processes skew busy-poll results)"
-log "compare: raw UDP";        run_raw
-log "compare: softub udp";     run_softub softub-udp udp
-log "compare: UCX tcp";        run_ucx ucx-tcp tcp
-log "compare: fi tcp";         run_fi fi-tcp tcp
-log "compare: fi udp;ofi_rxd"; run_fi fi-rxd "udp;ofi_rxd"
-log "compare: softub shm";     run_softub softub-shm shm
-log "compare: UCX shm";        run_ucx ucx-shm "posix,cma,self"
-log "compare: fi shm";         run_fi fi-shm shm
+for ((round = 1; round <= ROUNDS; round++)); do
+    log "compare: round $round of $ROUNDS"
+    log "compare: raw UDP";        run_raw
+    log "compare: softub udp";     run_softub softub-udp udp
+    log "compare: UCX tcp";        run_ucx ucx-tcp tcp
+    log "compare: fi tcp";         run_fi fi-tcp tcp
+    log "compare: fi udp;ofi_rxd"; run_fi fi-rxd "udp;ofi_rxd"
+    log "compare: softub shm";     run_softub softub-shm shm
+    log "compare: UCX shm";        run_ucx ucx-shm "posix,cma,self"
+    log "compare: fi shm";         run_fi fi-shm shm
+done
 END_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- the table --------------------------------------------------------------------------
@@ -251,6 +269,13 @@ table() {
     echo "Latency is half a round trip (softub send_lat, UCX tag_lat, raw ping-pong; * = fi_pingpong's"
     echo "average, it has no percentiles). Bandwidth: softub write_bw, UCX tag_bw (MiB/s converted"
     echo "to MB/s). Rate: softub write_bw 8 B with post lists of 32, UCX tag_bw 8 B."
+    echo "Each figure is the median of $ROUNDS round(s); the rounds' values of the targets' figures:"
+    local f
+    for f in "raw p50" "softub-udp p50" "ucx-tcp p50" "softub-udp bw1m" "ucx-tcp bw1m" \
+        "softub-udp rate" "softub-shm p50" "ucx-shm p50" "softub-shm bw1m" "ucx-shm bw1m"; do
+        # shellcheck disable=SC2086 # two words: transport, metric
+        echo "- ${f/ /.}: $(all $f)"
+    done
     echo
     echo "| ratio | value | target | verdict |"
     echo "|---|---:|---:|---|"
