@@ -637,57 +637,53 @@ static uint64_t get_be64(const uint8_t *b)
     return v;
 }
 
+/*
+ * w's standard request header for bytes [off, off + n) at b: the bytes ub__ses_std_encode
+ * writes for the header ub__ses_build_req describes, without the generic checks (every field
+ * is in range by construction: SES opcodes of ub__ses_post, 12-bit masks, the job id checked
+ * when the engine starts, off + n within the request; test_ses_init re-encodes them).
+ */
+static void std_put(const struct ub__tl *s, const struct ub__wr *w, uint8_t *b, uint64_t off,
+                    uint32_t n, uint8_t flags)
+{
+    b[0] = w->ses_op;
+    b[1] = flags; /* version 0 */
+    ub__st16(b + 2, (uint16_t)w->seq);
+    b[4] = 0; /* ri_generation */
+    ub__st24(b + 5, s->eng->cfg.job_id);
+    ub__st16(b + 8, (uint16_t)((w->rkey >> 12) & 0xfff));
+    ub__st16(b + 10, (uint16_t)(w->rkey & 0xfff));
+    /* DEFER_SEND: the restart token a DEFER_RTR names us by. */
+    ub__st64(b + 12, w->deferrable ? pend_key(w->os->id, w->seq) : w->raddr);
+    ub__st32(b + 20, w->jfs->id);
+    ub__st64(b + 24, w->tag || w->opcode == UB_OP_TSEND ? w->tag : w->token);
+    if (flags & UB_SES_F_SOM) {
+        ub__st64(b + 32, (flags & UB_SES_F_HD) ? w->imm : 0);
+    } else {
+        ub__st32(b + 32, n); /* rsvd(18) | payload_len(14) */
+        ub__st32(b + 36, (uint32_t)off);
+    }
+    ub__st32(b + 40, (uint32_t)w->len);
+}
+
 /* One request packet: bytes [off, off+n) of w. */
 int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
                       uint32_t n, bool attach)
 {
-    /* Without SES extension (the common case) only the standard header is filled. */
-    uint8_t ext = ub__ses_ext_for(UB_PDS_NH_REQ_STD, w->ses_op);
-    bool plain = ext == UB_SES_EXT_NONE && !w->cma;
-    struct ub__ses h;
-    struct ub__ses_std qs;
-    struct ub__ses_std *q = plain ? &qs : &h.u.std;
-    if (plain) {
-        memset(&qs, 0, sizeof(qs));
-    } else {
-        memset(&h, 0, sizeof(h));
-        h.kind = UB_PDS_NH_REQ_STD;
-    }
     bool som = off == 0;
-    uint64_t wire_len = w->ses_op == UB_SES_OP_READ ? w->len : w->len;
-    bool eom = w->cma || off + n >= (w->eager ? w->eager : wire_len);
-    q->opcode = w->ses_op;
-    q->flags = (uint8_t)((som ? UB_SES_F_SOM : 0) | (eom ? UB_SES_F_EOM : 0));
-    q->msg_id = (uint16_t)w->seq;
-    q->job_id = s->eng->cfg.job_id;
-    q->pid_on_fep = (uint16_t)((w->rkey >> 12) & 0xfff);
-    q->resource_index = (uint16_t)(w->rkey & 0xfff);
-    q->buffer_offset = w->raddr;
-    if (w->deferrable) /* the restart token a DEFER_RTR names us by */
-        q->buffer_offset = pend_key(w->os->id, w->seq);
-    q->initiator = w->jfs->id;
-    q->mem_key = w->tag ? w->tag : w->token;
-    if (w->opcode == UB_OP_TSEND)
-        q->mem_key = w->tag;
-    q->request_length = (uint32_t)wire_len;
-    if (som) {
-        if (w->opcode == UB_OP_WRITE_IMM || w->opcode == UB_OP_SEND_IMM) {
-            q->flags |= UB_SES_F_HD;
-            q->header_data = w->imm;
-        }
-    } else {
-        q->payload_len = (uint16_t)n;
-        q->message_offset = (uint32_t)off;
-    }
-    if (plain) { /* the header, then the bytes */
+    bool eom = w->cma || off + n >= (w->eager ? w->eager : w->len);
+    uint8_t flags = (uint8_t)((som ? UB_SES_F_SOM : 0) | (eom ? UB_SES_F_EOM : 0));
+    if (som && (w->opcode == UB_OP_WRITE_IMM || w->opcode == UB_OP_SEND_IMM))
+        flags |= UB_SES_F_HD;
+    /* Without SES extension (the common case): the standard header, then the bytes. */
+    uint8_t ext = w->ses_op == UB_SES_OP_FETCHING_ATOMIC || w->eager
+                      ? ub__ses_ext_for(UB_PDS_NH_REQ_STD, w->ses_op)
+                      : UB_SES_EXT_NONE;
+    if (ext == UB_SES_EXT_NONE && !w->cma) {
         uint8_t *at = ub__pkt_put(p, UB_SES_STD_SIZE);
         if (!at)
             return UB_ENOBUFS;
-        struct ub__wcur wc;
-        ub__wcur_init(&wc, at, UB_SES_STD_SIZE);
-        int rc = ub__ses_std_encode(q, &wc);
-        if (rc)
-            return rc;
+        std_put(s, w, at, off, n, flags);
         if (n && w->ses_op != UB_SES_OP_READ &&
             !(zc_worth(s, w, n, attach) && attach_payload(w, p, off, n))) {
             uint8_t *d = ub__pkt_put(p, n);
@@ -696,6 +692,27 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
             ub__ses_gather(w, off, d, n);
         }
         return 0;
+    }
+    struct ub__ses h;
+    memset(&h, 0, sizeof(h));
+    h.kind = UB_PDS_NH_REQ_STD;
+    struct ub__ses_std *q = &h.u.std;
+    q->opcode = w->ses_op;
+    q->flags = flags;
+    q->msg_id = (uint16_t)w->seq;
+    q->job_id = s->eng->cfg.job_id;
+    q->pid_on_fep = (uint16_t)((w->rkey >> 12) & 0xfff);
+    q->resource_index = (uint16_t)(w->rkey & 0xfff);
+    q->buffer_offset = w->deferrable ? pend_key(w->os->id, w->seq) : w->raddr;
+    q->initiator = w->jfs->id;
+    q->mem_key = w->tag || w->opcode == UB_OP_TSEND ? w->tag : w->token;
+    q->request_length = (uint32_t)w->len;
+    if (som) {
+        if (flags & UB_SES_F_HD)
+            q->header_data = w->imm;
+    } else {
+        q->payload_len = (uint16_t)n;
+        q->message_offset = (uint32_t)off;
     }
     h.ext = ext;
     if (h.ext == UB_SES_EXT_ATOMIC) {
