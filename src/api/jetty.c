@@ -138,6 +138,8 @@ static int jfs_destroy_impl(ub_jfs *j)
     ub__ses_jfs_flush(j, ub__ctx_now(ctx));
     ub__hmap_del(&ctx->objs, ub__obj_key(UB__OBJ_JFS, j->id));
     forget_owner(ctx, j, NULL);
+    if (ctx->ses.jfs_last == j)
+        ctx->ses.jfs_last = NULL;
     uncommit(j->jfc, j->attr.depth, j->used);
     ub__list_remove(&j->link);
     jfs_free(j);

@@ -435,6 +435,10 @@ struct ub__tl {
     uint32_t ackr_seq;
     const struct ub__addr *ackr_src;
     struct ub__ses_stats st;
+    /* Initiator: the JFS a PDS cookie named last (cleared when it is destroyed) and the stream
+     * a response named last (cleared when it leaves ostreams_by_id). */
+    ub_jfs *jfs_last;
+    struct ub__ostream *os_last;
 };
 
 struct ub_context {

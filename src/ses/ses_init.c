@@ -31,7 +31,14 @@ struct ub__wr *ub__ses_wr_of_cookie(struct ub__tl *s, uint64_t cookie)
 
 ub_jfs *ub__ses_jfs_of_cookie(struct ub__tl *s, uint64_t cookie)
 {
-    return ub__hmap_get(&s->ctx->objs, ub__obj_key(UB__OBJ_JFS, (uint32_t)(cookie >> 40)));
+    uint32_t id = (uint32_t)(cookie >> 40);
+    ub_jfs *j = s->jfs_last; /* the one JFS of a ping-pong: no hash lookup per ACK */
+    if (j && j->id == id)
+        return j;
+    j = ub__hmap_get(&s->ctx->objs, ub__obj_key(UB__OBJ_JFS, id));
+    if (j)
+        s->jfs_last = j;
+    return j;
 }
 
 struct ub__wr *ub__ses_wr_in_jfs(ub_jfs *jfs, uint64_t cookie)
@@ -69,13 +76,23 @@ static void pend_del(struct ub__tl *s, struct ub__wr *w)
 
 static struct ub__wr *pend_get(struct ub__tl *s, uint16_t stream, uint32_t seq)
 {
-    struct ub__ostream *os = ub__hmap_get(&s->ostreams_by_id, stream);
+    struct ub__ostream *os = s->os_last; /* responses mostly name the stream of the last one */
+    if (!os || os->id != stream)
+        os = s->os_last = ub__hmap_get(&s->ostreams_by_id, stream);
     if (os && os->win) {
         struct ub__wr *w = os->win[seq & os->wmask];
         if (w && w->seq == seq)
             return w;
     }
     return ub__hmap_get(&s->pending, pend_key(stream, seq));
+}
+
+/* os leaves the stream ids' map (and so the last one looked up). */
+static void os_unmap(struct ub__tl *s, struct ub__ostream *os)
+{
+    ub__hmap_del(&s->ostreams_by_id, os->id);
+    if (s->os_last == os)
+        s->os_last = NULL;
 }
 
 /* os leaves the tables (its id may be reused): its window's requests move to s->pending. */
@@ -118,7 +135,7 @@ static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const stru
         return jfs->os_last = os;
     if (os) { /* broken (or a hash collision): retire it once nothing refers to it */
         ub__hmap_del(&jfs->ostreams, key);
-        ub__hmap_del(&s->ostreams_by_id, os->id);
+        os_unmap(s, os);
         if (!os->outstanding) {
             ostream_free(os);
         } else {
@@ -150,7 +167,7 @@ static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const stru
         return NULL;
     }
     if (ub__hmap_put(&jfs->ostreams, key, os)) {
-        ub__hmap_del(&s->ostreams_by_id, os->id);
+        os_unmap(s, os);
         ostream_free(os);
         return NULL;
     }
@@ -195,7 +212,7 @@ static void ostreams_free(struct ub__tl *s, ub_jfs *jfs)
     while (jfs->ostreams.slots && ub__hmap_next(&jfs->ostreams, 0, &k, &v)) {
         struct ub__ostream *os = v;
         ub__hmap_del(&jfs->ostreams, k);
-        ub__hmap_del(&s->ostreams_by_id, os->id);
+        os_unmap(s, os);
         ostream_free(os);
     }
 }
