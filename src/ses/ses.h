@@ -596,8 +596,8 @@ void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now);
 bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now);
 /* A receive buffer was posted: bind waiting messages (tagged unexpected ones first). */
 void ub__ses_jfr_posted(ub_jfr *jfr, uint64_t now);
-/* Whether ub__ses_jfr_posted would look at the time: only with messages waiting for a
- * buffer (deferred SENDs, unexpected tagged ones). Else the poster need not read the clock. */
+/* Whether ub__ses_jfr_posted has anything to do (and so looks at the time): only with messages
+ * waiting for a buffer (deferred SENDs, unexpected tagged ones). Else the poster skips it. */
 static inline bool ub__ses_jfr_posted_needs_now(const ub_jfr *jfr)
 {
     return jfr->attr.tag_matching ? !ub__list_empty(&jfr->unexpected) : jfr->ndeferred != 0;
