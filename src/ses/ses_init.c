@@ -561,7 +561,9 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
     os->next_seq++;
     os->outstanding++;
     w->os = os;
-    w->cma = ub__ses_cma_choose(s, w); /* large RMA to a shm peer: one copy, by the target */
+    /* Large RMA to a shm peer: one copy, by the target. */
+    w->cma = (op == UB_OP_WRITE || op == UB_OP_WRITE_IMM || op == UB_OP_READ) &&
+             ub__ses_cma_choose(s, w);
     if (w->cma)
         s->st.cma_reqs++;
     if (pend_put(s, os, w)) {
@@ -839,7 +841,10 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         }
         s->st.tx_req_pkts++;
         w->in_pds++;
-        ub__ses_wr_sent(s, w, n, now);
+        w->first_sent = true; /* ub__ses_wr_sent, with `last` known */
+        w->sent += n;
+        if (last)
+            ub__ses_wr_arm_rsp(s, w, now);
     }
     if (w->on_txq) {
         ub__list_remove(&w->txq);
@@ -990,7 +995,7 @@ void ub__ses_wr_arm_rsp(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 {
     if (w->state != WR_ACTIVE || w->deferred || w->parked)
         return;
-    rsp_bound(s, w, now + ub__ses_cma_bound(s, w));
+    rsp_bound(s, w, now + (w->cma ? ub__ses_cma_bound(s, w) : s->rsp_timeout_ns));
 }
 
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)
