@@ -721,19 +721,17 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
                       : UB_SES_EXT_NONE;
     if (ext == UB_SES_EXT_NONE && !w->cma) {
         bool data = n && w->ses_op != UB_SES_OP_READ;
-        if (data && !zc_worth(s, w, n, attach)) { /* small: header and copied bytes at once */
-            uint8_t *at = ub__pkt_put(p, UB_SES_STD_SIZE + n);
-            if (!at)
-                return UB_ENOBUFS;
-            std_put(s, w, at, off, n, flags);
-            ub__ses_gather(w, off, at + UB_SES_STD_SIZE, n);
-            return 0;
-        }
-        uint8_t *at = ub__pkt_put(p, UB_SES_STD_SIZE);
+        bool copy = data && !zc_worth(s, w, n, attach); /* small: header and bytes at once */
+        uint8_t *at = ub__pkt_put(p, UB_SES_STD_SIZE + (copy ? n : 0));
         if (!at)
             return UB_ENOBUFS;
         std_put(s, w, at, off, n, flags);
-        if (data && !attach_payload(w, p, off, n)) {
+        if (copy) {
+            if (w->is_inline)
+                copy_small(at + UB_SES_STD_SIZE, w->inl + off, n);
+            else
+                ub__ses_gather(w, off, at + UB_SES_STD_SIZE, n);
+        } else if (data && !attach_payload(w, p, off, n)) {
             uint8_t *d = ub__pkt_put(p, n);
             if (!d)
                 return UB_ENOBUFS;
