@@ -487,7 +487,18 @@ int ub__jfc_take(ub_jfc *jfc, int max, struct ub_cr *out);
 int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now);
 /* Completes every not yet reported request of jfs as flushed. */
 void ub__ses_jfs_flush(ub_jfs *jfs, uint64_t now);
-void ub__ses_wr_release(ub_jfs *jfs, uint16_t idx);
+/* A reported request's berth is free again (its record was polled). Inline: the JFC poll
+ * calls it per record. */
+static inline void ub__ses_wr_release(ub_jfs *jfs, uint16_t idx)
+{
+    struct ub__wr *w = &jfs->wrs[idx];
+    if (w->state != WR_REPORTED)
+        return;
+    w->state = WR_FREE;
+    w->gen++;
+    jfs->free_stack[jfs->nfree++] = idx;
+    jfs->used--;
+}
 void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now);
 void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now);

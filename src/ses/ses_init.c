@@ -306,17 +306,6 @@ static void finish(struct ub__tl *s, struct ub__wr *w, enum ub_cr_status st)
     }
 }
 
-void ub__ses_wr_release(ub_jfs *jfs, uint16_t idx)
-{
-    struct ub__wr *w = &jfs->wrs[idx];
-    if (w->state != WR_REPORTED)
-        return;
-    w->state = WR_FREE;
-    w->gen++;
-    jfs->free_stack[jfs->nfree++] = idx;
-    jfs->used--;
-}
-
 void ub__ses_jfs_flush(ub_jfs *jfs, uint64_t now)
 {
     (void)now;
