@@ -695,9 +695,10 @@ static void std_put(const struct ub__tl *s, const struct ub__wr *w, uint8_t *b, 
     ub__st32(b + 40, (uint32_t)w->len);
 }
 
-/* One request packet: bytes [off, off+n) of w. */
-int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
-                      uint32_t n, bool attach)
+/* One request packet: bytes [off, off+n) of w. Inline into the request pump (every request
+ * packet); ub__ses_build_req is the same for packing. */
+static inline int build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
+                            uint32_t n, bool attach)
 {
     bool som = off == 0;
     bool eom = w->cma || off + n >= (w->eager ? w->eager : w->len);
@@ -794,6 +795,12 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
     return 0;
 }
 
+int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
+                      uint32_t n, bool attach)
+{
+    return build_req(s, w, p, off, n, attach);
+}
+
 static uint32_t req_room(const struct ub__tl *s, const struct ub__wr *w)
 {
     uint32_t room = s->max_payload;
@@ -819,7 +826,7 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         struct ub__pkt *p = ub__pkt_alloc(&e->pool);
         if (!p)
             return false;
-        int rc = ub__ses_build_req(s, w, p, w->sent, n, true);
+        int rc = build_req(s, w, p, w->sent, n, true);
         if (rc) {
             ub__pkt_free(p);
             finish(s, w, UB_CR_REM_OP_ERR);
