@@ -138,6 +138,8 @@ static int jfs_destroy_impl(ub_jfs *j)
     ub__ses_jfs_flush(j, ub__ctx_now(ctx));
     ub__hmap_del(&ctx->objs, ub__obj_key(UB__OBJ_JFS, j->id));
     forget_owner(ctx, j, NULL);
+    if (ctx->ses.jfs_last == j)
+        ctx->ses.jfs_last = NULL;
     uncommit(j->jfc, j->attr.depth, j->used);
     ub__list_remove(&j->link);
     jfs_free(j);
@@ -282,11 +284,15 @@ static int post_recv_impl(ub_jfr *r, struct ub_rwr *wr, struct ub_rwr **bad_wr)
         rb->in_use = true;
         r->used++;
         ub__list_push_back(&r->posted, &rb->link);
-        if (!have_now && ub__ses_jfr_posted_needs_now(r)) {
-            now = ub__ctx_now(r->ctx);
-            have_now = true;
+        /* Only messages waiting for a buffer (deferred SENDs, unexpected tagged ones) make the
+         * new buffer matter to the transaction layer, and they need the time. */
+        if (ub__ses_jfr_posted_needs_now(r)) {
+            if (!have_now) {
+                now = ub__ctx_now(r->ctx);
+                have_now = true;
+            }
+            ub__ses_jfr_posted(r, now);
         }
-        ub__ses_jfr_posted(r, now);
     }
     return 0;
 }

@@ -12,14 +12,6 @@ uint64_t ub__obj_key(uint32_t kind, uint32_t id)
     return ((uint64_t)kind << 32) | id;
 }
 
-void ub__ses_tail_put(uint8_t *b, const struct ub__ses_tail *t)
-{
-    ub__st16(b, t->so_delta);
-    ub__st16(b + 2, t->ro_count);
-    ub__st32(b + 4, t->send_seq);
-    ub__st32(b + 8, t->aux);
-}
-
 int ub__ses_send_v1(struct ub__tl *s, struct ub__pds_tx *tx, uint16_t stream, uint32_t seq,
                     const struct ub__ses_tail *t, struct ub__pkt *p, uint64_t now)
 {
@@ -34,14 +26,6 @@ int ub__ses_send_v1(struct ub__tl *s, struct ub__pds_tx *tx, uint16_t stream, ui
     if (rc)
         ub__pkt_free(p);
     return rc;
-}
-
-void ub__ses_tail_get(const uint8_t *b, struct ub__ses_tail *t)
-{
-    t->so_delta = ub__ld16(b);
-    t->ro_count = ub__ld16(b + 2);
-    t->send_seq = ub__ld32(b + 4);
-    t->aux = ub__ld32(b + 8);
 }
 
 void ub__async_push(ub_context *ctx, int type, int err, uint64_t arg)

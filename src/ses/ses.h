@@ -435,6 +435,10 @@ struct ub__tl {
     uint32_t ackr_seq;
     const struct ub__addr *ackr_src;
     struct ub__ses_stats st;
+    /* Initiator: the JFS a PDS cookie named last (cleared when it is destroyed) and the stream
+     * a response named last (cleared when it leaves ostreams_by_id). */
+    ub_jfs *jfs_last;
+    struct ub__ostream *os_last;
 };
 
 struct ub_context {
@@ -483,7 +487,18 @@ int ub__jfc_take(ub_jfc *jfc, int max, struct ub_cr *out);
 int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now);
 /* Completes every not yet reported request of jfs as flushed. */
 void ub__ses_jfs_flush(ub_jfs *jfs, uint64_t now);
-void ub__ses_wr_release(ub_jfs *jfs, uint16_t idx);
+/* A reported request's berth is free again (its record was polled). Inline: the JFC poll
+ * calls it per record. */
+static inline void ub__ses_wr_release(ub_jfs *jfs, uint16_t idx)
+{
+    struct ub__wr *w = &jfs->wrs[idx];
+    if (w->state != WR_REPORTED)
+        return;
+    w->state = WR_FREE;
+    w->gen++;
+    jfs->free_stack[jfs->nfree++] = idx;
+    jfs->used--;
+}
 void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now);
 void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now);
@@ -566,8 +581,13 @@ void ub__ses_prsp_put(uint8_t *x0, const struct ub__prsp *r, uint32_t job_id, ui
 void ub__ses_pack_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
 /* Bytes a response with n data bytes takes in a packed response. */
 #define UB_SES_PRSP_REC(n) (UB_SES_PACK_LEN + UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + (n))
-/* Whether a delivered packet is a packed one (version-1 extension with the P bit). */
-bool ub__ses_is_pack(const struct ub__wire_dgram *d);
+/* Whether a delivered packet is a packed one (version-1 extension with the P bit). Inline:
+ * every delivered packet asks. */
+static inline bool ub__ses_is_pack(const struct ub__wire_dgram *d)
+{
+    return d->ext.version >= 1 && d->ext.tail_len >= UB_SES_TAIL_LEN &&
+           (d->ext.tail[8] & UB_SES_TAIL_P) != 0;
+}
 /* One parsed record: its extension, SES header and payload (pointing into the packet). */
 struct ub__ses_prec {
     struct ub__ext ext;
@@ -592,8 +612,8 @@ void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now);
 bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now);
 /* A receive buffer was posted: bind waiting messages (tagged unexpected ones first). */
 void ub__ses_jfr_posted(ub_jfr *jfr, uint64_t now);
-/* Whether ub__ses_jfr_posted would look at the time: only with messages waiting for a
- * buffer (deferred SENDs, unexpected tagged ones). Else the poster need not read the clock. */
+/* Whether ub__ses_jfr_posted has anything to do (and so looks at the time): only with messages
+ * waiting for a buffer (deferred SENDs, unexpected tagged ones). Else the poster skips it. */
 static inline bool ub__ses_jfr_posted_needs_now(const ub_jfr *jfr)
 {
     return jfr->attr.tag_matching ? !ub__list_empty(&jfr->unexpected) : jfr->ndeferred != 0;
@@ -630,11 +650,24 @@ struct ub__ses_tail {
     uint16_t so_delta, ro_count;
     uint32_t send_seq, aux; /* aux: UB_SES_TAIL_* flags << 24 | 24-bit JFR id */
 };
-void ub__ses_tail_put(uint8_t *b, const struct ub__ses_tail *t);
+/* Inline: every request and response packet carries one. */
+static inline void ub__ses_tail_put(uint8_t *b, const struct ub__ses_tail *t)
+{
+    ub__st16(b, t->so_delta);
+    ub__st16(b + 2, t->ro_count);
+    ub__st32(b + 4, t->send_seq);
+    ub__st32(b + 8, t->aux);
+}
 /* Hands p to PDS under a version-1 extension (stream, seq, tail t); frees p if PDS refuses
  * it. 0 or PDS's error. */
 int ub__ses_send_v1(struct ub__tl *s, struct ub__pds_tx *tx, uint16_t stream, uint32_t seq,
                     const struct ub__ses_tail *t, struct ub__pkt *p, uint64_t now);
-void ub__ses_tail_get(const uint8_t *b, struct ub__ses_tail *t);
+static inline void ub__ses_tail_get(const uint8_t *b, struct ub__ses_tail *t)
+{
+    t->so_delta = ub__ld16(b);
+    t->ro_count = ub__ld16(b + 2);
+    t->send_seq = ub__ld32(b + 4);
+    t->aux = ub__ld32(b + 8);
+}
 
 #endif

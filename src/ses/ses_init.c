@@ -31,7 +31,14 @@ struct ub__wr *ub__ses_wr_of_cookie(struct ub__tl *s, uint64_t cookie)
 
 ub_jfs *ub__ses_jfs_of_cookie(struct ub__tl *s, uint64_t cookie)
 {
-    return ub__hmap_get(&s->ctx->objs, ub__obj_key(UB__OBJ_JFS, (uint32_t)(cookie >> 40)));
+    uint32_t id = (uint32_t)(cookie >> 40);
+    ub_jfs *j = s->jfs_last; /* the one JFS of a ping-pong: no hash lookup per ACK */
+    if (j && j->id == id)
+        return j;
+    j = ub__hmap_get(&s->ctx->objs, ub__obj_key(UB__OBJ_JFS, id));
+    if (j)
+        s->jfs_last = j;
+    return j;
 }
 
 struct ub__wr *ub__ses_wr_in_jfs(ub_jfs *jfs, uint64_t cookie)
@@ -69,13 +76,23 @@ static void pend_del(struct ub__tl *s, struct ub__wr *w)
 
 static struct ub__wr *pend_get(struct ub__tl *s, uint16_t stream, uint32_t seq)
 {
-    struct ub__ostream *os = ub__hmap_get(&s->ostreams_by_id, stream);
+    struct ub__ostream *os = s->os_last; /* responses mostly name the stream of the last one */
+    if (!os || os->id != stream)
+        os = s->os_last = ub__hmap_get(&s->ostreams_by_id, stream);
     if (os && os->win) {
         struct ub__wr *w = os->win[seq & os->wmask];
         if (w && w->seq == seq)
             return w;
     }
     return ub__hmap_get(&s->pending, pend_key(stream, seq));
+}
+
+/* os leaves the stream ids' map (and so the last one looked up). */
+static void os_unmap(struct ub__tl *s, struct ub__ostream *os)
+{
+    ub__hmap_del(&s->ostreams_by_id, os->id);
+    if (s->os_last == os)
+        s->os_last = NULL;
 }
 
 /* os leaves the tables (its id may be reused): its window's requests move to s->pending. */
@@ -118,7 +135,7 @@ static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const stru
         return jfs->os_last = os;
     if (os) { /* broken (or a hash collision): retire it once nothing refers to it */
         ub__hmap_del(&jfs->ostreams, key);
-        ub__hmap_del(&s->ostreams_by_id, os->id);
+        os_unmap(s, os);
         if (!os->outstanding) {
             ostream_free(os);
         } else {
@@ -150,7 +167,7 @@ static struct ub__ostream *ostream_get(struct ub__tl *s, ub_jfs *jfs, const stru
         return NULL;
     }
     if (ub__hmap_put(&jfs->ostreams, key, os)) {
-        ub__hmap_del(&s->ostreams_by_id, os->id);
+        os_unmap(s, os);
         ostream_free(os);
         return NULL;
     }
@@ -195,7 +212,7 @@ static void ostreams_free(struct ub__tl *s, ub_jfs *jfs)
     while (jfs->ostreams.slots && ub__hmap_next(&jfs->ostreams, 0, &k, &v)) {
         struct ub__ostream *os = v;
         ub__hmap_del(&jfs->ostreams, k);
-        ub__hmap_del(&s->ostreams_by_id, os->id);
+        os_unmap(s, os);
         ostream_free(os);
     }
 }
@@ -289,17 +306,6 @@ static void finish(struct ub__tl *s, struct ub__wr *w, enum ub_cr_status st)
     }
 }
 
-void ub__ses_wr_release(ub_jfs *jfs, uint16_t idx)
-{
-    struct ub__wr *w = &jfs->wrs[idx];
-    if (w->state != WR_REPORTED)
-        return;
-    w->state = WR_FREE;
-    w->gen++;
-    jfs->free_stack[jfs->nfree++] = idx;
-    jfs->used--;
-}
-
 void ub__ses_jfs_flush(ub_jfs *jfs, uint64_t now)
 {
     (void)now;
@@ -316,6 +322,27 @@ void ub__ses_jfs_flush(ub_jfs *jfs, uint64_t now)
     ostreams_free(s, jfs);
     for (uint32_t i = 0; i < jfs->attr.depth; i++) /* stale bounds too: the slots go away */
         ub__timer_cancel(&s->eng->timers, &jfs->wrs[i].rsp_timer);
+}
+
+/* Copies n bytes; up to 16 (the small inline messages of a ping-pong or a message-rate run)
+ * with two overlapping fixed-size moves instead of a library call. */
+static inline void copy_small(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, src + n - 4, 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+    } else if (n) {
+        memcpy(dst, src, n);
+    }
 }
 
 /* ---- posting -------------------------------------------------------------------------- */
@@ -439,7 +466,7 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
         return 0;
     }
     if (inl && wr->num_sge == 1) { /* the usual inline send: one buffer */
-        memcpy(w->inl, wr->sge[0].addr, wr->sge[0].len);
+        copy_small(w->inl, wr->sge[0].addr, wr->sge[0].len);
         w->num_sge = 0;
     } else if (inl) {
         uint64_t off = 0;
@@ -544,7 +571,9 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
     os->next_seq++;
     os->outstanding++;
     w->os = os;
-    w->cma = ub__ses_cma_choose(s, w); /* large RMA to a shm peer: one copy, by the target */
+    /* Large RMA to a shm peer: one copy, by the target. */
+    w->cma = (op == UB_OP_WRITE || op == UB_OP_WRITE_IMM || op == UB_OP_READ) &&
+             ub__ses_cma_choose(s, w);
     if (w->cma)
         s->st.cma_reqs++;
     if (pend_put(s, os, w)) {
@@ -564,7 +593,7 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
 void ub__ses_gather(const struct ub__wr *w, uint64_t off, uint8_t *dst, uint32_t n)
 {
     if (w->is_inline) {
-        memcpy(dst, w->inl + off, n);
+        copy_small(dst, w->inl + off, n);
         return;
     }
     for (uint32_t i = 0; i < w->num_sge && n; i++) {
@@ -637,65 +666,89 @@ static uint64_t get_be64(const uint8_t *b)
     return v;
 }
 
-/* One request packet: bytes [off, off+n) of w. */
-int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
-                      uint32_t n, bool attach)
+/*
+ * w's standard request header for bytes [off, off + n) at b: the bytes ub__ses_std_encode
+ * writes for the header ub__ses_build_req describes, without the generic checks (every field
+ * is in range by construction: SES opcodes of ub__ses_post, 12-bit masks, the job id checked
+ * when the engine starts, off + n within the request; test_ses_init re-encodes them).
+ */
+static void std_put(const struct ub__tl *s, const struct ub__wr *w, uint8_t *b, uint64_t off,
+                    uint32_t n, uint8_t flags)
 {
-    /* Without SES extension (the common case) only the standard header is filled. */
-    uint8_t ext = ub__ses_ext_for(UB_PDS_NH_REQ_STD, w->ses_op);
-    bool plain = ext == UB_SES_EXT_NONE && !w->cma;
-    struct ub__ses h;
-    struct ub__ses_std qs;
-    struct ub__ses_std *q = plain ? &qs : &h.u.std;
-    if (plain) {
-        memset(&qs, 0, sizeof(qs));
+    b[0] = w->ses_op;
+    b[1] = flags; /* version 0 */
+    ub__st16(b + 2, (uint16_t)w->seq);
+    b[4] = 0; /* ri_generation */
+    ub__st24(b + 5, s->eng->cfg.job_id);
+    ub__st16(b + 8, (uint16_t)((w->rkey >> 12) & 0xfff));
+    ub__st16(b + 10, (uint16_t)(w->rkey & 0xfff));
+    /* DEFER_SEND: the restart token a DEFER_RTR names us by. */
+    ub__st64(b + 12, w->deferrable ? pend_key(w->os->id, w->seq) : w->raddr);
+    ub__st32(b + 20, w->jfs->id);
+    ub__st64(b + 24, w->tag || w->opcode == UB_OP_TSEND ? w->tag : w->token);
+    if (flags & UB_SES_F_SOM) {
+        ub__st64(b + 32, (flags & UB_SES_F_HD) ? w->imm : 0);
     } else {
-        memset(&h, 0, sizeof(h));
-        h.kind = UB_PDS_NH_REQ_STD;
+        ub__st32(b + 32, n); /* rsvd(18) | payload_len(14) */
+        ub__st32(b + 36, (uint32_t)off);
     }
+    ub__st32(b + 40, (uint32_t)w->len);
+}
+
+/* One request packet: bytes [off, off+n) of w. Inline into the request pump (every request
+ * packet); ub__ses_build_req is the same for packing. */
+static inline int build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
+                            uint32_t n, bool attach)
+{
     bool som = off == 0;
-    uint64_t wire_len = w->ses_op == UB_SES_OP_READ ? w->len : w->len;
-    bool eom = w->cma || off + n >= (w->eager ? w->eager : wire_len);
-    q->opcode = w->ses_op;
-    q->flags = (uint8_t)((som ? UB_SES_F_SOM : 0) | (eom ? UB_SES_F_EOM : 0));
-    q->msg_id = (uint16_t)w->seq;
-    q->job_id = s->eng->cfg.job_id;
-    q->pid_on_fep = (uint16_t)((w->rkey >> 12) & 0xfff);
-    q->resource_index = (uint16_t)(w->rkey & 0xfff);
-    q->buffer_offset = w->raddr;
-    if (w->deferrable) /* the restart token a DEFER_RTR names us by */
-        q->buffer_offset = pend_key(w->os->id, w->seq);
-    q->initiator = w->jfs->id;
-    q->mem_key = w->tag ? w->tag : w->token;
-    if (w->opcode == UB_OP_TSEND)
-        q->mem_key = w->tag;
-    q->request_length = (uint32_t)wire_len;
-    if (som) {
-        if (w->opcode == UB_OP_WRITE_IMM || w->opcode == UB_OP_SEND_IMM) {
-            q->flags |= UB_SES_F_HD;
-            q->header_data = w->imm;
-        }
-    } else {
-        q->payload_len = (uint16_t)n;
-        q->message_offset = (uint32_t)off;
-    }
-    if (plain) { /* the header, then the bytes */
-        uint8_t *at = ub__pkt_put(p, UB_SES_STD_SIZE);
+    bool eom = w->cma || off + n >= (w->eager ? w->eager : w->len);
+    uint8_t flags = (uint8_t)((som ? UB_SES_F_SOM : 0) | (eom ? UB_SES_F_EOM : 0));
+    if (som && (w->opcode == UB_OP_WRITE_IMM || w->opcode == UB_OP_SEND_IMM))
+        flags |= UB_SES_F_HD;
+    /* Without SES extension (the common case): the standard header, then the bytes. */
+    uint8_t ext = w->ses_op == UB_SES_OP_FETCHING_ATOMIC || w->eager
+                      ? ub__ses_ext_for(UB_PDS_NH_REQ_STD, w->ses_op)
+                      : UB_SES_EXT_NONE;
+    if (ext == UB_SES_EXT_NONE && !w->cma) {
+        bool data = n && w->ses_op != UB_SES_OP_READ;
+        bool copy = data && !zc_worth(s, w, n, attach); /* small: header and bytes at once */
+        uint8_t *at = ub__pkt_put(p, UB_SES_STD_SIZE + (copy ? n : 0));
         if (!at)
             return UB_ENOBUFS;
-        struct ub__wcur wc;
-        ub__wcur_init(&wc, at, UB_SES_STD_SIZE);
-        int rc = ub__ses_std_encode(q, &wc);
-        if (rc)
-            return rc;
-        if (n && w->ses_op != UB_SES_OP_READ &&
-            !(zc_worth(s, w, n, attach) && attach_payload(w, p, off, n))) {
+        std_put(s, w, at, off, n, flags);
+        if (copy) {
+            if (w->is_inline)
+                copy_small(at + UB_SES_STD_SIZE, w->inl + off, n);
+            else
+                ub__ses_gather(w, off, at + UB_SES_STD_SIZE, n);
+        } else if (data && !attach_payload(w, p, off, n)) {
             uint8_t *d = ub__pkt_put(p, n);
             if (!d)
                 return UB_ENOBUFS;
             ub__ses_gather(w, off, d, n);
         }
         return 0;
+    }
+    struct ub__ses h;
+    memset(&h, 0, sizeof(h));
+    h.kind = UB_PDS_NH_REQ_STD;
+    struct ub__ses_std *q = &h.u.std;
+    q->opcode = w->ses_op;
+    q->flags = flags;
+    q->msg_id = (uint16_t)w->seq;
+    q->job_id = s->eng->cfg.job_id;
+    q->pid_on_fep = (uint16_t)((w->rkey >> 12) & 0xfff);
+    q->resource_index = (uint16_t)(w->rkey & 0xfff);
+    q->buffer_offset = w->deferrable ? pend_key(w->os->id, w->seq) : w->raddr;
+    q->initiator = w->jfs->id;
+    q->mem_key = w->tag || w->opcode == UB_OP_TSEND ? w->tag : w->token;
+    q->request_length = (uint32_t)w->len;
+    if (som) {
+        if (flags & UB_SES_F_HD)
+            q->header_data = w->imm;
+    } else {
+        q->payload_len = (uint16_t)n;
+        q->message_offset = (uint32_t)off;
     }
     h.ext = ext;
     if (h.ext == UB_SES_EXT_ATOMIC) {
@@ -742,6 +795,12 @@ int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uin
     return 0;
 }
 
+int ub__ses_build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
+                      uint32_t n, bool attach)
+{
+    return build_req(s, w, p, off, n, attach);
+}
+
 static uint32_t req_room(const struct ub__tl *s, const struct ub__wr *w)
 {
     uint32_t room = s->max_payload;
@@ -767,7 +826,7 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         struct ub__pkt *p = ub__pkt_alloc(&e->pool);
         if (!p)
             return false;
-        int rc = ub__ses_build_req(s, w, p, w->sent, n, true);
+        int rc = build_req(s, w, p, w->sent, n, true);
         if (rc) {
             ub__pkt_free(p);
             finish(s, w, UB_CR_REM_OP_ERR);
@@ -805,7 +864,10 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         }
         s->st.tx_req_pkts++;
         w->in_pds++;
-        ub__ses_wr_sent(s, w, n, now);
+        w->first_sent = true; /* ub__ses_wr_sent, with `last` known */
+        w->sent += n;
+        if (last)
+            ub__ses_wr_arm_rsp(s, w, now);
     }
     if (w->on_txq) {
         ub__list_remove(&w->txq);
@@ -956,7 +1018,7 @@ void ub__ses_wr_arm_rsp(struct ub__tl *s, struct ub__wr *w, uint64_t now)
 {
     if (w->state != WR_ACTIVE || w->deferred || w->parked)
         return;
-    rsp_bound(s, w, now + ub__ses_cma_bound(s, w));
+    rsp_bound(s, w, now + (w->cma ? ub__ses_cma_bound(s, w) : s->rsp_timeout_ns));
 }
 
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now)

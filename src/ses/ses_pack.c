@@ -60,12 +60,6 @@ static int ext_in_place(const uint8_t *e, uint8_t version, uint8_t next_hdr, str
 
 /* ---- records ----------------------------------------------------------------------------- */
 
-bool ub__ses_is_pack(const struct ub__wire_dgram *d)
-{
-    return d->ext.version >= 1 && d->ext.tail_len >= UB_SES_TAIL_LEN &&
-           (d->ext.tail[8] & UB_SES_TAIL_P) != 0;
-}
-
 int ub__ses_pack_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec)
 {
     if (n < UB_SES_PACK_LEN)
