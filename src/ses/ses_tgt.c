@@ -887,7 +887,11 @@ static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uin
     }
     case UB_SES_OP_SEND:
     case UB_SES_OP_TAGGED_SEND:
-        if (m->rb && off + n <= m->rb->cap)
+        if (!m->rb || off + n > m->rb->cap)
+            return;
+        if (m->rb->num_sge && off + n <= m->rb->sge[0].len) /* in the first element: one copy */
+            memcpy((uint8_t *)m->rb->sge[0].addr + off, p, n);
+        else
             ub__tgt_rbuf_place(m->rb, off, p, n);
         return;
     default:
@@ -955,7 +959,7 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
     struct ub__rxmsg *m = ts->msgs.count ? ub__hmap_get(&ts->msgs, seq) : NULL;
     ub_seg *seg = NULL;
     bool som = (q->flags & UB_SES_F_SOM) != 0;
-    bool late = false;
+    bool late = false, created = !m;
     if (!m) {
         /* A whole message in one packet usually executes and is freed before this call
          * returns: it enters the map (which finds its re-delivered packets) only if it
@@ -994,7 +998,13 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
     }
     /* A packet seen before (re-delivered through a re-established PDC) counts once. */
     uint64_t fresh = 0;
-    if (ub__ivl_add(&m->ivl, off, off + n, &fresh)) {
+    if (created && n && !m->ivl.n && !m->ivl.cap) {
+        /* A new message's first bytes (ub__ivl_add's first case, without the call). */
+        m->ivl.inl[0] = off;
+        m->ivl.inl[1] = off + n;
+        m->ivl.n = 1;
+        m->ivl.total = fresh = n;
+    } else if (ub__ivl_add(&m->ivl, off, off + n, &fresh)) {
         s->st.rx_bad_pkts++;
         if (late)
             msg_outlives(s, ts, m);
