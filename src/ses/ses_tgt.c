@@ -111,8 +111,12 @@ static void mark_executed(struct ub__tstream *ts, uint32_t seq)
 {
     if (ub__seq_lt(seq, ts->floor) || ub__seq_diff(seq, ts->floor) >= UB_SES_WINDOW)
         return;
-    uint32_t i = seq & (UB_SES_WINDOW - 1);
-    ts->bits[i / 64] |= 1ull << (i % 64);
+    if (seq == ts->floor) /* in order: the floor moves past it, its bit is never set */
+        ts->floor++;
+    else {
+        uint32_t i = seq & (UB_SES_WINDOW - 1);
+        ts->bits[i / 64] |= 1ull << (i % 64);
+    }
     while (bit_get(ts, ts->floor)) {
         uint32_t j = ts->floor & (UB_SES_WINDOW - 1);
         ts->bits[j / 64] &= ~(1ull << (j % 64));
@@ -258,8 +262,10 @@ void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m)
         ub__list_push_front(&m->jfr->posted, &m->rb->link);
     }
     ub__ivl_reset(&m->ivl);
-    free(m->cma_seg);
-    free(m->stage);
+    if (m->cma_seg) /* rarely there: no call for nothing */
+        free(m->cma_seg);
+    if (m->stage)
+        free(m->stage);
     msg_release(s, m);
 }
 
@@ -697,6 +703,13 @@ static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxm
             m->rb = NULL;
         }
         ub__tgt_msg_free(s, m);
+        return;
+    }
+    if (ub__list_empty(&ts->waiting) && ready(m) && order_ok(ts, m)) {
+        /* Nothing waits before it and its turn has come (a message in order): what the
+         * order engine would do with it alone, without the queue. */
+        if (exec_msg(s, ts, m, now))
+            ub__tgt_msg_free(s, m);
         return;
     }
     ub__list_push_back(&ts->waiting, &m->link);
