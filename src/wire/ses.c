@@ -325,11 +325,9 @@ int ub__ses_rsp_data_encode(const struct ub__ses_rsp_data *h, struct ub__wcur *w
     return 0;
 }
 
-int ub__ses_rsp_data_decode(struct ub__ses_rsp_data *h, struct ub__rcur *r)
+/* The response with data at p (UB_SES_RSP_DATA_SIZE bytes) into h, every field written. */
+static int rsp_data_decode_at(struct ub__ses_rsp_data *h, const uint8_t *p)
 {
-    const uint8_t *p = ub__rcur_take(r, UB_SES_RSP_DATA_SIZE);
-    if (!p)
-        return UB_ETRUNC;
     uint8_t b0 = p[0];
     uint8_t b1 = p[1];
     h->msg_id = ub__ld16(p + 2);
@@ -344,6 +342,14 @@ int ub__ses_rsp_data_decode(struct ub__ses_rsp_data *h, struct ub__rcur *r)
         h->payload_len > UB_SES_LEN14_MAX)
         return UB_EBADMSG;
     return 0;
+}
+
+int ub__ses_rsp_data_decode(struct ub__ses_rsp_data *h, struct ub__rcur *r)
+{
+    const uint8_t *p = ub__rcur_take(r, UB_SES_RSP_DATA_SIZE);
+    if (!p)
+        return UB_ETRUNC;
+    return rsp_data_decode_at(h, p);
 }
 
 int ub__ses_rsp_data_small_encode(const struct ub__ses_rsp_data_small *h, struct ub__wcur *w)
@@ -600,6 +606,10 @@ int ub__ses_decode(struct ub__ses *s, uint8_t kind, struct ub__rcur *r)
                                            : ub__ses_rndv_decode(&s->rndv, r);
     }
     memset(&s->u, 0, sizeof(s->u));
+    if (kind == UB_PDS_NH_RSP_DATA) { /* a response on an ACK: no extension follows */
+        const uint8_t *p = ub__rcur_take(r, UB_SES_RSP_DATA_SIZE);
+        return p ? rsp_data_decode_at(&s->u.rsp_data, p) : UB_ETRUNC;
+    }
     switch (kind) {
     case UB_PDS_NH_REQ_SMALL:
         rc = ub__ses_small_decode(&s->u.small, r);
