@@ -60,46 +60,60 @@ static int check_payload(const struct ub__ses *s, size_t payload)
     }
 }
 
+/* A parse that failed before its SES header was through: nothing from there on was found. */
+static int fail_before_ses(struct ub__wire_dgram *d, int rc)
+{
+    d->ses_kind = UB_PDS_NH_NONE;
+    d->ses_off = d->ses_len = 0;
+    d->payload_off = d->payload_len = 0;
+    return rc;
+}
+
 /*
  * The chain after the TSS header (if any): PDS, extension, SES, payload, in r up to end.
- * Every field from pds_off on is written, on failure too (what was not reached reads 0).
+ * Every field from pds_off on is written once, on failure too (what was not reached
+ * reads 0).
  */
 static int parse_chain(struct ub__wire_dgram *d, const uint8_t *buf, struct ub__rcur *r, size_t end)
 {
     int rc;
     size_t off = ub__rcur_offset(r);
     d->pds_off = off;
-    rc = ub__pds_decode(&d->pds, r);
-    size_t pds_end = rc ? off : ub__rcur_offset(r);
+    if (UB_UNLIKELY((rc = ub__pds_decode(&d->pds, r)) != 0)) {
+        d->pds_len = 0;
+        d->has_ext = false;
+        d->ext_off = d->ext_len = 0;
+        return fail_before_ses(d, rc);
+    }
+    size_t pds_end = ub__rcur_offset(r);
     d->pds_len = pds_end - off;
-    uint8_t nh = rc ? UB_PDS_NH_NONE : ub__pds_next_hdr_at(buf + off, d->pds.type);
+    uint8_t nh = ub__pds_next_hdr_at(buf + off, d->pds.type);
     d->has_ext = nh == UB_PDS_NH_SOFTUB_EXT;
-    d->ext_off = 0;
-    d->ext_len = 0;
-    d->ses_kind = UB_PDS_NH_NONE;
-    d->ses_off = d->ses_len = 0;
-    d->payload_off = d->payload_len = 0;
-    if (UB_UNLIKELY(rc))
-        return rc;
     if (d->has_ext) {
         d->ext_off = pds_end;
-        if ((rc = ub__ext_decode(&d->ext, r)) != 0)
-            return rc;
+        if ((rc = ub__ext_decode(&d->ext, r)) != 0) {
+            d->ext_len = 0;
+            return fail_before_ses(d, rc);
+        }
         d->ext_len = ub__rcur_offset(r) - pds_end;
         nh = d->ext.next_hdr;
     } else {
+        d->ext_off = d->ext_len = 0;
         memset(&d->ext, 0, sizeof(d->ext));
     }
     bool ctrl = d->pds.type == UB_PDS_TYPE_CTRL;
     if (!ctrl && !nh_allowed(d->pds.type, nh))
-        return UB_EBADMSG;
+        return fail_before_ses(d, UB_EBADMSG);
 
     d->ses_kind = nh;
     size_t ses_off = ub__rcur_offset(r);
     d->ses_off = ses_off;
     if (nh != UB_PDS_NH_NONE) {
-        if ((rc = ub__ses_decode(&d->ses, nh, r)) != 0)
+        if ((rc = ub__ses_decode(&d->ses, nh, r)) != 0) {
+            d->ses_len = 0;
+            d->payload_off = d->payload_len = 0;
             return rc;
+        }
     } else {
         memset(&d->ses, 0, sizeof(d->ses));
     }
