@@ -178,17 +178,27 @@ static bool bundle_member(const struct ub__pkt *p)
     return p->len > 0 && p->len <= UB_ENGINE_BUNDLE_MEMBER && !p->wire_len;
 }
 
+/* ub__addr_eq without the call: addresses are 24 bytes without holes, compared as words. */
+static inline bool addr_same(const struct ub__addr *a, const struct ub__addr *b)
+{
+    _Static_assert(sizeof(struct ub__addr) == 24, "three words");
+    uint64_t x[3], y[3];
+    memcpy(x, a, sizeof(x));
+    memcpy(y, b, sizeof(y));
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2])) == 0;
+}
+
 /*
  * Whether q may share a datagram with a bundle for p's destination and path whose ECN
  * codepoint is *ecn so far. 0 (the device's default: ACKs, control) goes with anything;
  * the bundle takes the codepoint its data packets ask for.
  */
-static bool same_hop(const struct ub__engine *e, const struct ub__pkt *p, const struct ub__pkt *q,
-                     uint8_t *ecn)
+static inline bool same_hop(const struct ub__engine *e, const struct ub__pkt *p,
+                            const struct ub__pkt *q, uint8_t *ecn)
 {
     /* Entropy values select a device path modulo the paths there are. */
     if (q->path % e->cfg.num_paths != p->path % e->cfg.num_paths ||
-        (q->ecn && *ecn && q->ecn != *ecn) || !ub__addr_eq(&q->addr, &p->addr))
+        (q->ecn && *ecn && q->ecn != *ecn) || !addr_same(&q->addr, &p->addr))
         return false;
     if (q->ecn)
         *ecn = q->ecn;
@@ -198,6 +208,55 @@ static bool same_hop(const struct ub__engine *e, const struct ub__pkt *p, const 
 #define BUNDLE_SCAN 64 /* packets of one batch looked at together */
 
 /*
+ * Makes the bundle of p and the packets of pk[] named by the bits of mine (in their order;
+ * bytes and cnt count p with them) and frees those it copied. Returns the bundle, or NULL
+ * (nothing touched) without a free buffer.
+ */
+static struct ub__pkt *bundle_make(struct ub__engine *e, struct ub__pkt *p, struct ub__pkt **pk,
+                                   uint64_t mine, size_t bytes, size_t cnt, uint8_t ecn)
+{
+    /* Bundled only when a buffer is free (as the decision always was); the first
+     * packet's own buffer serves when nobody else holds it (an ACK, not a packet PDS
+     * keeps for retransmission) and has room: no copy of it. */
+    uint32_t total = (uint32_t)ub__bundle_size(bytes, cnt), plen = p->len;
+    struct ub__pkt *b = NULL;
+    uint8_t *w = NULL;
+    if (!e->pool.avail)
+        return NULL;
+    if (p->refcnt == 1 && ub__pkt_headroom(p) >= UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR &&
+        ub__pkt_tailroom(p) >= total - plen - (UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR)) {
+        b = p;
+        w = ub__pkt_push(b, UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR);
+        w += ub__bundle_put_hdr(w);
+        w[0] = (uint8_t)(plen >> 8);
+        w[1] = (uint8_t)plen;
+        w = ub__pkt_put(b, total - plen - (UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR));
+        b->next = NULL; /* as a fresh buffer's */
+        b->tag = 0;
+        b->flags = 0;
+    } else if ((b = ub__pkt_alloc(&e->pool)) != NULL) {
+        w = ub__pkt_put(b, total);
+        w += ub__bundle_put_hdr(w);
+        w += ub__bundle_put_rec(w, p->data, p->len);
+        b->addr = p->addr;
+        b->path = p->path;
+    } else {
+        return NULL;
+    }
+    for (; mine; mine &= mine - 1) {
+        struct ub__pkt *q = pk[__builtin_ctzll(mine)];
+        w += ub__bundle_put_rec(w, q->data, q->len);
+        ub__pkt_free(q);
+    }
+    b->ecn = ecn;
+    if (b != p)
+        ub__pkt_free(p);
+    e->stats.tx_bundles++;
+    e->stats.tx_bundled += cnt;
+    return b;
+}
+
+/*
  * Rewrites pkts[0, n) with the small packets of each (destination, path, ECN) bundled
  * into one datagram at the place of the first of them (up to the MTU, in their order);
  * the others keep their places. Returns the new count. Without a free buffer, nothing
@@ -205,6 +264,17 @@ static bool same_hop(const struct ub__engine *e, const struct ub__pkt *p, const 
  */
 static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32_t n)
 {
+    if (n == 2) { /* the request-response case (an ACK and a packet): the same rule, short */
+        struct ub__pkt *p = pkts[0], *q = pkts[1], *b;
+        uint8_t ecn = p->ecn;
+        if (bundle_member(p) && bundle_member(q) &&
+            ub__bundle_size((size_t)p->len + q->len, 2) <= e->cfg.mtu && same_hop(e, p, q, &ecn) &&
+            (b = bundle_make(e, p, pkts, 2, (size_t)p->len + q->len, 2, ecn)) != NULL) {
+            pkts[0] = b;
+            return 1;
+        }
+        return 2;
+    }
     uint32_t out = 0;
     for (uint32_t base = 0; base < n; base += BUNDLE_SCAN) {
         uint32_t end = n - base < BUNDLE_SCAN ? n : base + BUNDLE_SCAN;
@@ -229,46 +299,12 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
                         cnt++;
                     }
                 }
-            /* Bundled only when a buffer is free (as the decision always was); the first
-             * packet's own buffer serves when nobody else holds it (an ACK, not a packet PDS
-             * keeps for retransmission) and has room: no copy of it. */
-            uint32_t total = (uint32_t)ub__bundle_size(bytes, cnt), plen = p->len;
-            struct ub__pkt *b = NULL;
-            uint8_t *w = NULL;
-            if (mine && e->pool.avail && p->refcnt == 1 &&
-                ub__pkt_headroom(p) >= UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR &&
-                ub__pkt_tailroom(p) >= total - plen - (UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR)) {
-                b = p;
-                w = ub__pkt_push(b, UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR);
-                w += ub__bundle_put_hdr(w);
-                w[0] = (uint8_t)(plen >> 8);
-                w[1] = (uint8_t)plen;
-                w = ub__pkt_put(b, total - plen - (UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR));
-                b->next = NULL; /* as a fresh buffer's */
-                b->tag = 0;
-                b->flags = 0;
-            } else if (mine && (b = ub__pkt_alloc(&e->pool)) != NULL) {
-                w = ub__pkt_put(b, total);
-                w += ub__bundle_put_hdr(w);
-                w += ub__bundle_put_rec(w, p->data, p->len);
-                b->addr = p->addr;
-                b->path = p->path;
-            }
+            struct ub__pkt *b = mine ? bundle_make(e, p, pkts + base, mine, bytes, cnt, ecn) : NULL;
             if (!b) {
                 pkts[out++] = p;
                 continue;
             }
-            for (uint32_t j = i + 1; j < end; j++)
-                if (mine >> (j - base) & 1) {
-                    w += ub__bundle_put_rec(w, pkts[j]->data, pkts[j]->len);
-                    ub__pkt_free(pkts[j]);
-                }
             taken |= mine;
-            b->ecn = ecn;
-            if (b != p)
-                ub__pkt_free(p);
-            e->stats.tx_bundles++;
-            e->stats.tx_bundled += cnt;
             pkts[out++] = b;
         }
     }

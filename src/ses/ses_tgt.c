@@ -111,8 +111,12 @@ static void mark_executed(struct ub__tstream *ts, uint32_t seq)
 {
     if (ub__seq_lt(seq, ts->floor) || ub__seq_diff(seq, ts->floor) >= UB_SES_WINDOW)
         return;
-    uint32_t i = seq & (UB_SES_WINDOW - 1);
-    ts->bits[i / 64] |= 1ull << (i % 64);
+    if (seq == ts->floor) /* in order: the floor moves past it, its bit is never set */
+        ts->floor++;
+    else {
+        uint32_t i = seq & (UB_SES_WINDOW - 1);
+        ts->bits[i / 64] |= 1ull << (i % 64);
+    }
     while (bit_get(ts, ts->floor)) {
         uint32_t j = ts->floor & (UB_SES_WINDOW - 1);
         ts->bits[j / 64] &= ~(1ull << (j % 64));
@@ -258,8 +262,10 @@ void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m)
         ub__list_push_front(&m->jfr->posted, &m->rb->link);
     }
     ub__ivl_reset(&m->ivl);
-    free(m->cma_seg);
-    free(m->stage);
+    if (m->cma_seg) /* rarely there: no call for nothing */
+        free(m->cma_seg);
+    if (m->stage)
+        free(m->stage);
     msg_release(s, m);
 }
 
@@ -699,6 +705,13 @@ static void on_complete(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxm
         ub__tgt_msg_free(s, m);
         return;
     }
+    if (ub__list_empty(&ts->waiting) && ready(m) && order_ok(ts, m)) {
+        /* Nothing waits before it and its turn has come (a message in order): what the
+         * order engine would do with it alone, without the queue. */
+        if (exec_msg(s, ts, m, now))
+            ub__tgt_msg_free(s, m);
+        return;
+    }
     ub__list_push_back(&ts->waiting, &m->link);
     m->on_wait = true;
     ub__tgt_try_exec(s, ts, now);
@@ -887,7 +900,11 @@ static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uin
     }
     case UB_SES_OP_SEND:
     case UB_SES_OP_TAGGED_SEND:
-        if (m->rb && off + n <= m->rb->cap)
+        if (!m->rb || off + n > m->rb->cap)
+            return;
+        if (m->rb->num_sge && off + n <= m->rb->sge[0].len) /* in the first element: one copy */
+            memcpy((uint8_t *)m->rb->sge[0].addr + off, p, n);
+        else
             ub__tgt_rbuf_place(m->rb, off, p, n);
         return;
     default:
@@ -955,7 +972,7 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
     struct ub__rxmsg *m = ts->msgs.count ? ub__hmap_get(&ts->msgs, seq) : NULL;
     ub_seg *seg = NULL;
     bool som = (q->flags & UB_SES_F_SOM) != 0;
-    bool late = false;
+    bool late = false, created = !m;
     if (!m) {
         /* A whole message in one packet usually executes and is freed before this call
          * returns: it enters the map (which finds its re-delivered packets) only if it
@@ -994,7 +1011,13 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
     }
     /* A packet seen before (re-delivered through a re-established PDC) counts once. */
     uint64_t fresh = 0;
-    if (ub__ivl_add(&m->ivl, off, off + n, &fresh)) {
+    if (created && n && !m->ivl.n && !m->ivl.cap) {
+        /* A new message's first bytes (ub__ivl_add's first case, without the call). */
+        m->ivl.inl[0] = off;
+        m->ivl.inl[1] = off + n;
+        m->ivl.n = 1;
+        m->ivl.total = fresh = n;
+    } else if (ub__ivl_add(&m->ivl, off, off + n, &fresh)) {
         s->st.rx_bad_pkts++;
         if (late)
             msg_outlives(s, ts, m);

@@ -3,31 +3,37 @@
 
 #include <string.h>
 
+#include "core/compiler.h"
+
+/* For each PDS type, the next-header values (bit k for value k) allowed after it. */
+#define NH(k)       (1u << (k))
+#define NH_REQ      (NH(UB_PDS_NH_REQ_SMALL) | NH(UB_PDS_NH_REQ_MEDIUM) | NH(UB_PDS_NH_REQ_STD))
+#define NH_DATA_RSP (NH(UB_PDS_NH_RSP_DATA) | NH(UB_PDS_NH_RSP_DATA_SMALL))
+static const uint16_t nh_ok[32] = {
+    /* read responses travel as PDS requests */
+    [UB_PDS_TYPE_RUD_REQ] = NH_REQ | NH_DATA_RSP,
+    [UB_PDS_TYPE_ROD_REQ] = NH_REQ | NH_DATA_RSP,
+    [UB_PDS_TYPE_RUD_CC_REQ] = NH_REQ | NH_DATA_RSP,
+    [UB_PDS_TYPE_ROD_CC_REQ] = NH_REQ | NH_DATA_RSP,
+    [UB_PDS_TYPE_RUDI_REQ] = NH_REQ,
+    [UB_PDS_TYPE_UUD_REQ] = NH_REQ,
+    [UB_PDS_TYPE_RUDI_RESP] = NH(UB_PDS_NH_RSP) | NH_DATA_RSP,
+    [UB_PDS_TYPE_ACK] = NH(UB_PDS_NH_NONE) | NH(UB_PDS_NH_RSP) | NH_DATA_RSP,
+    [UB_PDS_TYPE_ACK_CC] = NH(UB_PDS_NH_NONE) | NH(UB_PDS_NH_RSP) | NH_DATA_RSP,
+    [UB_PDS_TYPE_ACK_CCX] = NH(UB_PDS_NH_NONE) | NH(UB_PDS_NH_RSP) | NH_DATA_RSP,
+    [UB_PDS_TYPE_NACK] = NH(UB_PDS_NH_NONE),
+    [UB_PDS_TYPE_NACK_CCX] = NH(UB_PDS_NH_NONE),
+    /* CTRL carries no next header */
+};
+
+static inline bool nh_allowed(uint8_t pds_type, uint8_t k)
+{
+    return pds_type < UB_ARRAY_SIZE(nh_ok) && k < 16 && ((nh_ok[pds_type] >> k) & 1u);
+}
+
 bool ub__wire_nh_allowed(uint8_t pds_type, uint8_t k)
 {
-    bool req = k == UB_PDS_NH_REQ_SMALL || k == UB_PDS_NH_REQ_MEDIUM || k == UB_PDS_NH_REQ_STD;
-    bool data_rsp = k == UB_PDS_NH_RSP_DATA || k == UB_PDS_NH_RSP_DATA_SMALL;
-    switch (pds_type) {
-    case UB_PDS_TYPE_RUD_REQ:
-    case UB_PDS_TYPE_ROD_REQ:
-    case UB_PDS_TYPE_RUD_CC_REQ:
-    case UB_PDS_TYPE_ROD_CC_REQ:
-        return req || data_rsp; /* read responses travel as PDS requests */
-    case UB_PDS_TYPE_RUDI_REQ:
-    case UB_PDS_TYPE_UUD_REQ:
-        return req;
-    case UB_PDS_TYPE_RUDI_RESP:
-        return k == UB_PDS_NH_RSP || data_rsp;
-    case UB_PDS_TYPE_ACK:
-    case UB_PDS_TYPE_ACK_CC:
-    case UB_PDS_TYPE_ACK_CCX:
-        return k == UB_PDS_NH_NONE || k == UB_PDS_NH_RSP || data_rsp;
-    case UB_PDS_TYPE_NACK:
-    case UB_PDS_TYPE_NACK_CCX:
-        return k == UB_PDS_NH_NONE;
-    default:
-        return false; /* CTRL carries no next header */
-    }
+    return nh_allowed(pds_type, k);
 }
 
 /* Checks that the SES length fields agree with the payload present. */
@@ -54,86 +60,118 @@ static int check_payload(const struct ub__ses *s, size_t payload)
     }
 }
 
+/* A parse that failed before its SES header was through: nothing from there on was found. */
+static int fail_before_ses(struct ub__wire_dgram *d, int rc)
+{
+    d->ses_kind = UB_PDS_NH_NONE;
+    d->ses_off = d->ses_len = 0;
+    d->payload_off = d->payload_len = 0;
+    return rc;
+}
+
+/*
+ * The chain after the TSS header (if any): PDS, extension, SES, payload, in r up to end.
+ * Every field from pds_off on is written once, on failure too (what was not reached
+ * reads 0).
+ */
+static int parse_chain(struct ub__wire_dgram *d, const uint8_t *buf, struct ub__rcur *r, size_t end)
+{
+    int rc;
+    size_t off = ub__rcur_offset(r);
+    d->pds_off = off;
+    if (UB_UNLIKELY((rc = ub__pds_decode(&d->pds, r)) != 0)) {
+        d->pds_len = 0;
+        d->has_ext = false;
+        d->ext_off = d->ext_len = 0;
+        return fail_before_ses(d, rc);
+    }
+    size_t pds_end = ub__rcur_offset(r);
+    d->pds_len = pds_end - off;
+    uint8_t nh = ub__pds_next_hdr_at(buf + off, d->pds.type);
+    d->has_ext = nh == UB_PDS_NH_SOFTUB_EXT;
+    if (d->has_ext) {
+        d->ext_off = pds_end;
+        if ((rc = ub__ext_decode(&d->ext, r)) != 0) {
+            d->ext_len = 0;
+            return fail_before_ses(d, rc);
+        }
+        d->ext_len = ub__rcur_offset(r) - pds_end;
+        nh = d->ext.next_hdr;
+    } else {
+        d->ext_off = d->ext_len = 0;
+        memset(&d->ext, 0, sizeof(d->ext));
+    }
+    bool ctrl = d->pds.type == UB_PDS_TYPE_CTRL;
+    if (!ctrl && !nh_allowed(d->pds.type, nh))
+        return fail_before_ses(d, UB_EBADMSG);
+
+    d->ses_kind = nh;
+    size_t ses_off = ub__rcur_offset(r);
+    d->ses_off = ses_off;
+    if (nh != UB_PDS_NH_NONE) {
+        if ((rc = ub__ses_decode(&d->ses, nh, r)) != 0) {
+            d->ses_len = 0;
+            d->payload_off = d->payload_len = 0;
+            return rc;
+        }
+    } else {
+        memset(&d->ses, 0, sizeof(d->ses));
+    }
+    size_t pay = ub__rcur_offset(r);
+    d->ses_len = pay - ses_off;
+    d->payload_off = pay;
+    d->payload_len = end - pay;
+    if (ctrl)
+        return d->payload_len == 0 ? 0 : UB_EBADMSG;
+    return check_payload(&d->ses, d->payload_len);
+}
+
 int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t len,
                             unsigned flags)
 {
     if (!d || (!buf && len) || (flags & ~UB_WIRE_F_OPENED))
         return UB_EINVAL;
     /* Field by field, not the whole 392 bytes: the header decoders clear what they fill
-     * (the PDS union member, the extension, the SES header), so only what they do not
-     * reach is cleared here. */
+     * (the PDS union member, the extension, the SES header), and parse_chain() writes
+     * every field from pds_off on; only the TSS part is cleared here. */
     d->len = len;
-    d->has_tss = false;
     d->sealed = false;
-    memset(&d->tss, 0, sizeof(d->tss));
     d->tss_len = 0;
     d->icv_off = 0;
+    struct ub__rcur r;
+    ub__rcur_init(&r, buf, len);
+    if (UB_LIKELY(!ub__tss_present(buf, len))) {
+        d->has_tss = false;
+        memset(&d->tss, 0, sizeof(d->tss));
+        return parse_chain(d, buf, &r, len);
+    }
+
+    int rc;
+    d->has_tss = true;
     d->pds_off = d->pds_len = 0;
     d->has_ext = false;
-    d->ext_off = 0;
-    d->ext_len = 0;
+    d->ext_off = d->ext_len = 0;
     d->ses_kind = UB_PDS_NH_NONE;
     d->ses_off = d->ses_len = 0;
     d->payload_off = d->payload_len = 0;
-    size_t end = len; /* where the headers and payload stop (the ICV starts) */
-    struct ub__rcur r;
-    ub__rcur_init(&r, buf, len);
-    int rc;
-
-    if (ub__tss_present(buf, len)) {
-        d->has_tss = true;
-        if ((rc = ub__tss_decode(&d->tss, &r)) != 0)
-            return rc;
-        d->tss_len = ub__rcur_offset(&r);
-        if (len - d->tss_len < UB_TSS_ICV_SIZE + UB_PDS_MIN_SIZE)
-            return UB_ETRUNC;
-        end = len - UB_TSS_ICV_SIZE;
-        d->icv_off = end;
-        if (!(flags & UB_WIRE_F_OPENED)) {
-            d->sealed = true;
-            d->pds_off = d->tss_len;
-            memset(&d->pds, 0, sizeof(d->pds));
-            memset(&d->ext, 0, sizeof(d->ext));
-            memset(&d->ses, 0, sizeof(d->ses));
-            return 0;
-        }
-        ub__rcur_init(&r, buf, end); /* the ICV is not part of the chain */
-        ub__rcur_skip(&r, d->tss_len);
-    }
-
-    d->pds_off = ub__rcur_offset(&r);
-    if ((rc = ub__pds_decode(&d->pds, &r)) != 0)
+    if ((rc = ub__tss_decode(&d->tss, &r)) != 0)
         return rc;
-    d->pds_len = ub__rcur_offset(&r) - d->pds_off;
-    uint8_t nh = ub__pds_next_hdr_at(buf + d->pds_off, d->pds.type);
-
-    if (nh == UB_PDS_NH_SOFTUB_EXT) {
-        d->has_ext = true;
-        d->ext_off = ub__rcur_offset(&r);
-        if ((rc = ub__ext_decode(&d->ext, &r)) != 0)
-            return rc;
-        d->ext_len = ub__rcur_offset(&r) - d->ext_off;
-        nh = d->ext.next_hdr;
-    } else {
+    d->tss_len = ub__rcur_offset(&r);
+    if (len - d->tss_len < UB_TSS_ICV_SIZE + UB_PDS_MIN_SIZE)
+        return UB_ETRUNC;
+    size_t end = len - UB_TSS_ICV_SIZE; /* where the headers and payload stop */
+    d->icv_off = end;
+    if (!(flags & UB_WIRE_F_OPENED)) {
+        d->sealed = true;
+        d->pds_off = d->tss_len;
+        memset(&d->pds, 0, sizeof(d->pds));
         memset(&d->ext, 0, sizeof(d->ext));
-    }
-    if (d->pds.type != UB_PDS_TYPE_CTRL && !ub__wire_nh_allowed(d->pds.type, nh))
-        return UB_EBADMSG;
-
-    d->ses_kind = nh;
-    d->ses_off = ub__rcur_offset(&r);
-    if (nh != UB_PDS_NH_NONE) {
-        if ((rc = ub__ses_decode(&d->ses, nh, &r)) != 0)
-            return rc;
-    } else {
         memset(&d->ses, 0, sizeof(d->ses));
+        return 0;
     }
-    d->ses_len = ub__rcur_offset(&r) - d->ses_off;
-    d->payload_off = ub__rcur_offset(&r);
-    d->payload_len = end - d->payload_off;
-    if (d->pds.type == UB_PDS_TYPE_CTRL)
-        return d->payload_len == 0 ? 0 : UB_EBADMSG;
-    return check_payload(&d->ses, d->payload_len);
+    ub__rcur_init(&r, buf, end); /* the ICV is not part of the chain */
+    ub__rcur_skip(&r, d->tss_len);
+    return parse_chain(d, buf, &r, end);
 }
 
 int ub__wire_encode_headers(const struct ub__wire_dgram *d, struct ub__wcur *w)

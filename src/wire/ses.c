@@ -1,6 +1,7 @@
 /* UET 1.0 SES header codecs. Layouts: docs/wire-format.md section 4. */
 #include "wire/ses.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "wire/pds.h"
@@ -87,27 +88,33 @@ int ub__ses_std_encode(const struct ub__ses_std *h, struct ub__wcur *w)
     return 0;
 }
 
-int ub__ses_std_decode(struct ub__ses_std *h, struct ub__rcur *r)
+/*
+ * The standard request at p (UB_SES_STD_SIZE bytes) into h, every field written (the
+ * decoders' rule: what the header does not carry reads as zero). Reserved bits are tested
+ * on the raw bytes: the top two of bytes 0 and 1 (rsvd, version 0) and the top four of
+ * the 12-bit pid_on_fep and resource_index.
+ */
+static int std_decode_at(struct ub__ses_std *h, const uint8_t *p)
 {
-    const uint8_t *p = ub__rcur_take(r, UB_SES_STD_SIZE);
-    if (!p)
-        return UB_ETRUNC;
-    struct req_common c;
-    bool bad = common_get(p, &c);
-    memset(h, 0, sizeof(*h));
-    h->opcode = c.opcode;
-    h->flags = c.flags;
-    h->msg_id = c.slot;
-    h->ri_generation = c.ri_generation;
-    h->job_id = c.job_id;
-    h->pid_on_fep = c.pid_on_fep;
-    h->resource_index = c.resource_index;
+    uint8_t b0 = p[0], b1 = p[1];
+    h->opcode = (uint8_t)(b0 & 0x3fu);
+    h->flags = (uint8_t)(b1 & UB_SES_F_MASK);
+    h->msg_id = ub__ld16(p + 2);
+    h->ri_generation = p[4];
+    h->job_id = ub__ld24(p + 5);
+    h->pid_on_fep = ub__ld16(p + 8);
+    h->resource_index = ub__ld16(p + 10);
     h->buffer_offset = ub__ld64(p + 12);
     h->initiator = ub__ld32(p + 20);
     h->mem_key = ub__ld64(p + 24);
     uint64_t hd = ub__ld64(p + 32);
     h->request_length = ub__ld32(p + 40);
-    if (bad)
+    h->header_data = 0;
+    h->payload_len = 0;
+    h->message_offset = 0;
+    _Static_assert(UB_SES_VERSION == 0 && UB_SES_PID_MAX == 0x0fffu && UB_SES_RI_MAX == 0x0fffu,
+                   "the reserved-bit test below");
+    if (((b0 | b1) & 0xc0u) || ((p[8] | p[10]) & 0xf0u) || h->opcode > UB_SES_OP_MAX)
         return UB_EBADMSG;
     if (h->flags & UB_SES_F_SOM) {
         if (!(h->flags & UB_SES_F_HD) && hd)
@@ -122,6 +129,14 @@ int ub__ses_std_decode(struct ub__ses_std *h, struct ub__rcur *r)
     if ((uint64_t)h->message_offset + h->payload_len > h->request_length)
         return UB_EBADMSG;
     return 0;
+}
+
+int ub__ses_std_decode(struct ub__ses_std *h, struct ub__rcur *r)
+{
+    const uint8_t *p = ub__rcur_take(r, UB_SES_STD_SIZE);
+    if (!p)
+        return UB_ETRUNC;
+    return std_decode_at(h, p);
 }
 
 /* ---- small and medium requests --------------------------------------------- */
@@ -310,11 +325,9 @@ int ub__ses_rsp_data_encode(const struct ub__ses_rsp_data *h, struct ub__wcur *w
     return 0;
 }
 
-int ub__ses_rsp_data_decode(struct ub__ses_rsp_data *h, struct ub__rcur *r)
+/* The response with data at p (UB_SES_RSP_DATA_SIZE bytes) into h, every field written. */
+static int rsp_data_decode_at(struct ub__ses_rsp_data *h, const uint8_t *p)
 {
-    const uint8_t *p = ub__rcur_take(r, UB_SES_RSP_DATA_SIZE);
-    if (!p)
-        return UB_ETRUNC;
     uint8_t b0 = p[0];
     uint8_t b1 = p[1];
     h->msg_id = ub__ld16(p + 2);
@@ -329,6 +342,14 @@ int ub__ses_rsp_data_decode(struct ub__ses_rsp_data *h, struct ub__rcur *r)
         h->payload_len > UB_SES_LEN14_MAX)
         return UB_EBADMSG;
     return 0;
+}
+
+int ub__ses_rsp_data_decode(struct ub__ses_rsp_data *h, struct ub__rcur *r)
+{
+    const uint8_t *p = ub__rcur_take(r, UB_SES_RSP_DATA_SIZE);
+    if (!p)
+        return UB_ETRUNC;
+    return rsp_data_decode_at(h, p);
 }
 
 int ub__ses_rsp_data_small_encode(const struct ub__ses_rsp_data_small *h, struct ub__wcur *w)
@@ -564,17 +585,37 @@ int ub__ses_encode(const struct ub__ses *s, struct ub__wcur *w)
 int ub__ses_decode(struct ub__ses *s, uint8_t kind, struct ub__rcur *r)
 {
     int rc;
-    memset(s, 0, sizeof(*s));
+    /* What the headers do not carry reads as zero. The union is cleared only for the
+     * decoders that leave some of it alone (the standard request's writes every field),
+     * and apart from the extensions: two clears small enough to be done inline. */
     s->kind = kind;
+    memset((uint8_t *)s + offsetof(struct ub__ses, ext), 0,
+           sizeof(*s) - offsetof(struct ub__ses, ext));
+    if (kind == UB_PDS_NH_REQ_STD) {
+        const uint8_t *p = ub__rcur_take(r, UB_SES_STD_SIZE);
+        if (!p) {
+            memset(&s->u, 0, sizeof(s->u));
+            return UB_ETRUNC;
+        }
+        if ((rc = std_decode_at(&s->u.std, p)) != 0)
+            return rc;
+        s->ext = ub__ses_ext_for(kind, s->u.std.opcode);
+        if (s->ext == UB_SES_EXT_NONE)
+            return 0;
+        return s->ext == UB_SES_EXT_ATOMIC ? ub__ses_atomic_decode(&s->atomic, r)
+                                           : ub__ses_rndv_decode(&s->rndv, r);
+    }
+    memset(&s->u, 0, sizeof(s->u));
+    if (kind == UB_PDS_NH_RSP_DATA) { /* a response on an ACK: no extension follows */
+        const uint8_t *p = ub__rcur_take(r, UB_SES_RSP_DATA_SIZE);
+        return p ? rsp_data_decode_at(&s->u.rsp_data, p) : UB_ETRUNC;
+    }
     switch (kind) {
     case UB_PDS_NH_REQ_SMALL:
         rc = ub__ses_small_decode(&s->u.small, r);
         break;
     case UB_PDS_NH_REQ_MEDIUM:
         rc = ub__ses_medium_decode(&s->u.medium, r);
-        break;
-    case UB_PDS_NH_REQ_STD:
-        rc = ub__ses_std_decode(&s->u.std, r);
         break;
     case UB_PDS_NH_RSP:
         rc = ub__ses_rsp_decode(&s->u.rsp, r);
