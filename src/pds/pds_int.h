@@ -1,5 +1,5 @@
-/* PDS internals shared by pds.c (instance, tables, output), pds_tx.c (initiator) and pds_rx.c
- * (target). */
+/* PDS internals shared by pds.c (instance, tables, output), pds_tx.c and pds_loss.c (initiator;
+ * their own shared part in pds_ipdc.h) and pds_rx.c (target). */
 #ifndef UB_PDS_PDS_INT_H
 #define UB_PDS_PDS_INT_H
 
