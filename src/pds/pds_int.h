@@ -92,7 +92,7 @@ struct ub__pds_ccx {
 /* Initiator context: one per (peer, mode). */
 struct ub__pds_ipdc {
     struct ub__list ready; /* on pds->ready when it has something to send */
-    struct ub__timer rto;  /* retransmission / probe timer */
+    struct ub__timer rto;  /* retransmission / probe timer, armed at or before rto_due */
     struct ub__timer idle; /* closes the PDC when idle */
     struct ub__pds *pds;
     struct ub__addr peer;
@@ -114,6 +114,7 @@ struct ub__pds_ipdc {
     bool any_acked;
     uint32_t retries; /* consecutive RTOs without progress */
     uint64_t srtt, rttvar, rto_ns;
+    uint64_t rto_due; /* when the rto timer is really due; UB_TIME_NEVER: not at all */
     uint64_t txseq;
     uint64_t last_progress;
     uint64_t acked_at;          /* creation, or the last ACK that acknowledged something new */

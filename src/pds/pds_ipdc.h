@@ -5,6 +5,7 @@
 #ifndef UB_PDS_PDS_IPDC_H
 #define UB_PDS_PDS_IPDC_H
 
+#include "core/clock.h"
 #include "core/seq.h"
 #include "pds/pds_int.h"
 

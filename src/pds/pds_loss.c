@@ -6,11 +6,23 @@
 #include <softub/errors.h>
 #include "pds/pds_ipdc.h"
 
+/*
+ * The retransmission timer is due at `at`. It moves only when that is earlier than where it is
+ * armed: an ACK in a ping-pong pushes the deadline out on every round trip, and moving the heap
+ * entry each time costs more than the one early expiry that re-arms it (ub__pds_rto_fire).
+ */
+static void rto_at(struct ub__pds_ipdc *c, uint64_t at)
+{
+    c->rto_due = at;
+    if (!ub__timer_armed(&c->rto) || c->rto.deadline > at)
+        ub__timer_arm(c->pds->timers, &c->rto, at);
+}
+
 void ub__pds_arm_rto(struct ub__pds_ipdc *c, uint64_t now)
 {
     struct ub__pds *pds = c->pds;
     if (!inflight(c) && c->state != IPDC_CLOSING) {
-        ub__timer_cancel(pds->timers, &c->rto);
+        c->rto_due = UB_TIME_NEVER; /* an expiry of the armed timer finds nothing to do */
         return;
     }
     uint64_t wait = c->rto_ns;
@@ -24,7 +36,7 @@ void ub__pds_arm_rto(struct ub__pds_ipdc *c, uint64_t now)
         uint64_t pto = UB_MAX(2 * c->srtt, pds->cfg.ack_delay_ns + c->srtt);
         wait = UB_MIN(wait, pto);
     }
-    ub__timer_arm(pds->timers, &c->rto, now + wait);
+    rto_at(c, now + wait);
 }
 
 static void mark_lost(struct ub__pds_ipdc *c, uint32_t psn, uint8_t why, uint64_t now)
@@ -362,6 +374,12 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
     struct ub__pds_ipdc *c = UB_CONTAINER_OF(t, struct ub__pds_ipdc, rto);
     struct ub__pds *pds = c->pds;
     const struct ub__pds_cfg *cfg = &pds->cfg;
+    if (now < c->rto_due) { /* armed before the deadline moved out (rto_at) */
+        if (c->rto_due != UB_TIME_NEVER)
+            ub__timer_arm(pds->timers, &c->rto, c->rto_due);
+        return;
+    }
+    c->rto_due = UB_TIME_NEVER;
     if (c->state == IPDC_CLOSING) {
         if (++c->retries > cfg->max_retries) {
             ub__pds_finish_close(c, now); /* the target will forget us on its own */
@@ -389,7 +407,7 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
                 break;
             }
         }
-        ub__timer_arm(pds->timers, &c->rto, c->last_progress + c->rto_ns);
+        rto_at(c, c->last_progress + c->rto_ns);
         ub__pds_mark_ready(c, now);
         return;
     }
@@ -431,6 +449,6 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
             mark_lost(c, psn, WHY_RTO, now);
     c->last_progress = now; /* the backed-off RTO counts from this retransmission */
     c->probed = true;       /* no probe until something is acknowledged again */
-    ub__timer_arm(pds->timers, &c->rto, now + c->rto_ns);
+    rto_at(c, now + c->rto_ns);
     ub__pds_mark_ready(c, now);
 }

@@ -259,6 +259,7 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
     }
     ub__list_init(&c->ready);
     ub__timer_init(&c->rto, ub__pds_rto_fire);
+    c->rto_due = UB_TIME_NEVER;
     ub__timer_init(&c->idle, idle_fire);
     c->id = alloc_id(pds);
     start_fresh(c);
@@ -532,7 +533,7 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
         path_link(c, psn);
         pkts[n++] = out;
     }
-    if (n && !ub__timer_armed(&c->rto))
+    if (n && c->rto_due == UB_TIME_NEVER) /* else it times the oldest packet in flight */
         ub__pds_arm_rto(c, now);
     return n;
 }
@@ -830,6 +831,7 @@ void ub__pds_reestablish(struct ub__pds_ipdc *c, uint32_t end_psn, uint64_t now)
     ub__hmap_put(&pds->ipdc_by_id, c->id, c);
     start_fresh(c);
     ub__timer_cancel(pds->timers, &c->rto);
+    c->rto_due = UB_TIME_NEVER;
     pds->st.pdc_opened++;
     ub__pds_mark_ready(c, now);
 }
