@@ -103,11 +103,6 @@ static inline bool next_lost(struct ub__pds_ipdc *c, uint32_t end, uint32_t *out
 }
 
 /* pds_loss.c */
-/* (Re)arms the retransmission timer: RTO, or the tail-loss probe before it; off when idle. */
-void ub__pds_arm_rto(struct ub__pds_ipdc *c, uint64_t now);
-/* The RTO from the smoothed RTT, without backoff. */
-void ub__pds_rto_from_rtt(struct ub__pds_ipdc *c);
-void ub__pds_rtt_sample(struct ub__pds_ipdc *c, uint64_t r);
 /* Fast loss detection after an ACK (hint: the PSN that triggered it, for go-back-N). */
 void ub__pds_detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, bool hint_retx,
                            uint64_t now);
@@ -120,5 +115,78 @@ void ub__pds_finish_close(struct ub__pds_ipdc *c, uint64_t now);
 void ub__pds_send_close(struct ub__pds_ipdc *c, bool retx);
 /* The target evicted our context at end_psn: the rest goes again on a new one. */
 void ub__pds_reestablish(struct ub__pds_ipdc *c, uint32_t end_psn, uint64_t now);
+
+/*
+ * The retransmission timer is due at `at`. It moves only when that is earlier than where it is
+ * armed: an ACK in a ping-pong pushes the deadline out on every round trip, and moving the heap
+ * entry each time costs more than the one early expiry that re-arms it (ub__pds_rto_fire).
+ */
+static inline void rto_at(struct ub__pds_ipdc *c, uint64_t at)
+{
+    c->rto_due = at;
+    if (!ub__timer_armed(&c->rto) || c->rto.deadline > at)
+        ub__timer_arm(c->pds->timers, &c->rto, at);
+}
+
+/* (Re)arms the retransmission timer: RTO, or the tail-loss probe before it; off when idle. */
+static inline void ub__pds_arm_rto(struct ub__pds_ipdc *c, uint64_t now)
+{
+    struct ub__pds *pds = c->pds;
+    if (!inflight(c) && c->state != IPDC_CLOSING) {
+        c->rto_due = UB_TIME_NEVER; /* an expiry of the armed timer finds nothing to do */
+        return;
+    }
+    uint64_t wait = c->rto_ns;
+    if (!pds->cfg.no_probe && !pds->cfg.trimming && !c->lossless && fast(c) && !c->probed &&
+        c->srtt) {
+        /*
+         * Tail-loss probe: well before the RTO, once per period without progress. Not on a
+         * trimming fabric: there a loss comes back as a NACK, and a probe would resend a
+         * packet that is most likely still queued.
+         */
+        uint64_t pto = UB_MAX(2 * c->srtt, pds->cfg.ack_delay_ns + c->srtt);
+        wait = UB_MIN(wait, pto);
+    }
+    rto_at(c, now + wait);
+}
+
+/* The RTO from the smoothed RTT, without backoff. */
+static inline void ub__pds_rto_from_rtt(struct ub__pds_ipdc *c)
+{
+    const struct ub__pds_cfg *cfg = &c->pds->cfg;
+    uint64_t rto = c->srtt + UB_MAX(4 * c->rttvar, cfg->ack_delay_ns);
+    uint64_t floor = c->lossless ? lossless_rto(cfg) : cfg->rto_min_ns;
+    c->rto_ns = UB_MIN(UB_MAX(rto, floor), cfg->rto_max_ns);
+}
+
+static inline void ub__pds_rtt_sample(struct ub__pds_ipdc *c, uint64_t r)
+{
+    if (!c->srtt) {
+        c->srtt = r;
+        c->rttvar = r / 2;
+    } else {
+        uint64_t d = c->srtt > r ? c->srtt - r : r - c->srtt;
+        c->rttvar = (3 * c->rttvar + d) / 4;
+        c->srtt = (7 * c->srtt + r) / 8;
+    }
+    ub__pds_rto_from_rtt(c);
+}
+
+static inline void clear_dirty(struct ub__pds_ipdc *c)
+{
+    for (uint32_t i = 0; i < c->ndirty; i++)
+        c->paths[c->dirty[i]].dirty = false;
+    c->ndirty = 0;
+}
+
+/* ub__pds_detect_losses, but nothing in flight (a ping-pong's every ACK) has nothing to lose. */
+static inline void ub__pds_after_ack_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint,
+                                            bool hint_retx, uint64_t now)
+{
+    if (c->una == c->nxt)
+        clear_dirty(c);
+    else
+        ub__pds_detect_losses(c, has_hint, hint, hint_retx, now);
+}
 
 #endif

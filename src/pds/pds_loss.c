@@ -6,39 +6,6 @@
 #include <softub/errors.h>
 #include "pds/pds_ipdc.h"
 
-/*
- * The retransmission timer is due at `at`. It moves only when that is earlier than where it is
- * armed: an ACK in a ping-pong pushes the deadline out on every round trip, and moving the heap
- * entry each time costs more than the one early expiry that re-arms it (ub__pds_rto_fire).
- */
-static void rto_at(struct ub__pds_ipdc *c, uint64_t at)
-{
-    c->rto_due = at;
-    if (!ub__timer_armed(&c->rto) || c->rto.deadline > at)
-        ub__timer_arm(c->pds->timers, &c->rto, at);
-}
-
-void ub__pds_arm_rto(struct ub__pds_ipdc *c, uint64_t now)
-{
-    struct ub__pds *pds = c->pds;
-    if (!inflight(c) && c->state != IPDC_CLOSING) {
-        c->rto_due = UB_TIME_NEVER; /* an expiry of the armed timer finds nothing to do */
-        return;
-    }
-    uint64_t wait = c->rto_ns;
-    if (!pds->cfg.no_probe && !pds->cfg.trimming && !c->lossless && fast(c) && !c->probed &&
-        c->srtt) {
-        /*
-         * Tail-loss probe: well before the RTO, once per period without progress. Not on a
-         * trimming fabric: there a loss comes back as a NACK, and a probe would resend a
-         * packet that is most likely still queued.
-         */
-        uint64_t pto = UB_MAX(2 * c->srtt, pds->cfg.ack_delay_ns + c->srtt);
-        wait = UB_MIN(wait, pto);
-    }
-    rto_at(c, now + wait);
-}
-
 static void mark_lost(struct ub__pds_ipdc *c, uint32_t psn, uint8_t why, uint64_t now)
 {
     struct ub__pds_slot *s = slot_of(c, psn);
@@ -79,28 +46,6 @@ static void go_back(struct ub__pds_ipdc *c, uint32_t from, uint8_t why, uint64_t
         mark_lost(c, psn, why, now);
 }
 
-/* The RTO from the smoothed RTT, without backoff. */
-void ub__pds_rto_from_rtt(struct ub__pds_ipdc *c)
-{
-    const struct ub__pds_cfg *cfg = &c->pds->cfg;
-    uint64_t rto = c->srtt + UB_MAX(4 * c->rttvar, cfg->ack_delay_ns);
-    uint64_t floor = c->lossless ? lossless_rto(cfg) : cfg->rto_min_ns;
-    c->rto_ns = UB_MIN(UB_MAX(rto, floor), cfg->rto_max_ns);
-}
-
-void ub__pds_rtt_sample(struct ub__pds_ipdc *c, uint64_t r)
-{
-    if (!c->srtt) {
-        c->srtt = r;
-        c->rttvar = r / 2;
-    } else {
-        uint64_t d = c->srtt > r ? c->srtt - r : r - c->srtt;
-        c->rttvar = (3 * c->rttvar + d) / 4;
-        c->srtt = (7 * c->srtt + r) / 8;
-    }
-    ub__pds_rto_from_rtt(c);
-}
-
 /*
  * Whether the transmission of PSN `later` that provoked a report (ACK or NACK; retx: it said the
  * packet was a retransmission) left after the latest transmission of `first`, so that `first`
@@ -115,13 +60,6 @@ static bool after_latest(const struct ub__pds_ipdc *c, uint32_t later, bool retx
     if (retx != (l->retx > 0)) /* the report came from an earlier copy of `later` */
         return false;
     return l->txseq > f->txseq;
-}
-
-static void clear_dirty(struct ub__pds_ipdc *c)
-{
-    for (uint32_t i = 0; i < c->ndirty; i++)
-        c->paths[c->dirty[i]].dirty = false;
-    c->ndirty = 0;
 }
 
 static void sort_u32(uint32_t *a, uint32_t n)

@@ -666,7 +666,10 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
 {
     const struct ub__pds_ack *a = &d->pds.u.ack;
     ub__pds_rccc_on_ack(pds, p, a, now); /* RCCC: a credit rides on ACK_CC, whatever the PDC */
-    struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_id, a->dpdcid);
+    /* Mostly the PDC the last send went to (in ipdc_by_id under its id while it is last_ipdc). */
+    struct ub__pds_ipdc *c = pds->last_ipdc;
+    if (!c || c->id != a->dpdcid)
+        c = ub__hmap_get(&pds->ipdc_by_id, a->dpdcid);
     if (!c || c->mode == UB_PDS_RUDI) {
         pds->st.rx_no_pdc++;
         return;
@@ -715,13 +718,16 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
     c->own_seen |= own;
     uint32_t trig = (a->flags & UB_PDS_ACK_F_P) ? c->nxt : ack_psn;
     /* Cumulative: every PSN up to cack. Ignore anything outside what we sent. */
-    if (ub__seq_le(c->una, cack) && ub__seq_lt(cack, c->nxt)) {
+    bool cum = ub__seq_le(c->una, cack) && ub__seq_lt(cack, c->nxt);
+    if (cum) {
         for (uint32_t psn = c->una; psn != cack + 1; psn++)
             news |= ack_one(c, psn, ecn && psn == ack_psn, &acked, now, own && psn != trig);
     }
-    /* Selective (go-back-N ignores it by definition): the triggering PSN and the bitmap. */
+    /* Selective (go-back-N ignores it by definition): the triggering PSN and the bitmap. The
+     * trigger at or below cack had the same ack_one above; a second one would change nothing. */
     if (!gbn(c)) {
-        if (ub__seq_le(c->una, ack_psn) && ub__seq_lt(ack_psn, c->nxt))
+        if (ub__seq_le(c->una, ack_psn) && ub__seq_lt(ack_psn, c->nxt) &&
+            !(cum && ub__seq_le(ack_psn, cack)))
             news |= ack_one(c, ack_psn, ecn, &acked, now, own && ack_psn != trig);
         if (a->type == UB_PDS_TYPE_ACK_CC) {
             uint32_t base = ub__seq_add(cack, a->sack_psn_offset);
@@ -753,7 +759,7 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
             caqm_ack(&ev, &a->cc.caqm);
         ub__cc_on_ack(&c->ccx->cc, &ev, now);
     }
-    ub__pds_detect_losses(c, true, ack_psn, (a->flags & UB_PDS_ACK_F_RETX) != 0, now);
+    ub__pds_after_ack_losses(c, true, ack_psn, (a->flags & UB_PDS_ACK_F_RETX) != 0, now);
     ub__pds_mark_ready(c, now);
     if (d->ses_kind != UB_PDS_NH_NONE && d->has_ext) {
         /* A response rode on it: up as if it had come alone, after the ACK it answers. */
@@ -867,7 +873,7 @@ void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
             .acked_bytes = acked, .inflight = c->ccx->inflight, .rtt_ns = rtt, .ecn = ecn};
         ub__cc_on_ack(&c->ccx->cc, &ev, now);
     }
-    ub__pds_detect_losses(c, false, 0, false, now);
+    ub__pds_after_ack_losses(c, false, 0, false, now);
     ub__pds_mark_ready(c, now);
 }
 
