@@ -350,38 +350,40 @@ bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now)
     return cc_allows(c, ub__pkt_wire_len(c->q_head) + req_header_size(c->mode), now);
 }
 
-/* The PDS header of a data packet, as it goes out this time. */
-static void req_header(const struct ub__pds_ipdc *c, uint32_t psn, bool retx, bool ar,
-                       struct ub__pds_hdr *h)
+/* The PDS header of a data packet, as it goes out this time, written at b. */
+static int req_header(const struct ub__pds_ipdc *c, uint32_t psn, bool retx, bool ar, uint8_t *b)
 {
-    memset(h, 0, sizeof(*h));
     if (c->mode == UB_PDS_RUDI) {
-        h->type = UB_PDS_TYPE_RUDI_REQ;
-        h->u.rudi.type = UB_PDS_TYPE_RUDI_REQ;
-        h->u.rudi.next_hdr = UB_PDS_NH_SOFTUB_EXT;
-        h->u.rudi.flags = retx ? UB_PDS_RUDI_F_RETX : 0;
+        struct ub__pds_rudi h;
+        memset(&h, 0, sizeof(h));
+        h.type = UB_PDS_TYPE_RUDI_REQ;
+        h.next_hdr = UB_PDS_NH_SOFTUB_EXT;
+        h.flags = retx ? UB_PDS_RUDI_F_RETX : 0;
         /*
          * The response echoes pkt_id and nothing else: it names our PDC (high half) and the
          * PSN's low 16 bits (the window is at most 4096 PSNs). Matching by the responder's
          * address alone fails when it answers from another port (a UDP path).
          */
-        h->u.rudi.pkt_id = (uint32_t)c->id << 16 | (psn & 0xffff);
-        return;
+        h.pkt_id = (uint32_t)c->id << 16 | (psn & 0xffff);
+        struct ub__wcur w;
+        ub__wcur_init(&w, b, UB_PDS_RUDI_SIZE);
+        return ub__pds_rudi_encode(&h, &w);
     }
-    struct ub__pds_req *r = &h->u.req;
-    h->type = r->type = c->mode == UB_PDS_ROD ? UB_PDS_TYPE_ROD_REQ : UB_PDS_TYPE_RUD_REQ;
-    r->next_hdr = UB_PDS_NH_SOFTUB_EXT;
-    r->flags = (uint8_t)((retx ? UB_PDS_REQ_F_RETX : 0) | (ar ? UB_PDS_REQ_F_AR : 0));
+    /* Written directly: every field comes from our own state, valid by construction but for a
+     * SYN's psn_offset, which ub__pds_ipdc_can_send keeps below UB_PDS_SYN_SPAN. */
+    uint8_t flags = (uint8_t)((retx ? UB_PDS_REQ_F_RETX : 0) | (ar ? UB_PDS_REQ_F_AR : 0));
     int32_t clear = ub__seq_diff(c->una, psn); /* clear_psn = una: everything below is done */
-    r->clear_psn_offset = (int16_t)(clear < INT16_MIN ? INT16_MIN : clear);
-    r->psn = psn;
-    r->spdcid = c->id;
+    uint16_t slot = c->tid;
     if (c->state == IPDC_SYN) {
-        r->flags |= UB_PDS_REQ_F_SYN;
-        r->psn_offset = (uint16_t)(psn - c->start_psn);
-    } else {
-        r->dpdcid = c->tid;
+        flags |= UB_PDS_REQ_F_SYN;
+        if (psn - c->start_psn > UB_PDS_PSN_OFFSET_MAX)
+            return UB_EOVERFLOW;
+        slot = (uint16_t)(psn - c->start_psn);
     }
+    ub__pds_req_put(b, c->mode == UB_PDS_ROD ? UB_PDS_TYPE_ROD_REQ : UB_PDS_TYPE_RUD_REQ,
+                    UB_PDS_NH_SOFTUB_EXT, flags, (int16_t)(clear < INT16_MIN ? INT16_MIN : clear),
+                    psn, c->id, slot);
+    return 0;
 }
 
 static size_t req_header_size(uint8_t mode)
@@ -434,11 +436,7 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
         s->pkt = copy;
     }
     bool ar = s->ack_req || s->why == WHY_PROBE || c->state == IPDC_SYN;
-    struct ub__pds_hdr h;
-    req_header(c, psn, retx, ar, &h);
-    struct ub__wcur w;
-    ub__wcur_init(&w, s->pkt->data, req_header_size(c->mode));
-    if (ub__pds_encode(&h, &w) != 0)
+    if (req_header(c, psn, retx, ar, s->pkt->data) != 0)
         return NULL; /* cannot happen: the fields come from our own state */
     caqm_stamp(c, s->pkt);
     s->path = pick_path(c, retx, s->path, now);

@@ -121,11 +121,8 @@ int ub__pds_req_encode(const struct ub__pds_req *h, struct ub__wcur *w)
     uint8_t *p = ub__wcur_take(w, cc ? UB_PDS_REQ_CC_SIZE : UB_PDS_REQ_SIZE);
     if (!p)
         return UB_ETRUNC;
-    ub__st16(p, prologue_word(h->type, h->next_hdr, h->flags));
-    ub__st16(p + 2, (uint16_t)h->clear_psn_offset);
-    ub__st32(p + 4, h->psn);
-    ub__st16(p + 8, h->spdcid);
-    ub__st16(p + 10, syn ? syn_word(h->use_rsv_pdc, h->psn_offset) : h->dpdcid);
+    ub__pds_req_put(p, h->type, h->next_hdr, h->flags, h->clear_psn_offset, h->psn, h->spdcid,
+                    syn ? syn_word(h->use_rsv_pdc, h->psn_offset) : h->dpdcid);
     if (cc) {
         p[12] = h->ccc_id;
         ub__st24(p + 13, h->credit_target);

@@ -299,6 +299,22 @@ struct ub__pds_hdr {
 int ub__pds_prologue_encode(const struct ub__pds_prologue *p, struct ub__wcur *w);
 int ub__pds_prologue_decode(struct ub__pds_prologue *p, struct ub__rcur *r);
 
+/*
+ * The UB_PDS_REQ_SIZE bytes of a RUD/ROD request (not CC) at p, from fields the caller knows to
+ * be valid (ub__pds_req_encode checks them, then writes through this): the sender's per-packet
+ * path skips the struct and the checks. slot: dpdcid, or with SYN the psn_offset (no RSV PDC).
+ */
+static inline void ub__pds_req_put(uint8_t *p, uint8_t type, uint8_t next_hdr, uint8_t flags,
+                                   int16_t clear_psn_offset, uint32_t psn, uint16_t spdcid,
+                                   uint16_t slot)
+{
+    ub__st16(p, (uint16_t)(((unsigned)type << 11) | ((unsigned)next_hdr << 7) | flags));
+    ub__st16(p + 2, (uint16_t)clear_psn_offset);
+    ub__st32(p + 4, psn);
+    ub__st16(p + 8, spdcid);
+    ub__st16(p + 10, slot);
+}
+
 int ub__pds_req_encode(const struct ub__pds_req *h, struct ub__wcur *w);
 int ub__pds_req_decode(struct ub__pds_req *h, struct ub__rcur *r);
 int ub__pds_rudi_encode(const struct ub__pds_rudi *h, struct ub__wcur *w);
