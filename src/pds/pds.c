@@ -256,16 +256,17 @@ int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a)
 {
     if (a->next_hdr != UB_PDS_NH_NONE && a->next_hdr != UB_PDS_NH_SOFTUB_EXT)
         return UB_EINVAL; /* (a response that rides follows the header, put there by the caller) */
-    uint32_t n = (uint32_t)ub__pds_hdr_size(a->type, a->flags);
+    /* The fields are PDS's own (send_ack_x): only the CC state's ranges are checked. */
+    uint64_t state;
+    int rc = ub__pds_ack_state(a, &state);
+    if (rc)
+        return rc;
+    uint32_t n = (uint32_t)ub__pds_ack_size(a->type, a->flags);
     uint8_t *at = ub__pkt_push(p, n);
     if (!at)
         return UB_ENOBUFS;
-    struct ub__wcur w;
-    ub__wcur_init(&w, at, n);
-    int rc = ub__pds_ack_encode(a, &w);
-    if (rc)
-        ub__pkt_pull(p, n);
-    return rc;
+    ub__pds_ack_put(at, a, state);
+    return 0;
 }
 
 static void mark_one(struct ub__pds_ipdc *c, uint64_t now)

@@ -326,40 +326,27 @@ int ub__pds_ack_encode(const struct ub__pds_ack *h, struct ub__wcur *w)
     uint64_t state = 0;
     if (h->type != UB_PDS_TYPE_ACK && h->cc_type > 15)
         return UB_EOVERFLOW;
-    if (h->type == UB_PDS_TYPE_ACK_CC) {
-        if (h->cc_type == UB_PDS_CC_NSCC)
-            rc = ub__pds_nscc_pack(&h->cc.nscc, &state);
-        else if (h->cc_type == UB_PDS_CC_RCCC)
-            rc = ub__pds_rccc_pack(&h->cc.rccc, &state);
-        else if (h->cc_type == UB_PDS_CC_CAQM)
-            rc = ub__pds_caqm_pack(&h->cc.caqm, &state);
-        else
-            rc = UB_EINVAL;
-        if (rc)
-            return rc;
-    }
-    uint8_t *p = ub__wcur_take(w, ub__pds_hdr_size(h->type, h->flags));
+    if ((rc = ub__pds_ack_state(h, &state)) != 0)
+        return rc;
+    uint8_t *p = ub__wcur_take(w, ub__pds_ack_size(h->type, h->flags));
     if (!p)
         return UB_ETRUNC;
-    uint8_t flags = (uint8_t)(h->flags | (h->req << UB_PDS_ACK_F_REQ_SHIFT));
-    ub__st16(p, prologue_word(h->type, h->next_hdr, flags));
-    ub__st16(p + 2, (uint16_t)h->ack_psn_offset);
-    ub__st32(p + 4, h->cack_psn);
-    ub__st16(p + 8, h->spdcid);
-    ub__st16(p + 10, h->dpdcid);
-    if (epsn)
-        ub__st32(p + 12, h->expected_psn);
-    if (h->type != UB_PDS_TYPE_ACK) {
-        p[12] = (uint8_t)(h->cc_type << 4); /* cc_flags(4) reserved */
-        p[13] = h->mpr;
-        ub__st16(p + 14, (uint16_t)h->sack_psn_offset);
-        ub__st64(p + 16, h->sack_bitmap);
-        if (h->type == UB_PDS_TYPE_ACK_CC)
-            ub__st64(p + 24, state);
-        else
-            memcpy(p + 24, h->ccx_state, sizeof(h->ccx_state));
-    }
+    ub__pds_ack_put(p, h, state);
     return 0;
+}
+
+int ub__pds_ack_state(const struct ub__pds_ack *h, uint64_t *state)
+{
+    *state = 0;
+    if (h->type != UB_PDS_TYPE_ACK_CC)
+        return 0;
+    if (h->cc_type == UB_PDS_CC_NSCC)
+        return ub__pds_nscc_pack(&h->cc.nscc, state);
+    if (h->cc_type == UB_PDS_CC_RCCC)
+        return ub__pds_rccc_pack(&h->cc.rccc, state);
+    if (h->cc_type == UB_PDS_CC_CAQM)
+        return ub__pds_caqm_pack(&h->cc.caqm, state);
+    return UB_EINVAL;
 }
 
 int ub__pds_ack_decode(struct ub__pds_ack *h, struct ub__rcur *r)

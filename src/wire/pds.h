@@ -20,7 +20,9 @@
 #define UB_WIRE_PDS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "wire/cursor.h"
 
@@ -322,6 +324,42 @@ int ub__pds_rudi_decode(struct ub__pds_rudi *h, struct ub__rcur *r);
 int ub__pds_uud_encode(const struct ub__pds_uud *h, struct ub__wcur *w);
 int ub__pds_uud_decode(struct ub__pds_uud *h, struct ub__rcur *r);
 int ub__pds_ack_encode(const struct ub__pds_ack *h, struct ub__wcur *w);
+/* The 64-bit CC state word of an ACK_CC (0 for the other types); UB_EOVERFLOW / UB_EINVAL as
+ * ub__pds_ack_encode. */
+int ub__pds_ack_state(const struct ub__pds_ack *h, uint64_t *state);
+/* Bytes of an ACK, ACK_CC or ACK_CCX header with these flags. */
+static inline size_t ub__pds_ack_size(uint8_t type, uint8_t flags)
+{
+    if (type == UB_PDS_TYPE_ACK)
+        return (flags & UB_PDS_ACK_F_EPSN) ? UB_PDS_ACK_EPSN_SIZE : UB_PDS_ACK_SIZE;
+    return type == UB_PDS_TYPE_ACK_CC ? UB_PDS_ACK_CC_SIZE : UB_PDS_ACK_CCX_SIZE;
+}
+/*
+ * The ub__pds_ack_size bytes of h at p, state from ub__pds_ack_state, without the checks of
+ * ub__pds_ack_encode (which writes through this): for a sender whose fields are valid by
+ * construction, on the per-ACK path.
+ */
+static inline void ub__pds_ack_put(uint8_t *p, const struct ub__pds_ack *h, uint64_t state)
+{
+    unsigned flags = h->flags | ((unsigned)h->req << UB_PDS_ACK_F_REQ_SHIFT);
+    ub__st16(p, (uint16_t)(((unsigned)h->type << 11) | ((unsigned)h->next_hdr << 7) | flags));
+    ub__st16(p + 2, (uint16_t)h->ack_psn_offset);
+    ub__st32(p + 4, h->cack_psn);
+    ub__st16(p + 8, h->spdcid);
+    ub__st16(p + 10, h->dpdcid);
+    if (h->flags & UB_PDS_ACK_F_EPSN)
+        ub__st32(p + 12, h->expected_psn);
+    if (h->type != UB_PDS_TYPE_ACK) {
+        p[12] = (uint8_t)(h->cc_type << 4); /* cc_flags(4) reserved */
+        p[13] = h->mpr;
+        ub__st16(p + 14, (uint16_t)h->sack_psn_offset);
+        ub__st64(p + 16, h->sack_bitmap);
+        if (h->type == UB_PDS_TYPE_ACK_CC)
+            ub__st64(p + 24, state);
+        else
+            memcpy(p + 24, h->ccx_state, sizeof(h->ccx_state));
+    }
+}
 int ub__pds_ack_decode(struct ub__pds_ack *h, struct ub__rcur *r);
 int ub__pds_nack_encode(const struct ub__pds_nack *h, struct ub__wcur *w);
 int ub__pds_nack_decode(struct ub__pds_nack *h, struct ub__rcur *r);
