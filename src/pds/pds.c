@@ -271,7 +271,8 @@ int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a)
 
 static void mark_one(struct ub__pds_ipdc *c, uint64_t now)
 {
-    if (!c->on_ready && ub__pds_ipdc_can_send(c, now)) {
+    /* Nothing queued and nothing to repair: nothing to send, whatever the window says. */
+    if (!c->on_ready && (c->qlen || c->nlost) && ub__pds_ipdc_can_send(c, now)) {
         ub__list_push_back(&c->pds->ready, &c->ready);
         c->on_ready = true;
     }
