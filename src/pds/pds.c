@@ -359,7 +359,8 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         c->q_head = pkt;
     c->q_tail = pkt;
     c->qlen++;
-    ub__pds_rccc_enqueue(c, ub__pkt_wire_len(pkt) + UB_PDS_REQ_SIZE); /* demand grows */
+    if (c->ccx && c->ccx->cc.credit_on) /* RCCC: demand grows */
+        ub__pds_rccc_enqueue(c, ub__pkt_wire_len(pkt) + UB_PDS_REQ_SIZE);
     ub__pds_mark_ready(c, now);
     return 0;
 }
@@ -440,7 +441,8 @@ uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, 
 {
     uint32_t n = 0;
     struct ub__pkt *p;
-    ub__pds_rccc_flush(pds, now); /* credit requests first: they open the grants */
+    if (!ub__list_empty(&pds->rccc_dirty))
+        ub__pds_rccc_flush(pds, now); /* credit requests first: they open the grants */
     while (n < max && (p = ub__ring_pop(&pds->ctlq)) != NULL) {
         if (p->tag) { /* a coalescing PDC's ACK leaves: its next one is a new packet */
             ((struct ub__pds_tpdc *)(uintptr_t)p->tag)->ack_q = NULL;

@@ -270,7 +270,8 @@ static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
     uint64_t held_ns = now > t->trig_at ? now - t->trig_at : 0;
     a->cc.nscc.service_time = (uint16_t)UB_MIN(held_ns / UB_PDS_SERVICE_TIME_NS, 0xffffu);
     caqm_echo(t, a);
-    ub__pds_rccc_ack_out(pds, &t->peer, a); /* RCCC: pending credit for that host rides here */
+    if (pds->rccc_npend) /* RCCC: pending credit for that host rides here */
+        ub__pds_rccc_ack_out(pds, &t->peer, a);
     if (ub__pds_encode_ack_into(p, a)) {
         if (t->ack_q)
             ub__pkt_push(p, old_len); /* the queued ACK as it was */

@@ -472,7 +472,8 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
     } else {
         pds->st.tx_pkts++;
         pds->st.tx_bytes += ub__pkt_wire_len(s->pkt);
-        ub__pds_rccc_sent(c, ub__pkt_wire_len(s->pkt)); /* RCCC: demand shrinks */
+        if (c->ccx && c->ccx->cc.credit_on) /* RCCC: demand shrinks */
+            ub__pds_rccc_sent(c, ub__pkt_wire_len(s->pkt));
     }
     return s->pkt;
 }
@@ -663,7 +664,8 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
                     uint64_t now)
 {
     const struct ub__pds_ack *a = &d->pds.u.ack;
-    ub__pds_rccc_on_ack(pds, p, a, now); /* RCCC: a credit rides on ACK_CC, whatever the PDC */
+    if (a->cc_type == UB_PDS_CC_RCCC) /* RCCC: a credit rides on ACK_CC, whatever the PDC */
+        ub__pds_rccc_on_ack(pds, p, a, now);
     /* Mostly the PDC the last send went to (in ipdc_by_id under its id while it is last_ipdc). */
     struct ub__pds_ipdc *c = pds->last_ipdc;
     if (!c || c->id != a->dpdcid)
