@@ -345,7 +345,10 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         ub__pds_ctl_push(pds, pkt);
         return 0;
     }
-    struct ub__pds_ipdc *c = ub__pds_ipdc_get(pds, tx->dst, tx->mode, now, &rc);
+    /* Most sends go where the previous one went: no call, no hash, no table probe. */
+    struct ub__pds_ipdc *c = pds->last_ipdc;
+    if (!c || c->mode != tx->mode || !ub__addr_eq(&c->peer, tx->dst))
+        c = ub__pds_ipdc_get(pds, tx->dst, tx->mode, now, &rc);
     if (!c || c->qlen >= UB_PDS_DEFAULT_QUEUE) {
         ub__pkt_pull(pkt, ext_len);
         return c ? UB_EFULL : rc;
