@@ -597,8 +597,10 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
     t->peer = p->addr;
     t->reply_path = p->path;
     t->last_active = now;
-    ub__list_remove(&t->lru);
-    ub__list_push_back(&pds->tpdc_lru, &t->lru);
+    if (pds->tpdc_lru.prev != &t->lru) { /* most recently active already: stays last */
+        ub__list_remove(&t->lru);
+        ub__list_push_back(&pds->tpdc_lru, &t->lru);
+    }
 
     uint32_t psn = r->psn;
     uint32_t mask = pds->cfg.mp_range - 1;
@@ -641,13 +643,17 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
         return;
     }
     /* Accept. */
-    bit_set(t, psn, mask);
-    t->held++;
     bool in_order = ahead == 0;
-    while (bit_get(t, t->rcv_nxt, mask)) { /* bits exist only inside the window: bounded */
-        bit_clear(t, t->rcv_nxt, mask);
-        t->held--;
-        t->rcv_nxt++;
+    if (in_order && t->held == 0) {
+        t->rcv_nxt++; /* nothing held beyond it: its bit would be set and cleared at once */
+    } else {
+        bit_set(t, psn, mask);
+        t->held++;
+        while (bit_get(t, t->rcv_nxt, mask)) { /* bits exist only inside the window: bounded */
+            bit_clear(t, t->rcv_nxt, mask);
+            t->held--;
+            t->rcv_nxt++;
+        }
     }
     t->rcvd_bytes += ub__pkt_wire_len(p);
     t->unacked++;

@@ -358,7 +358,7 @@ int ub__pds_ack_decode(struct ub__pds_ack *h, struct ub__rcur *r)
         ub__rcur_skip(r, UB_PDS_PROLOGUE_SIZE);
         return UB_EBADMSG;
     }
-    const uint8_t *p = ub__rcur_take(r, ub__pds_hdr_size(pr.type, pr.flags));
+    const uint8_t *p = ub__rcur_take(r, ub__pds_ack_size(pr.type, pr.flags));
     if (!p)
         return UB_ETRUNC;
     memset(h, 0, sizeof(*h));
