@@ -243,15 +243,6 @@ int ub__pds_uud_decode(struct ub__pds_uud *h, struct ub__rcur *r)
 
 /* ---- ACK_CC congestion state --------------------------------------------- */
 
-int ub__pds_nscc_pack(const struct ub__pds_nscc_state *s, uint64_t *out)
-{
-    if (s->rcv_cwnd_pend > UB_PDS_CWND_PEND_MAX || s->rcvd_bytes > UB_PDS_RCVD_BYTES_MAX)
-        return UB_EOVERFLOW;
-    *out = ((uint64_t)s->service_time << 48) | ((uint64_t)(s->restore_cwnd ? 1u : 0u) << 47) |
-           ((uint64_t)s->rcv_cwnd_pend << 40) | ((uint64_t)s->rcvd_bytes << 16) | s->ooo_count;
-    return 0;
-}
-
 void ub__pds_nscc_unpack(struct ub__pds_nscc_state *s, uint64_t v)
 {
     s->service_time = (uint16_t)(v >> 48);
@@ -335,13 +326,8 @@ int ub__pds_ack_encode(const struct ub__pds_ack *h, struct ub__wcur *w)
     return 0;
 }
 
-int ub__pds_ack_state(const struct ub__pds_ack *h, uint64_t *state)
+int ub__pds_ack_state_other(const struct ub__pds_ack *h, uint64_t *state)
 {
-    *state = 0;
-    if (h->type != UB_PDS_TYPE_ACK_CC)
-        return 0;
-    if (h->cc_type == UB_PDS_CC_NSCC)
-        return ub__pds_nscc_pack(&h->cc.nscc, state);
     if (h->cc_type == UB_PDS_CC_RCCC)
         return ub__pds_rccc_pack(&h->cc.rccc, state);
     if (h->cc_type == UB_PDS_CC_CAQM)

@@ -325,8 +325,18 @@ int ub__pds_uud_encode(const struct ub__pds_uud *h, struct ub__wcur *w);
 int ub__pds_uud_decode(struct ub__pds_uud *h, struct ub__rcur *r);
 int ub__pds_ack_encode(const struct ub__pds_ack *h, struct ub__wcur *w);
 /* The 64-bit CC state word of an ACK_CC (0 for the other types); UB_EOVERFLOW / UB_EINVAL as
- * ub__pds_ack_encode. */
-int ub__pds_ack_state(const struct ub__pds_ack *h, uint64_t *state);
+ * ub__pds_ack_encode. Inline for NSCC, the target's usual ACK; the others in pds.c. */
+int ub__pds_ack_state_other(const struct ub__pds_ack *h, uint64_t *state);
+static inline int ub__pds_nscc_pack(const struct ub__pds_nscc_state *s, uint64_t *out);
+static inline int ub__pds_ack_state(const struct ub__pds_ack *h, uint64_t *state)
+{
+    *state = 0;
+    if (h->type != UB_PDS_TYPE_ACK_CC)
+        return 0;
+    if (h->cc_type == UB_PDS_CC_NSCC)
+        return ub__pds_nscc_pack(&h->cc.nscc, state);
+    return ub__pds_ack_state_other(h, state);
+}
 /* Bytes of an ACK, ACK_CC or ACK_CCX header with these flags. */
 static inline size_t ub__pds_ack_size(uint8_t type, uint8_t flags)
 {
@@ -391,7 +401,14 @@ bool ub__pds_nh_valid(uint8_t next_hdr);
 bool ub__pds_nack_code_valid(uint8_t code);
 
 /* Pack / unpack the 64-bit ACK_CC congestion state. */
-int ub__pds_nscc_pack(const struct ub__pds_nscc_state *s, uint64_t *out);
+static inline int ub__pds_nscc_pack(const struct ub__pds_nscc_state *s, uint64_t *out)
+{
+    if (s->rcv_cwnd_pend > UB_PDS_CWND_PEND_MAX || s->rcvd_bytes > UB_PDS_RCVD_BYTES_MAX)
+        return UB_EOVERFLOW;
+    *out = ((uint64_t)s->service_time << 48) | ((uint64_t)(s->restore_cwnd ? 1u : 0u) << 47) |
+           ((uint64_t)s->rcv_cwnd_pend << 40) | ((uint64_t)s->rcvd_bytes << 16) | s->ooo_count;
+    return 0;
+}
 void ub__pds_nscc_unpack(struct ub__pds_nscc_state *s, uint64_t v);
 int ub__pds_rccc_pack(const struct ub__pds_rccc_state *s, uint64_t *out);
 int ub__pds_rccc_unpack(struct ub__pds_rccc_state *s, uint64_t v);
