@@ -269,25 +269,23 @@ int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a)
     return 0;
 }
 
-static void mark_one(struct ub__pds_ipdc *c, uint64_t now)
+void ub__pds_mark_one(struct ub__pds_ipdc *c, uint64_t now)
 {
-    /* Nothing queued and nothing to repair: nothing to send, whatever the window says. */
-    if (!c->on_ready && (c->qlen || c->nlost) && ub__pds_ipdc_can_send(c, now)) {
+    if (ub__pds_ipdc_can_send(c, now)) {
         ub__list_push_back(&c->pds->ready, &c->ready);
         c->on_ready = true;
     }
 }
 
-/*
- * Puts c on the ready list if it can send now. With a shared congestion context every PDC
- * under it is reconsidered: an event on one (an ACK, a loss) moves the window of all.
- */
-void ub__pds_mark_ready(struct ub__pds_ipdc *c, uint64_t now)
+static void mark_one(struct ub__pds_ipdc *c, uint64_t now)
 {
-    if (!c->ccx) {
-        mark_one(c, now);
-        return;
-    }
+    /* Nothing queued and nothing to repair: nothing to send, whatever the window says. */
+    if (!c->on_ready && (c->qlen || c->nlost))
+        ub__pds_mark_one(c, now);
+}
+
+void ub__pds_mark_all(struct ub__pds_ipdc *c, uint64_t now)
+{
     struct ub__list *it;
     UB_LIST_FOR_EACH(it, &c->ccx->pdcs)
     {
