@@ -90,15 +90,18 @@ const struct ub__lb_algo *ub__lb_algo_at(size_t i);
 int ub__lb_init(struct ub__lb *lb, const struct ub__lb_algo *algo,
                 const struct ub__lb_params *params);
 
-/* The EV of the next packet (new or retransmitted). Inline, as every packet asks. */
+/*
+ * The EV of the next packet (new or retransmitted). Inline, as every packet asks; with one EV
+ * (one path, shm) there is nothing to choose, and its ACKs below nothing to learn from.
+ */
 static inline uint16_t ub__lb_next_ev(struct ub__lb *lb, uint64_t now)
 {
-    return lb->algo->next_ev(lb, now);
+    return lb->p.ev_count == 1 ? 0 : lb->algo->next_ev(lb, now);
 }
 /* An ACK for a packet sent on ev; ecn: it was CE-marked. Inline, as every ACKed packet says. */
 static inline void ub__lb_on_ack(struct ub__lb *lb, uint16_t ev, bool ecn, uint64_t now)
 {
-    if (lb->algo->feedback)
+    if (lb->algo->feedback && lb->p.ev_count != 1)
         lb->algo->feedback(lb, ev, ecn ? UB_LB_FB_ECN : UB_LB_FB_GOOD, now);
 }
 /* A congestion NACK (not a trim) for a packet sent on ev. */
