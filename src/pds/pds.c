@@ -499,6 +499,8 @@ uint32_t ub__pds_cc_count(const struct ub__pds *pds)
 uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
 {
     bool collision;
-    const struct ub__pds_ipdc *c = ub__pds_ipdc_find(pds, dst, mode, &collision);
+    const struct ub__pds_ipdc *c = pds->last_ipdc; /* as in ub__pds_ipdc_find, without the call */
+    if (!c || c->mode != mode || !ub__addr_eq(&c->peer, dst))
+        c = ub__pds_ipdc_find(pds, dst, mode, &collision);
     return c ? c->qlen + (c->nxt - c->una) : 0;
 }

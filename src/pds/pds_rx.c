@@ -120,11 +120,8 @@ static void send_nack_f(struct ub__pds *pds, const struct ub__addr *to, uint16_t
  * the last ACK: C if any had it, I if every one kept it, and the most congested hint (the
  * lowest of the C-marked ones; without C, the latest).
  */
-static void caqm_note(struct ub__pds_tpdc *t, const struct ub__wire_dgram *d)
+static void caqm_note_fields(struct ub__pds_tpdc *t, const struct ub__ext *e)
 {
-    const struct ub__ext *e = &d->ext;
-    if (!d->has_ext || !(e->aqm_increase || e->aqm_congestion || e->aqm_hint))
-        return;
     bool first = !t->caqm_seen;
     t->caqm_seen = true;
     t->caqm_i = (first || t->caqm_i) && e->aqm_increase;
@@ -135,6 +132,14 @@ static void caqm_note(struct ub__pds_tpdc *t, const struct ub__wire_dgram *d)
     } else if (!t->caqm_c) {
         t->caqm_hint = e->aqm_hint;
     }
+}
+
+/* Requests without C-AQM fields (no C-AQM sender on the path) leave the echo as it is. */
+static inline void caqm_note(struct ub__pds_tpdc *t, const struct ub__wire_dgram *d)
+{
+    const struct ub__ext *e = &d->ext;
+    if (d->has_ext && (e->aqm_increase || e->aqm_congestion || e->aqm_hint))
+        caqm_note_fields(t, e);
 }
 
 /* Turns the ACK being built into ACK_CC cc_type CAQM when there is a C-AQM echo; resets it. */
