@@ -90,11 +90,9 @@ static void ccx_detach(struct ub__pds_ipdc *c)
  * pacer. When only the pacer holds it back, the context's timer is armed for the moment it
  * allows, so output resumes on time and the engine's next deadline says when.
  */
-static bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
+static bool ccx_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
 {
     struct ub__pds_ccx *x = c->ccx;
-    if (!x)
-        return true;
     ub__cc_on_tick(&x->cc, now); /* lazy rate timers (DCQCN): exact whenever called */
     if (ub__cc_can_send(&x->cc, x->inflight, bytes, now))
         return true;
@@ -117,6 +115,12 @@ static bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
         return true;
     c->pds->st.cc_blocked++;
     return false;
+}
+
+/* Without a congestion context (a lossless peer, cc "none") only the PDC's window counts. */
+static inline bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
+{
+    return !c->ccx || ccx_allows(c, bytes, now);
 }
 
 static uint16_t alloc_id(struct ub__pds *pds)
