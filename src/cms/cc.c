@@ -111,23 +111,6 @@ int ub__cc_init(struct ub__cc *cc, const struct ub__cc_algo *algo,
     return 0;
 }
 
-void ub__cc_on_send(struct ub__cc *cc, uint64_t bytes, uint64_t now)
-{
-    if (cc->credit_on)
-        cc->credit -= (int64_t)bytes;
-    if (cc->algo->on_send)
-        cc->algo->on_send(cc, bytes, now);
-    sync_pacer(cc, now);
-    ub__pacer_on_send(&cc->pacer, bytes, now);
-}
-
-void ub__cc_on_ack(struct ub__cc *cc, const struct ub__cc_ack *ack, uint64_t now)
-{
-    if (cc->algo->on_ack)
-        cc->algo->on_ack(cc, ack, now);
-    sync_pacer(cc, now);
-}
-
 void ub__cc_on_nack(struct ub__cc *cc, const struct ub__cc_nack *nack, uint64_t now)
 {
     cc->st.nacks++;
@@ -157,22 +140,6 @@ void ub__cc_on_credit(struct ub__cc *cc, uint64_t bytes)
         return;
     int64_t c = cc->credit + (int64_t)ub__min64(bytes, cc->credit_max);
     cc->credit = c > (int64_t)cc->credit_max ? (int64_t)cc->credit_max : c;
-}
-
-void ub__cc_on_tick(struct ub__cc *cc, uint64_t now)
-{
-    if (cc->algo->on_tick)
-        cc->algo->on_tick(cc, now);
-    sync_pacer(cc, now);
-}
-
-bool ub__cc_can_send(const struct ub__cc *cc, uint64_t inflight, uint64_t bytes, uint64_t now)
-{
-    if (cc->cwnd != UINT64_MAX && ub__sat_add(inflight, bytes) > cc->cwnd)
-        return false;
-    if (cc->credit_on && cc->credit <= 0)
-        return false;
-    return ub__pacer_next_send_time(&cc->pacer, bytes, now) <= now;
 }
 
 uint64_t ub__cc_next_send_time(const struct ub__cc *cc, uint64_t bytes, uint64_t now)

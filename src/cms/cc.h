@@ -186,8 +186,7 @@ int ub__cc_init(struct ub__cc *cc, const struct ub__cc_algo *algo,
                 const struct ub__cc_params *params);
 
 /* Events. Each is O(1), never allocates. */
-void ub__cc_on_send(struct ub__cc *cc, uint64_t bytes, uint64_t now);
-void ub__cc_on_ack(struct ub__cc *cc, const struct ub__cc_ack *ack, uint64_t now);
+/* (on_send, on_ack: static inline below, as every packet and ACK calls them) */
 void ub__cc_on_nack(struct ub__cc *cc, const struct ub__cc_nack *nack, uint64_t now);
 /* A retransmission timeout of a packet of `bytes`. */
 void ub__cc_on_timeout(struct ub__cc *cc, uint64_t bytes, uint64_t now);
@@ -196,8 +195,6 @@ void ub__cc_on_timeout(struct ub__cc *cc, uint64_t bytes, uint64_t now);
 void ub__cc_undo_timeout(struct ub__cc *cc, uint64_t cwnd);
 /* A credit grant from the receiver (RCCC), bytes. */
 void ub__cc_on_credit(struct ub__cc *cc, uint64_t bytes);
-/* Runs rate timers due by now (DCQCN); harmless for the others. */
-void ub__cc_on_tick(struct ub__cc *cc, uint64_t now);
 
 /* Queries. */
 static inline uint64_t ub__cc_cwnd(const struct ub__cc *cc)
@@ -209,13 +206,55 @@ static inline uint64_t ub__cc_pacing_rate(const struct ub__cc *cc)
 {
     return cc->rate;
 }
-/* Whether a packet of `bytes` may go now with `inflight` bytes outstanding:
- * window, credit and pacing. */
-bool ub__cc_can_send(const struct ub__cc *cc, uint64_t inflight, uint64_t bytes, uint64_t now);
 /* Earliest time >= now the pacer lets a packet of `bytes` go (now if unpaced). */
 uint64_t ub__cc_next_send_time(const struct ub__cc *cc, uint64_t bytes, uint64_t now);
 /* Next rate-timer deadline (UB_TIME_NEVER if none). */
 uint64_t ub__cc_next_deadline(const struct ub__cc *cc);
+
+/* The per-packet events and queries, inline: each is a few tests around the algorithm's hook. */
+static inline void ub__cc_sync_pacer(struct ub__cc *cc, uint64_t now)
+{
+    if (cc->pacer.rate != cc->rate)
+        ub__pacer_set_rate(&cc->pacer, cc->rate, now);
+}
+
+static inline void ub__cc_on_send(struct ub__cc *cc, uint64_t bytes, uint64_t now)
+{
+    if (cc->credit_on)
+        cc->credit -= (int64_t)bytes;
+    if (cc->algo->on_send)
+        cc->algo->on_send(cc, bytes, now);
+    ub__cc_sync_pacer(cc, now);
+    if (cc->pacer.rate)
+        ub__pacer_on_send(&cc->pacer, bytes, now);
+}
+
+static inline void ub__cc_on_ack(struct ub__cc *cc, const struct ub__cc_ack *ack, uint64_t now)
+{
+    if (cc->algo->on_ack)
+        cc->algo->on_ack(cc, ack, now);
+    ub__cc_sync_pacer(cc, now);
+}
+
+/* Runs rate timers due by now (DCQCN); harmless for the others. */
+static inline void ub__cc_on_tick(struct ub__cc *cc, uint64_t now)
+{
+    if (cc->algo->on_tick)
+        cc->algo->on_tick(cc, now);
+    ub__cc_sync_pacer(cc, now);
+}
+
+/* Whether a packet of `bytes` may go now with `inflight` bytes outstanding:
+ * window, credit and pacing. */
+static inline bool ub__cc_can_send(const struct ub__cc *cc, uint64_t inflight, uint64_t bytes,
+                                   uint64_t now)
+{
+    if (cc->cwnd != UINT64_MAX && (inflight + bytes < inflight || inflight + bytes > cc->cwnd))
+        return false;
+    if (cc->credit_on && cc->credit <= 0)
+        return false;
+    return !cc->pacer.rate || ub__pacer_next_send_time(&cc->pacer, bytes, now) <= now;
+}
 
 /* C-AQM: fields the sender writes in the extension header of a request
  * (I bit when it wants more, and its current rate as the hint). */

@@ -287,20 +287,10 @@ int ub__lb_init(struct ub__lb *lb, const struct ub__lb_algo *algo,
     return 0;
 }
 
-uint16_t ub__lb_next_ev(struct ub__lb *lb, uint64_t now)
-{
-    return lb->algo->next_ev(lb, now);
-}
-
 static void feedback(struct ub__lb *lb, uint16_t ev, enum ub__lb_fb fb, uint64_t now)
 {
     if (lb->algo->feedback)
         lb->algo->feedback(lb, ev, fb, now);
-}
-
-void ub__lb_on_ack(struct ub__lb *lb, uint16_t ev, bool ecn, uint64_t now)
-{
-    feedback(lb, ev, ecn ? UB_LB_FB_ECN : UB_LB_FB_GOOD, now);
 }
 
 void ub__lb_on_nack(struct ub__lb *lb, uint16_t ev, uint64_t now)

@@ -90,10 +90,20 @@ const struct ub__lb_algo *ub__lb_algo_at(size_t i);
 int ub__lb_init(struct ub__lb *lb, const struct ub__lb_algo *algo,
                 const struct ub__lb_params *params);
 
-/* The EV of the next packet (new or retransmitted). */
-uint16_t ub__lb_next_ev(struct ub__lb *lb, uint64_t now);
-/* An ACK for a packet sent on ev; ecn: it was CE-marked. */
-void ub__lb_on_ack(struct ub__lb *lb, uint16_t ev, bool ecn, uint64_t now);
+/*
+ * The EV of the next packet (new or retransmitted). Inline, as every packet asks; with one EV
+ * (one path, shm) there is nothing to choose, and its ACKs below nothing to learn from.
+ */
+static inline uint16_t ub__lb_next_ev(struct ub__lb *lb, uint64_t now)
+{
+    return lb->p.ev_count == 1 ? 0 : lb->algo->next_ev(lb, now);
+}
+/* An ACK for a packet sent on ev; ecn: it was CE-marked. Inline, as every ACKed packet says. */
+static inline void ub__lb_on_ack(struct ub__lb *lb, uint16_t ev, bool ecn, uint64_t now)
+{
+    if (lb->algo->feedback && lb->p.ev_count != 1)
+        lb->algo->feedback(lb, ev, ecn ? UB_LB_FB_ECN : UB_LB_FB_GOOD, now);
+}
 /* A congestion NACK (not a trim) for a packet sent on ev. */
 void ub__lb_on_nack(struct ub__lb *lb, uint16_t ev, uint64_t now);
 /* A trim NACK; last_hop: trimmed at the receiver's downlink (the path was fine). */

@@ -100,10 +100,9 @@ int ub__timer_arm(struct ub__timers *ts, struct ub__timer *t, uint64_t deadline)
     return 0;
 }
 
-void ub__timer_cancel(struct ub__timers *ts, struct ub__timer *t)
+void ub__timer_remove(struct ub__timers *ts, struct ub__timer *t)
 {
-    if (ub__timer_armed(t))
-        remove_at(ts, t->idx);
+    remove_at(ts, t->idx);
 }
 
 uint64_t ub__timers_next(const struct ub__timers *ts)

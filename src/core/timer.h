@@ -51,7 +51,14 @@ static inline bool ub__timer_armed(const struct ub__timer *t)
  * always terminates. Fails only with UB_ENOMEM when the heap must grow.
  */
 int ub__timer_arm(struct ub__timers *ts, struct ub__timer *t, uint64_t deadline);
-void ub__timer_cancel(struct ub__timers *ts, struct ub__timer *t);
+/* Takes an armed t off the heap (ub__timer_cancel without the test). */
+void ub__timer_remove(struct ub__timers *ts, struct ub__timer *t);
+/* Inline: most cancels find the timer idle. */
+static inline void ub__timer_cancel(struct ub__timers *ts, struct ub__timer *t)
+{
+    if (ub__timer_armed(t))
+        ub__timer_remove(ts, t);
+}
 
 /* The earliest deadline, or UB_TIME_NEVER. */
 uint64_t ub__timers_next(const struct ub__timers *ts);

@@ -256,36 +256,36 @@ int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a)
 {
     if (a->next_hdr != UB_PDS_NH_NONE && a->next_hdr != UB_PDS_NH_SOFTUB_EXT)
         return UB_EINVAL; /* (a response that rides follows the header, put there by the caller) */
-    uint32_t n = (uint32_t)ub__pds_hdr_size(a->type, a->flags);
+    /* The fields are PDS's own (send_ack_x): only the CC state's ranges are checked. */
+    uint64_t state;
+    int rc = ub__pds_ack_state(a, &state);
+    if (rc)
+        return rc;
+    uint32_t n = (uint32_t)ub__pds_ack_size(a->type, a->flags);
     uint8_t *at = ub__pkt_push(p, n);
     if (!at)
         return UB_ENOBUFS;
-    struct ub__wcur w;
-    ub__wcur_init(&w, at, n);
-    int rc = ub__pds_ack_encode(a, &w);
-    if (rc)
-        ub__pkt_pull(p, n);
-    return rc;
+    ub__pds_ack_put(at, a, state);
+    return 0;
 }
 
-static void mark_one(struct ub__pds_ipdc *c, uint64_t now)
+void ub__pds_mark_one(struct ub__pds_ipdc *c, uint64_t now)
 {
-    if (!c->on_ready && ub__pds_ipdc_can_send(c, now)) {
+    if (ub__pds_ipdc_can_send(c, now)) {
         ub__list_push_back(&c->pds->ready, &c->ready);
         c->on_ready = true;
     }
 }
 
-/*
- * Puts c on the ready list if it can send now. With a shared congestion context every PDC
- * under it is reconsidered: an event on one (an ACK, a loss) moves the window of all.
- */
-void ub__pds_mark_ready(struct ub__pds_ipdc *c, uint64_t now)
+static void mark_one(struct ub__pds_ipdc *c, uint64_t now)
 {
-    if (!c->ccx) {
-        mark_one(c, now);
-        return;
-    }
+    /* Nothing queued and nothing to repair: nothing to send, whatever the window says. */
+    if (!c->on_ready && (c->qlen || c->nlost))
+        ub__pds_mark_one(c, now);
+}
+
+void ub__pds_mark_all(struct ub__pds_ipdc *c, uint64_t now)
+{
     struct ub__list *it;
     UB_LIST_FOR_EACH(it, &c->ccx->pdcs)
     {
@@ -343,7 +343,10 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         ub__pds_ctl_push(pds, pkt);
         return 0;
     }
-    struct ub__pds_ipdc *c = ub__pds_ipdc_get(pds, tx->dst, tx->mode, now, &rc);
+    /* Most sends go where the previous one went: no call, no hash, no table probe. */
+    struct ub__pds_ipdc *c = pds->last_ipdc;
+    if (!c || c->mode != tx->mode || !ub__addr_eq(&c->peer, tx->dst))
+        c = ub__pds_ipdc_get(pds, tx->dst, tx->mode, now, &rc);
     if (!c || c->qlen >= UB_PDS_DEFAULT_QUEUE) {
         ub__pkt_pull(pkt, ext_len);
         return c ? UB_EFULL : rc;
@@ -357,7 +360,8 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         c->q_head = pkt;
     c->q_tail = pkt;
     c->qlen++;
-    ub__pds_rccc_enqueue(c, ub__pkt_wire_len(pkt) + UB_PDS_REQ_SIZE); /* demand grows */
+    if (c->ccx && c->ccx->cc.credit_on) /* RCCC: demand grows */
+        ub__pds_rccc_enqueue(c, ub__pkt_wire_len(pkt) + UB_PDS_REQ_SIZE);
     ub__pds_mark_ready(c, now);
     return 0;
 }
@@ -438,7 +442,8 @@ uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, 
 {
     uint32_t n = 0;
     struct ub__pkt *p;
-    ub__pds_rccc_flush(pds, now); /* credit requests first: they open the grants */
+    if (!ub__list_empty(&pds->rccc_dirty))
+        ub__pds_rccc_flush(pds, now); /* credit requests first: they open the grants */
     while (n < max && (p = ub__ring_pop(&pds->ctlq)) != NULL) {
         if (p->tag) { /* a coalescing PDC's ACK leaves: its next one is a new packet */
             ((struct ub__pds_tpdc *)(uintptr_t)p->tag)->ack_q = NULL;
@@ -494,6 +499,8 @@ uint32_t ub__pds_cc_count(const struct ub__pds *pds)
 uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
 {
     bool collision;
-    const struct ub__pds_ipdc *c = ub__pds_ipdc_find(pds, dst, mode, &collision);
+    const struct ub__pds_ipdc *c = pds->last_ipdc; /* as in ub__pds_ipdc_find, without the call */
+    if (!c || c->mode != mode || !ub__addr_eq(&c->peer, dst))
+        c = ub__pds_ipdc_find(pds, dst, mode, &collision);
     return c ? c->qlen + (c->nxt - c->una) : 0;
 }

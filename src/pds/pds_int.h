@@ -1,5 +1,5 @@
-/* PDS internals shared by pds.c (instance, tables, output), pds_tx.c (initiator) and pds_rx.c
- * (target). */
+/* PDS internals shared by pds.c (instance, tables, output), pds_tx.c and pds_loss.c (initiator;
+ * their own shared part in pds_ipdc.h) and pds_rx.c (target). */
 #ifndef UB_PDS_PDS_INT_H
 #define UB_PDS_PDS_INT_H
 
@@ -92,7 +92,7 @@ struct ub__pds_ccx {
 /* Initiator context: one per (peer, mode). */
 struct ub__pds_ipdc {
     struct ub__list ready; /* on pds->ready when it has something to send */
-    struct ub__timer rto;  /* retransmission / probe timer */
+    struct ub__timer rto;  /* retransmission / probe timer, armed at or before rto_due */
     struct ub__timer idle; /* closes the PDC when idle */
     struct ub__pds *pds;
     struct ub__addr peer;
@@ -114,6 +114,7 @@ struct ub__pds_ipdc {
     bool any_acked;
     uint32_t retries; /* consecutive RTOs without progress */
     uint64_t srtt, rttvar, rto_ns;
+    uint64_t rto_due; /* when the rto timer is really due; UB_TIME_NEVER: not at all */
     uint64_t txseq;
     uint64_t last_progress;
     uint64_t acked_at;          /* creation, or the last ACK that acknowledged something new */
@@ -243,7 +244,27 @@ struct ub__pkt *ub__pds_alloc(struct ub__pds *pds);
 bool ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p);
 int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d);
 int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a);
-void ub__pds_mark_ready(struct ub__pds_ipdc *c, uint64_t now);
+/* ub__pds_mark_ready's parts: one PDC that has something to send; every PDC of c's context. */
+void ub__pds_mark_one(struct ub__pds_ipdc *c, uint64_t now);
+void ub__pds_mark_all(struct ub__pds_ipdc *c, uint64_t now);
+
+/*
+ * Puts c on the ready list if it can send now. With a shared congestion context every PDC
+ * under it is reconsidered: an event on one (an ACK, a loss) moves the window of all. Inline
+ * for the usual case, a PDC alone (without a context, or the only one of its context), after
+ * every send and ACK.
+ */
+static inline void ub__pds_mark_ready(struct ub__pds_ipdc *c, uint64_t now)
+{
+    const struct ub__list *l = &c->cc_link;
+    if (!c->ccx || (l->next == l->prev && l->next == &c->ccx->pdcs)) {
+        /* Nothing queued and nothing to repair: nothing to send, whatever the window says. */
+        if (!c->on_ready && (c->qlen || c->nlost))
+            ub__pds_mark_one(c, now);
+        return;
+    }
+    ub__pds_mark_all(c, now);
+}
 
 /* pds_tx.c */
 /* The initiator PDC to dst in mode, or NULL (*collision: another peer holds its hash). */

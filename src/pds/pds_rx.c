@@ -120,11 +120,8 @@ static void send_nack_f(struct ub__pds *pds, const struct ub__addr *to, uint16_t
  * the last ACK: C if any had it, I if every one kept it, and the most congested hint (the
  * lowest of the C-marked ones; without C, the latest).
  */
-static void caqm_note(struct ub__pds_tpdc *t, const struct ub__wire_dgram *d)
+static void caqm_note_fields(struct ub__pds_tpdc *t, const struct ub__ext *e)
 {
-    const struct ub__ext *e = &d->ext;
-    if (!d->has_ext || !(e->aqm_increase || e->aqm_congestion || e->aqm_hint))
-        return;
     bool first = !t->caqm_seen;
     t->caqm_seen = true;
     t->caqm_i = (first || t->caqm_i) && e->aqm_increase;
@@ -135,6 +132,14 @@ static void caqm_note(struct ub__pds_tpdc *t, const struct ub__wire_dgram *d)
     } else if (!t->caqm_c) {
         t->caqm_hint = e->aqm_hint;
     }
+}
+
+/* Requests without C-AQM fields (no C-AQM sender on the path) leave the echo as it is. */
+static inline void caqm_note(struct ub__pds_tpdc *t, const struct ub__wire_dgram *d)
+{
+    const struct ub__ext *e = &d->ext;
+    if (d->has_ext && (e->aqm_increase || e->aqm_congestion || e->aqm_hint))
+        caqm_note_fields(t, e);
 }
 
 /* Turns the ACK being built into ACK_CC cc_type CAQM when there is a C-AQM echo; resets it. */
@@ -270,7 +275,8 @@ static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
     uint64_t held_ns = now > t->trig_at ? now - t->trig_at : 0;
     a->cc.nscc.service_time = (uint16_t)UB_MIN(held_ns / UB_PDS_SERVICE_TIME_NS, 0xffffu);
     caqm_echo(t, a);
-    ub__pds_rccc_ack_out(pds, &t->peer, a); /* RCCC: pending credit for that host rides here */
+    if (pds->rccc_npend) /* RCCC: pending credit for that host rides here */
+        ub__pds_rccc_ack_out(pds, &t->peer, a);
     if (ub__pds_encode_ack_into(p, a)) {
         if (t->ack_q)
             ub__pkt_push(p, old_len); /* the queued ACK as it was */
@@ -596,8 +602,10 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
     t->peer = p->addr;
     t->reply_path = p->path;
     t->last_active = now;
-    ub__list_remove(&t->lru);
-    ub__list_push_back(&pds->tpdc_lru, &t->lru);
+    if (pds->tpdc_lru.prev != &t->lru) { /* most recently active already: stays last */
+        ub__list_remove(&t->lru);
+        ub__list_push_back(&pds->tpdc_lru, &t->lru);
+    }
 
     uint32_t psn = r->psn;
     uint32_t mask = pds->cfg.mp_range - 1;
@@ -640,13 +648,17 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
         return;
     }
     /* Accept. */
-    bit_set(t, psn, mask);
-    t->held++;
     bool in_order = ahead == 0;
-    while (bit_get(t, t->rcv_nxt, mask)) { /* bits exist only inside the window: bounded */
-        bit_clear(t, t->rcv_nxt, mask);
-        t->held--;
-        t->rcv_nxt++;
+    if (in_order && t->held == 0) {
+        t->rcv_nxt++; /* nothing held beyond it: its bit would be set and cleared at once */
+    } else {
+        bit_set(t, psn, mask);
+        t->held++;
+        while (bit_get(t, t->rcv_nxt, mask)) { /* bits exist only inside the window: bounded */
+            bit_clear(t, t->rcv_nxt, mask);
+            t->held--;
+            t->rcv_nxt++;
+        }
     }
     t->rcvd_bytes += ub__pkt_wire_len(p);
     t->unacked++;

@@ -1,9 +1,8 @@
 /*
  * The initiator side of PDS: PSN assignment, transmission and spraying,
- * acknowledgement processing, loss detection (SACK out-of-order count,
- * per-path order, NACKs, tail probes, RTO), the four retransmission modes,
- * bounded failure, idle close, and re-establishment after the target
- * evicted a context.
+ * acknowledgement processing, idle close, and re-establishment after the
+ * target evicted a context. Loss detection, the retransmission modes and
+ * bounded failure are in pds_loss.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,18 +10,7 @@
 #include <softub/errors.h>
 #include "core/clock.h"
 #include "core/seq.h"
-#include "pds/pds_int.h"
-
-static inline bool gbn(const struct ub__pds_ipdc *c)
-{
-    return c->retx_mode == UB_PDS_RETX_GBN_FAST || c->retx_mode == UB_PDS_RETX_GBN_TIMEOUT;
-}
-
-/* The RTO floor of a lossless PDC (bounded by rto_max_ns like every RTO). */
-static inline uint64_t lossless_rto(const struct ub__pds_cfg *cfg)
-{
-    return UB_MIN(UB_MAX(UB_PDS_LOSSLESS_RTO_NS, cfg->rto_min_ns), cfg->rto_max_ns);
-}
+#include "pds/pds_ipdc.h"
 
 bool ub__pds_own_ok(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
 {
@@ -31,56 +19,11 @@ bool ub__pds_own_ok(const struct ub__pds *pds, const struct ub__addr *dst, uint8
            !ub__pds_lossless_peer(&pds->cfg, dst);
 }
 
-static inline bool fast(const struct ub__pds_ipdc *c)
-{
-    return c->retx_mode == UB_PDS_RETX_SEL_FAST || c->retx_mode == UB_PDS_RETX_GBN_FAST;
-}
-
-static inline struct ub__pds_slot *slot_of(const struct ub__pds_ipdc *c, uint32_t psn)
-{
-    return &c->slots[psn & c->wmask];
-}
-
-static inline uint32_t inflight(const struct ub__pds_ipdc *c)
-{
-    return c->nxt - c->una;
-}
-
-/* ---- per-path FIFOs of the slots in flight (txseq order) -------------------------------- */
-
-static void path_link(struct ub__pds_ipdc *c, uint32_t psn)
-{
-    uint32_t idx = psn & c->wmask;
-    struct ub__pds_slot *s = &c->slots[idx];
-    struct ub__pds_path *pa = &c->paths[s->path];
-    s->pnext = UB_PDS_NOSLOT;
-    s->pprev = pa->tail;
-    if (pa->tail != UB_PDS_NOSLOT)
-        c->slots[pa->tail].pnext = idx;
-    else
-        pa->head = idx;
-    pa->tail = idx;
-}
-
-static void path_unlink(struct ub__pds_ipdc *c, struct ub__pds_slot *s)
-{
-    struct ub__pds_path *pa = &c->paths[s->path];
-    if (s->pprev != UB_PDS_NOSLOT)
-        c->slots[s->pprev].pnext = s->pnext;
-    else
-        pa->head = s->pnext;
-    if (s->pnext != UB_PDS_NOSLOT)
-        c->slots[s->pnext].pprev = s->pprev;
-    else
-        pa->tail = s->pprev;
-}
-
 static uint64_t peer_key(const struct ub__addr *a, uint8_t mode)
 {
     return ub__addr_hash(a, mode);
 }
 
-static void rto_fire(struct ub__timer *t, uint64_t now);
 static void idle_fire(struct ub__timer *t, uint64_t now);
 
 /* ---- congestion context and load balancer -------------------------------------- */
@@ -141,24 +84,15 @@ static void ccx_detach(struct ub__pds_ipdc *c)
     free(x);
 }
 
-/* A slot leaves SLOT_INFLIGHT (acknowledged, declared lost, dropped): no longer in flight. */
-static void uncount(struct ub__pds_ipdc *c, const struct ub__pds_slot *s)
-{
-    if (c->ccx && s->state == SLOT_INFLIGHT && s->pkt)
-        c->ccx->inflight -= UB_MIN(c->ccx->inflight, (uint64_t)ub__pkt_wire_len(s->pkt));
-}
-
 /*
  * Whether the congestion context lets a packet of `bytes` go now: the window (a packet may
  * always go when nothing is in flight, so a window below one packet cannot deadlock) and the
  * pacer. When only the pacer holds it back, the context's timer is armed for the moment it
  * allows, so output resumes on time and the engine's next deadline says when.
  */
-static bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
+static bool ccx_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
 {
     struct ub__pds_ccx *x = c->ccx;
-    if (!x)
-        return true;
     ub__cc_on_tick(&x->cc, now); /* lazy rate timers (DCQCN): exact whenever called */
     if (ub__cc_can_send(&x->cc, x->inflight, bytes, now))
         return true;
@@ -181,6 +115,12 @@ static bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
         return true;
     c->pds->st.cc_blocked++;
     return false;
+}
+
+/* Without a congestion context (a lossless peer, cc "none") only the PDC's window counts. */
+static inline bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
+{
+    return !c->ccx || ccx_allows(c, bytes, now);
 }
 
 static uint16_t alloc_id(struct ub__pds *pds)
@@ -322,7 +262,8 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
         return NULL;
     }
     ub__list_init(&c->ready);
-    ub__timer_init(&c->rto, rto_fire);
+    ub__timer_init(&c->rto, ub__pds_rto_fire);
+    c->rto_due = UB_TIME_NEVER;
     ub__timer_init(&c->idle, idle_fire);
     c->id = alloc_id(pds);
     start_fresh(c);
@@ -390,38 +331,7 @@ void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now)
     free(c);
 }
 
-/* Packets from una that may be in flight: the window, MP_RANGE, and go-back-N's loss window. */
-static uint32_t send_limit(const struct ub__pds_ipdc *c)
-{
-    uint32_t limit = UB_MIN(c->pds->cfg.window, c->mpr);
-    return gbn(c) ? UB_MIN(limit, c->gbn_win) : limit;
-}
-
 static size_t req_header_size(uint8_t mode);
-
-/* Where repairs stop: go-back-N resends only inside its window. */
-static uint32_t repair_end(const struct ub__pds_ipdc *c)
-{
-    uint32_t end = gbn(c) ? c->una + send_limit(c) : c->nxt;
-    return ub__seq_lt(c->nxt, end) ? c->nxt : end;
-}
-
-/* The lowest LOST PSN before end, moving lost_scan up to it (or to end if there is none). */
-static bool next_lost(struct ub__pds_ipdc *c, uint32_t end, uint32_t *out)
-{
-    for (uint32_t psn = c->lost_scan; c->nlost; psn++) {
-        if (!ub__seq_lt(psn, end)) {
-            c->lost_scan = end;
-            return false;
-        }
-        c->lost_scan = psn;
-        if (slot_of(c, psn)->state == SLOT_LOST) {
-            *out = psn;
-            return true;
-        }
-    }
-    return false;
-}
 
 bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now)
 {
@@ -444,38 +354,40 @@ bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now)
     return cc_allows(c, ub__pkt_wire_len(c->q_head) + req_header_size(c->mode), now);
 }
 
-/* The PDS header of a data packet, as it goes out this time. */
-static void req_header(const struct ub__pds_ipdc *c, uint32_t psn, bool retx, bool ar,
-                       struct ub__pds_hdr *h)
+/* The PDS header of a data packet, as it goes out this time, written at b. */
+static int req_header(const struct ub__pds_ipdc *c, uint32_t psn, bool retx, bool ar, uint8_t *b)
 {
-    memset(h, 0, sizeof(*h));
     if (c->mode == UB_PDS_RUDI) {
-        h->type = UB_PDS_TYPE_RUDI_REQ;
-        h->u.rudi.type = UB_PDS_TYPE_RUDI_REQ;
-        h->u.rudi.next_hdr = UB_PDS_NH_SOFTUB_EXT;
-        h->u.rudi.flags = retx ? UB_PDS_RUDI_F_RETX : 0;
+        struct ub__pds_rudi h;
+        memset(&h, 0, sizeof(h));
+        h.type = UB_PDS_TYPE_RUDI_REQ;
+        h.next_hdr = UB_PDS_NH_SOFTUB_EXT;
+        h.flags = retx ? UB_PDS_RUDI_F_RETX : 0;
         /*
          * The response echoes pkt_id and nothing else: it names our PDC (high half) and the
          * PSN's low 16 bits (the window is at most 4096 PSNs). Matching by the responder's
          * address alone fails when it answers from another port (a UDP path).
          */
-        h->u.rudi.pkt_id = (uint32_t)c->id << 16 | (psn & 0xffff);
-        return;
+        h.pkt_id = (uint32_t)c->id << 16 | (psn & 0xffff);
+        struct ub__wcur w;
+        ub__wcur_init(&w, b, UB_PDS_RUDI_SIZE);
+        return ub__pds_rudi_encode(&h, &w);
     }
-    struct ub__pds_req *r = &h->u.req;
-    h->type = r->type = c->mode == UB_PDS_ROD ? UB_PDS_TYPE_ROD_REQ : UB_PDS_TYPE_RUD_REQ;
-    r->next_hdr = UB_PDS_NH_SOFTUB_EXT;
-    r->flags = (uint8_t)((retx ? UB_PDS_REQ_F_RETX : 0) | (ar ? UB_PDS_REQ_F_AR : 0));
+    /* Written directly: every field comes from our own state, valid by construction but for a
+     * SYN's psn_offset, which ub__pds_ipdc_can_send keeps below UB_PDS_SYN_SPAN. */
+    uint8_t flags = (uint8_t)((retx ? UB_PDS_REQ_F_RETX : 0) | (ar ? UB_PDS_REQ_F_AR : 0));
     int32_t clear = ub__seq_diff(c->una, psn); /* clear_psn = una: everything below is done */
-    r->clear_psn_offset = (int16_t)(clear < INT16_MIN ? INT16_MIN : clear);
-    r->psn = psn;
-    r->spdcid = c->id;
+    uint16_t slot = c->tid;
     if (c->state == IPDC_SYN) {
-        r->flags |= UB_PDS_REQ_F_SYN;
-        r->psn_offset = (uint16_t)(psn - c->start_psn);
-    } else {
-        r->dpdcid = c->tid;
+        flags |= UB_PDS_REQ_F_SYN;
+        if (psn - c->start_psn > UB_PDS_PSN_OFFSET_MAX)
+            return UB_EOVERFLOW;
+        slot = (uint16_t)(psn - c->start_psn);
     }
+    ub__pds_req_put(b, c->mode == UB_PDS_ROD ? UB_PDS_TYPE_ROD_REQ : UB_PDS_TYPE_RUD_REQ,
+                    UB_PDS_NH_SOFTUB_EXT, flags, (int16_t)(clear < INT16_MIN ? INT16_MIN : clear),
+                    psn, c->id, slot);
+    return 0;
 }
 
 static size_t req_header_size(uint8_t mode)
@@ -528,11 +440,7 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
         s->pkt = copy;
     }
     bool ar = s->ack_req || s->why == WHY_PROBE || c->state == IPDC_SYN;
-    struct ub__pds_hdr h;
-    req_header(c, psn, retx, ar, &h);
-    struct ub__wcur w;
-    ub__wcur_init(&w, s->pkt->data, req_header_size(c->mode));
-    if (ub__pds_encode(&h, &w) != 0)
+    if (req_header(c, psn, retx, ar, s->pkt->data) != 0)
         return NULL; /* cannot happen: the fields come from our own state */
     caqm_stamp(c, s->pkt);
     s->path = pick_path(c, retx, s->path, now);
@@ -568,30 +476,10 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
     } else {
         pds->st.tx_pkts++;
         pds->st.tx_bytes += ub__pkt_wire_len(s->pkt);
-        ub__pds_rccc_sent(c, ub__pkt_wire_len(s->pkt)); /* RCCC: demand shrinks */
+        if (c->ccx && c->ccx->cc.credit_on) /* RCCC: demand shrinks */
+            ub__pds_rccc_sent(c, ub__pkt_wire_len(s->pkt));
     }
     return s->pkt;
-}
-
-static void arm_rto(struct ub__pds_ipdc *c, uint64_t now)
-{
-    struct ub__pds *pds = c->pds;
-    if (!inflight(c) && c->state != IPDC_CLOSING) {
-        ub__timer_cancel(pds->timers, &c->rto);
-        return;
-    }
-    uint64_t wait = c->rto_ns;
-    if (!pds->cfg.no_probe && !pds->cfg.trimming && !c->lossless && fast(c) && !c->probed &&
-        c->srtt) {
-        /*
-         * Tail-loss probe: well before the RTO, once per period without progress. Not on a
-         * trimming fabric: there a loss comes back as a NACK, and a probe would resend a
-         * packet that is most likely still queued.
-         */
-        uint64_t pto = UB_MAX(2 * c->srtt, pds->cfg.ack_delay_ns + c->srtt);
-        wait = UB_MIN(wait, pto);
-    }
-    ub__timer_arm(pds->timers, &c->rto, now + wait);
 }
 
 uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32_t max,
@@ -648,71 +536,9 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
         path_link(c, psn);
         pkts[n++] = out;
     }
-    if (n && !ub__timer_armed(&c->rto))
-        arm_rto(c, now);
+    if (n && c->rto_due == UB_TIME_NEVER) /* else it times the oldest packet in flight */
+        ub__pds_arm_rto(c, now);
     return n;
-}
-
-static void mark_lost(struct ub__pds_ipdc *c, uint32_t psn, uint8_t why, uint64_t now)
-{
-    struct ub__pds_slot *s = slot_of(c, psn);
-    if (s->state == SLOT_COVERED) { /* out of flight already: it goes again for its own ACK */
-        s->state = SLOT_LOST;
-        s->why = why;
-        if (++c->nlost == 1 || ub__seq_lt(psn, c->lost_scan))
-            c->lost_scan = psn;
-        return;
-    }
-    if (s->state != SLOT_INFLIGHT)
-        return;
-    uncount(c, s);
-    path_unlink(c, s);
-    /* A loss the sender inferred (out-of-order count, per-path order) is a NACK for the path
-     * (go-back-N reports only the first of its run: the rest were not lost on their paths). */
-    if (why == WHY_FAST && !gbn(c))
-        ub__lb_on_nack(&c->lb, s->path, now);
-    s->state = SLOT_LOST;
-    s->why = why;
-    if (++c->nlost == 1 || ub__seq_lt(psn, c->lost_scan))
-        c->lost_scan = psn;
-}
-
-/*
- * Go-back-N: everything from psn on goes again. Each go-back also halves the window the
- * repairs and new packets may use (at least UB_PDS_GBN_MIN_WIN; an RTO takes it there at once),
- * and every acknowledged packet grows it by one again: at 10 % loss a fixed window of 256
- * would resend ~W * p = 25 packets for every one delivered.
- */
-static void go_back(struct ub__pds_ipdc *c, uint32_t from, uint8_t why, uint64_t now)
-{
-    uint32_t w = why == WHY_RTO ? UB_PDS_GBN_MIN_WIN : c->gbn_win / 2;
-    c->gbn_win = UB_MAX(w, (uint32_t)UB_PDS_GBN_MIN_WIN);
-    if (why == WHY_FAST && slot_of(c, from)->state == SLOT_INFLIGHT)
-        ub__lb_on_nack(&c->lb, slot_of(c, from)->path, now);
-    for (uint32_t psn = from; psn != c->nxt; psn++)
-        mark_lost(c, psn, why, now);
-}
-
-/* The RTO from the smoothed RTT, without backoff. */
-static void rto_from_rtt(struct ub__pds_ipdc *c)
-{
-    const struct ub__pds_cfg *cfg = &c->pds->cfg;
-    uint64_t rto = c->srtt + UB_MAX(4 * c->rttvar, cfg->ack_delay_ns);
-    uint64_t floor = c->lossless ? lossless_rto(cfg) : cfg->rto_min_ns;
-    c->rto_ns = UB_MIN(UB_MAX(rto, floor), cfg->rto_max_ns);
-}
-
-static void rtt_sample(struct ub__pds_ipdc *c, uint64_t r)
-{
-    if (!c->srtt) {
-        c->srtt = r;
-        c->rttvar = r / 2;
-    } else {
-        uint64_t d = c->srtt > r ? c->srtt - r : r - c->srtt;
-        c->rttvar = (3 * c->rttvar + d) / 4;
-        c->srtt = (7 * c->srtt + r) / 8;
-    }
-    rto_from_rtt(c);
 }
 
 /*
@@ -803,156 +629,6 @@ static void advance_una(struct ub__pds_ipdc *c)
         c->ooo_scan = c->una;
 }
 
-/*
- * Whether the transmission of PSN `later` that provoked a report (ACK or NACK; retx: it said the
- * packet was a retransmission) left after the latest transmission of `first`, so that `first`
- * missing is news. A report provoked by a copy sent before `first` was resent is the echo of an
- * earlier go-back: acting on it would resend the window once per packet still in flight.
- */
-static bool after_latest(const struct ub__pds_ipdc *c, uint32_t later, bool retx, uint32_t first)
-{
-    const struct ub__pds_slot *l = slot_of(c, later), *f = slot_of(c, first);
-    if (f->state != SLOT_INFLIGHT || (l->state != SLOT_INFLIGHT && l->state != SLOT_ACKED))
-        return false;
-    if (retx != (l->retx > 0)) /* the report came from an earlier copy of `later` */
-        return false;
-    return l->txseq > f->txseq;
-}
-
-static void clear_dirty(struct ub__pds_ipdc *c)
-{
-    for (uint32_t i = 0; i < c->ndirty; i++)
-        c->paths[c->dirty[i]].dirty = false;
-    c->ndirty = 0;
-}
-
-static void sort_u32(uint32_t *a, uint32_t n)
-{
-    for (uint32_t i = 1; i < n; i++) {
-        uint32_t v = a[i], j = i;
-        for (; j > 0 && a[j - 1] > v; j--)
-            a[j] = a[j - 1];
-        a[j] = v;
-    }
-}
-
-/*
- * Fast loss detection after an ACK: out-of-order count and per-path order. Go-back-N ignores
- * selective information, so it looks only at the PSN that triggered the ACK (hint): far enough
- * past una, and sent after una's latest copy, it means una was lost.
- *
- * Selective: a slot in flight is lost when high_acked is at least ooo_threshold past it, or a
- * later transmission on its path was acknowledged. Both are found without scanning the
- * window: the first from ooo_scan (below it nothing is in flight but what was resent since,
- * which lowers it) up to high_acked - threshold, the second from the heads of the paths whose
- * acknowledged txseq rose (their slots in flight are kept in txseq order). The union is marked
- * in PSN order, exactly as a scan of the whole window from una would.
- */
-static void detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, bool hint_retx,
-                          uint64_t now)
-{
-    if (!fast(c)) {
-        clear_dirty(c);
-        return;
-    }
-    const struct ub__pds_cfg *cfg = &c->pds->cfg;
-    uint32_t thr = cfg->ooo_threshold;
-    if (gbn(c)) {
-        clear_dirty(c);
-        if (has_hint && c->una != c->nxt && ub__seq_lt(c->una, hint) && ub__seq_lt(hint, c->nxt) &&
-            ub__seq_diff(hint, c->una) >= (int32_t)thr && after_latest(c, hint, hint_retx, c->una))
-            go_back(c, c->una, WHY_FAST, now);
-        return;
-    }
-    if (!c->any_acked) {
-        clear_dirty(c);
-        return;
-    }
-    uint32_t k = 0;
-    /* Out-of-order count: the slots in flight at or below high_acked - threshold. */
-    uint32_t end = c->high_acked - thr + 1;
-    if (ub__seq_lt(c->nxt, end))
-        end = c->nxt;
-    uint32_t start = ub__seq_lt(c->ooo_scan, c->una) ? c->una : c->ooo_scan;
-    if (ub__seq_lt(start, end)) {
-        for (uint32_t psn = start; psn != end; psn++) {
-            struct ub__pds_slot *s = slot_of(c, psn);
-            if (s->state == SLOT_INFLIGHT || s->state == SLOT_COVERED) {
-                s->cand = 1;
-                c->cand[k++] = psn - c->una;
-            }
-        }
-        c->ooo_scan = end;
-    }
-    /* One path delivers in order: a later packet on it arrived, so the earlier ones are gone. */
-    bool sorted = true;
-    for (uint32_t i = 0; i < c->ndirty; i++) {
-        struct ub__pds_path *pa = &c->paths[c->dirty[i]];
-        pa->dirty = false;
-        if (cfg->no_ev_loss)
-            continue;
-        for (uint32_t idx = pa->head; idx != UB_PDS_NOSLOT && c->slots[idx].txseq < pa->acked_txseq;
-             idx = c->slots[idx].pnext) {
-            struct ub__pds_slot *s = &c->slots[idx];
-            if (s->cand)
-                continue;
-            s->cand = 1;
-            /* The slot's PSN: the one in [una, nxt) that maps to idx. */
-            uint32_t off = (idx - c->una) & c->wmask;
-            if (k && off < c->cand[k - 1])
-                sorted = false;
-            c->cand[k++] = off;
-        }
-    }
-    c->ndirty = 0;
-#ifdef UB_PDS_CHECK_DETECT
-    {
-        uint32_t want = 0;
-        for (uint32_t psn = c->una; psn != c->nxt; psn++) {
-            struct ub__pds_slot *s = slot_of(c, psn);
-            if (s->state != SLOT_INFLIGHT && s->state != SLOT_COVERED)
-                continue;
-            bool lost = ub__seq_diff(c->high_acked, psn) >= (int32_t)thr;
-            if (!lost && s->state == SLOT_INFLIGHT && !cfg->no_ev_loss &&
-                s->txseq < c->paths[s->path].acked_txseq)
-                lost = true;
-            if (lost) {
-                want++;
-                if (!s->cand)
-                    abort();
-            }
-        }
-        if (want != k)
-            abort();
-    }
-#endif
-    if (!sorted)
-        sort_u32(c->cand, k);
-    for (uint32_t i = 0; i < k; i++) {
-        uint32_t psn = c->una + c->cand[i];
-        slot_of(c, psn)->cand = 0;
-        mark_lost(c, psn, WHY_FAST, now);
-    }
-}
-
-/*
- * After an ACK: was the last RTO spurious (the peer slow, e.g. off the CPU, not the network
- * lossy)? Then its window cut goes. What it marked lost and is still unacknowledged is resent
- * (the ACKs behind this one usually acknowledge it first).
- */
-static void undo_check(struct ub__pds_ipdc *c)
-{
-    if (c->undo_armed && c->undo_seen) {
-        c->undo_armed = false;
-        c->pds->st.rto_undone++;
-        if (c->ccx)
-            ub__cc_undo_timeout(&c->ccx->cc, c->undo_cwnd);
-    } else if (c->undo_armed && !ub__seq_lt(c->una, c->undo_nxt)) {
-        c->undo_armed = false; /* all of it repaired: the losses were real */
-    }
-    c->undo_seen = false;
-}
-
 static void progress(struct ub__pds_ipdc *c, uint64_t now)
 {
     /*
@@ -961,14 +637,14 @@ static void progress(struct ub__pds_ipdc *c, uint64_t now)
      * leave the backed-off RTO in place for a long time under heavy loss.
      */
     if (c->retries && c->srtt)
-        rto_from_rtt(c);
+        ub__pds_rto_from_rtt(c);
     c->retries = 0;
     c->probed = false;
     c->last_progress = c->acked_at = now;
-    arm_rto(c, now);
+    ub__pds_arm_rto(c, now);
 }
 
-static void finish_close(struct ub__pds_ipdc *c, uint64_t now)
+void ub__pds_finish_close(struct ub__pds_ipdc *c, uint64_t now)
 {
     c->pds->st.pdc_closed++;
     ub__pds_ipdc_free(c, UB_ECLOSED, now);
@@ -992,8 +668,12 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
                     uint64_t now)
 {
     const struct ub__pds_ack *a = &d->pds.u.ack;
-    ub__pds_rccc_on_ack(pds, p, a, now); /* RCCC: a credit rides on ACK_CC, whatever the PDC */
-    struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_id, a->dpdcid);
+    if (a->cc_type == UB_PDS_CC_RCCC) /* RCCC: a credit rides on ACK_CC, whatever the PDC */
+        ub__pds_rccc_on_ack(pds, p, a, now);
+    /* Mostly the PDC the last send went to (in ipdc_by_id under its id while it is last_ipdc). */
+    struct ub__pds_ipdc *c = pds->last_ipdc;
+    if (!c || c->id != a->dpdcid)
+        c = ub__hmap_get(&pds->ipdc_by_id, a->dpdcid);
     if (!c || c->mode == UB_PDS_RUDI) {
         pds->st.rx_no_pdc++;
         return;
@@ -1008,7 +688,7 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
     uint32_t cack = a->cack_psn;
     if (c->state == IPDC_CLOSING) {
         if (cack == c->close_psn)
-            finish_close(c, now);
+            ub__pds_finish_close(c, now);
         return;
     }
     if ((a->cc_type == UB_PDS_CC_NSCC || a->cc_type == UB_PDS_CC_CAQM) &&
@@ -1021,7 +701,7 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
         const struct ub__pds_slot *s = slot_of(c, ack_psn);
         if (s->state == SLOT_INFLIGHT && s->retx == 0 && !(a->flags & UB_PDS_ACK_F_RETX)) {
             rtt = now - s->first_ns;
-            rtt_sample(c, rtt);
+            ub__pds_rtt_sample(c, rtt);
         }
     }
     /* Provoked by an original copy of a packet outstanding at the RTO: it was not lost. */
@@ -1042,13 +722,16 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
     c->own_seen |= own;
     uint32_t trig = (a->flags & UB_PDS_ACK_F_P) ? c->nxt : ack_psn;
     /* Cumulative: every PSN up to cack. Ignore anything outside what we sent. */
-    if (ub__seq_le(c->una, cack) && ub__seq_lt(cack, c->nxt)) {
+    bool cum = ub__seq_le(c->una, cack) && ub__seq_lt(cack, c->nxt);
+    if (cum) {
         for (uint32_t psn = c->una; psn != cack + 1; psn++)
             news |= ack_one(c, psn, ecn && psn == ack_psn, &acked, now, own && psn != trig);
     }
-    /* Selective (go-back-N ignores it by definition): the triggering PSN and the bitmap. */
+    /* Selective (go-back-N ignores it by definition): the triggering PSN and the bitmap. The
+     * trigger at or below cack had the same ack_one above; a second one would change nothing. */
     if (!gbn(c)) {
-        if (ub__seq_le(c->una, ack_psn) && ub__seq_lt(ack_psn, c->nxt))
+        if (ub__seq_le(c->una, ack_psn) && ub__seq_lt(ack_psn, c->nxt) &&
+            !(cum && ub__seq_le(ack_psn, cack)))
             news |= ack_one(c, ack_psn, ecn, &acked, now, own && ack_psn != trig);
         if (a->type == UB_PDS_TYPE_ACK_CC) {
             uint32_t base = ub__seq_add(cack, a->sack_psn_offset);
@@ -1060,7 +743,7 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
         }
     }
     advance_una(c);
-    undo_check(c);
+    ub__pds_undo_check(c);
     if (news)
         progress(c, now);
     /* One congestion event per ACK: the bytes it newly acknowledged, its RTT sample, its mark. */
@@ -1080,7 +763,7 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
             caqm_ack(&ev, &a->cc.caqm);
         ub__cc_on_ack(&c->ccx->cc, &ev, now);
     }
-    detect_losses(c, true, ack_psn, (a->flags & UB_PDS_ACK_F_RETX) != 0, now);
+    ub__pds_after_ack_losses(c, true, ack_psn, (a->flags & UB_PDS_ACK_F_RETX) != 0, now);
     ub__pds_mark_ready(c, now);
     if (d->ses_kind != UB_PDS_NH_NONE && d->has_ext) {
         /* A response rode on it: up as if it had come alone, after the ACK it answers. */
@@ -1103,7 +786,7 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
 }
 
 /* The target evicted our context at end_psn: what it has, it has; the rest goes on a new one. */
-static void reestablish(struct ub__pds_ipdc *c, uint32_t end_psn, uint64_t now)
+void ub__pds_reestablish(struct ub__pds_ipdc *c, uint32_t end_psn, uint64_t now)
 {
     struct ub__pds *pds = c->pds;
     struct ub__pkt *head = NULL, *last = NULL;
@@ -1158,125 +841,8 @@ static void reestablish(struct ub__pds_ipdc *c, uint32_t end_psn, uint64_t now)
     ub__hmap_put(&pds->ipdc_by_id, c->id, c);
     start_fresh(c);
     ub__timer_cancel(pds->timers, &c->rto);
+    c->rto_due = UB_TIME_NEVER;
     pds->st.pdc_opened++;
-    ub__pds_mark_ready(c, now);
-}
-
-/*
- * Congestion NACKs (trims, NO_PKT_BUF, RCVR_INFER_LOSS) are congestion events for the context
- * and path feedback for the balancer, once per transmission (a packet still in flight: a
- * second report of the same copy says nothing new). Protocol NACKs are not.
- */
-static void congestion_nack(struct ub__pds_ipdc *c, const struct ub__pds_nack *n, uint64_t now)
-{
-    bool trim = n->code == UB_PDS_NACK_TRIMMED || n->code == UB_PDS_NACK_TRIMMED_LASTHOP ||
-                n->code == UB_PDS_NACK_TRIMMED_ACK;
-    if (!trim && n->code != UB_PDS_NACK_NO_PKT_BUF && n->code != UB_PDS_NACK_RCVR_INFER_LOSS)
-        return;
-    struct ub__pds_slot *s = slot_of(c, n->psn);
-    if (s->state != SLOT_INFLIGHT)
-        return;
-    bool last_hop = n->code == UB_PDS_NACK_TRIMMED_LASTHOP;
-    bool ecn = (n->flags & UB_PDS_NACK_F_M) != 0;
-    if (trim)
-        ub__lb_on_trim(&c->lb, s->path, last_hop, ecn, now);
-    else
-        ub__lb_on_nack(&c->lb, s->path, now);
-    if (!c->ccx)
-        return;
-    uint64_t bytes = ub__pkt_wire_len(s->pkt);
-    struct ub__cc_nack ev = {
-        .bytes = bytes,
-        .inflight = c->ccx->inflight - UB_MIN(c->ccx->inflight, bytes),
-        .trimmed = trim,
-        .last_hop = last_hop,
-        .ecn = ecn,
-    };
-    ub__cc_on_nack(&c->ccx->cc, &ev, now);
-}
-
-void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t now)
-{
-    struct ub__pds_ipdc *c = ub__hmap_get(&pds->ipdc_by_id, n->dpdcid);
-    if (!c || (n->flags & UB_PDS_NACK_F_NT)) {
-        pds->st.rx_no_pdc++;
-        return;
-    }
-    if (c->state == IPDC_CLOSING) {
-        if (n->code == UB_PDS_NACK_NO_PDC || n->code == UB_PDS_NACK_CLOSING ||
-            n->code == UB_PDS_NACK_INV_DPDCID)
-            finish_close(c, now);
-        return;
-    }
-    uint32_t psn = n->psn;
-    bool in_flight = ub__seq_le(c->una, psn) && ub__seq_lt(psn, c->nxt);
-    if (in_flight)
-        congestion_nack(c, n, now);
-    switch (n->code) {
-    case UB_PDS_NACK_TRIMMED:
-    case UB_PDS_NACK_TRIMMED_LASTHOP:
-        if (in_flight && fast(c)) {
-            if (gbn(c))
-                go_back(c, psn, WHY_NACK, now);
-            else
-                mark_lost(c, psn, WHY_NACK, now);
-        }
-        /*
-         * A trim proves the target and the path alive: time the RTO from here, as after an
-         * ACK. In a deep incast a flow may go 100 us between ACKs while NACKs keep coming;
-         * an RTO timed from the last ACK would resend whole windows of packets still queued.
-         */
-        if (in_flight) {
-            c->last_progress = now;
-            c->retries = 0;
-            arm_rto(c, now);
-        }
-        break;
-    case UB_PDS_NACK_ROD_OOO: {
-        /*
-         * The target wants n->payload next and dropped everything after it. A NACK
-         * provoked by a first transmission we have already decided to resend is the
-         * echo of an earlier go-back, not news: acting on it would resend the
-         * window once per packet still in flight.
-         */
-        if (!fast(c) || !in_flight || !ub__seq_le(c->una, n->payload) ||
-            !ub__seq_lt(n->payload, c->nxt) ||
-            !after_latest(c, psn, (n->flags & UB_PDS_NACK_F_RETX) != 0, n->payload))
-            break;
-        go_back(c, n->payload, WHY_NACK, now);
-        break;
-    }
-    case UB_PDS_NACK_CLOSING:
-        /* Destructive NACKs must name a PSN we have in flight: never act on a stray one. */
-        if (!in_flight || ub__seq_lt(n->payload, c->una) || ub__seq_lt(c->nxt, n->payload)) {
-            pds->st.rx_stale++;
-            break;
-        }
-        reestablish(c, n->payload, now);
-        return;
-    case UB_PDS_NACK_NO_PDC:
-    case UB_PDS_NACK_INV_DPDCID:
-    case UB_PDS_NACK_PDC_HDR_MISMATCH:
-        if (!in_flight) {
-            pds->st.rx_stale++;
-            break;
-        }
-        if (!(n->flags & UB_PDS_NACK_F_RETX)) {
-            /*
-             * Verify before tearing down: resend that packet. A restarted target says the
-             * same about the retransmission one RTT later; a damaged header does not.
-             */
-            mark_lost(c, psn, WHY_NACK, now);
-            break;
-        }
-        /* The target has no memory of us: it restarted. Nothing in flight can be vouched for. */
-        pds->st.pdc_failed++;
-        ub__pds_ipdc_free(c, UB_ESTALE, now);
-        return;
-    default:
-        /* Resource shortages and window overruns: the RTO retries, with backoff. */
-        break;
-    }
     ub__pds_mark_ready(c, now);
 }
 
@@ -1297,13 +863,13 @@ void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
     uint64_t rtt = 0;
     if (s->state == SLOT_INFLIGHT && s->retx == 0) {
         rtt = now - s->first_ns;
-        rtt_sample(c, rtt);
+        ub__pds_rtt_sample(c, rtt);
     }
     bool ecn = (r->flags & UB_PDS_RUDI_F_M) != 0;
     uint64_t acked = 0;
     bool news = ack_one(c, psn, ecn, &acked, now, false);
     advance_una(c);
-    undo_check(c);
+    ub__pds_undo_check(c);
     if (news)
         progress(c, now);
     if (c->ccx && (acked || ecn)) {
@@ -1311,11 +877,11 @@ void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
             .acked_bytes = acked, .inflight = c->ccx->inflight, .rtt_ns = rtt, .ecn = ecn};
         ub__cc_on_ack(&c->ccx->cc, &ev, now);
     }
-    detect_losses(c, false, 0, false, now);
+    ub__pds_after_ack_losses(c, false, 0, false, now);
     ub__pds_mark_ready(c, now);
 }
 
-static void send_close(struct ub__pds_ipdc *c, bool retx)
+void ub__pds_send_close(struct ub__pds_ipdc *c, bool retx)
 {
     struct ub__pds *pds = c->pds;
     struct ub__pkt *p = ub__pds_alloc(pds);
@@ -1346,7 +912,7 @@ static void start_close(struct ub__pds_ipdc *c, uint64_t now)
     struct ub__pds *pds = c->pds;
     if (c->mode == UB_PDS_RUDI || c->state == IPDC_SYN) {
         /* No target state to tear down (RUDI), or none was ever confirmed: just forget it. */
-        finish_close(c, now);
+        ub__pds_finish_close(c, now);
         return;
     }
     /* New sends to this peer open a new context from now on. */
@@ -1356,8 +922,8 @@ static void start_close(struct ub__pds_ipdc *c, uint64_t now)
     c->state = IPDC_CLOSING;
     c->close_psn = c->nxt;
     c->retries = 0;
-    send_close(c, false);
-    arm_rto(c, now);
+    ub__pds_send_close(c, false);
+    ub__pds_arm_rto(c, now);
 }
 
 static void idle_fire(struct ub__timer *t, uint64_t now)
@@ -1381,82 +947,4 @@ void ub__pds_on_ctrl_close_req(struct ub__pds *pds, const struct ub__pds_ctrl *k
         return;
     if (c->state == IPDC_EST && !c->qlen && !inflight(c))
         start_close(c, now);
-}
-
-static void rto_fire(struct ub__timer *t, uint64_t now)
-{
-    struct ub__pds_ipdc *c = UB_CONTAINER_OF(t, struct ub__pds_ipdc, rto);
-    struct ub__pds *pds = c->pds;
-    const struct ub__pds_cfg *cfg = &pds->cfg;
-    if (c->state == IPDC_CLOSING) {
-        if (++c->retries > cfg->max_retries) {
-            finish_close(c, now); /* the target will forget us on its own */
-            return;
-        }
-        c->rto_ns = UB_MIN(c->rto_ns * 2, cfg->rto_max_ns);
-        send_close(c, true);
-        arm_rto(c, now);
-        return;
-    }
-    if (!inflight(c))
-        return;
-    if (!cfg->no_probe && !cfg->trimming && !c->lossless && fast(c) && !c->probed && c->srtt &&
-        now < c->last_progress + c->rto_ns) {
-        /* Tail-loss probe: resend the lowest unacknowledged packet, asking for an ACK. */
-        c->probed = true;
-        for (uint32_t psn = c->una; psn != c->nxt; psn++) {
-            uint8_t st = slot_of(c, psn)->state;
-            if (st == SLOT_INFLIGHT || st == SLOT_COVERED) {
-                /* Go-back-N cannot use a lone repair: the target dropped what followed it. */
-                if (gbn(c))
-                    go_back(c, psn, WHY_PROBE, now);
-                else
-                    mark_lost(c, psn, WHY_PROBE, now);
-                break;
-            }
-        }
-        ub__timer_arm(pds->timers, &c->rto, c->last_progress + c->rto_ns);
-        ub__pds_mark_ready(c, now);
-        return;
-    }
-    pds->st.rto_fired++;
-    /* A peer stalled for a while (descheduled, a loaded host) is not dead: with a floor,
-     * the retries alone do not fail the PDC before it has been silent that long. */
-    if (++c->retries > cfg->max_retries &&
-        (!cfg->fail_after_ns || now - c->acked_at >= cfg->fail_after_ns)) {
-        pds->st.pdc_failed++;
-        ub__pds_ipdc_free(c, UB_EUNREACH, now);
-        return;
-    }
-    c->rto_ns = UB_MIN(c->rto_ns * 2, cfg->rto_max_ns);
-    /*
-     * The balancer hears about the oldest packet's path (the one whose timer this is); the
-     * congestion context about every byte the RTO declares lost (htsim takes each timed-out
-     * packet's size off the window).
-     */
-    const struct ub__pds_slot *old = slot_of(c, c->una);
-    ub__lb_on_timeout(&c->lb, old->pkt ? old->path : UB_LB_EV_UNKNOWN, now);
-    if (!c->undo_armed) { /* the first RTO of a series: what an undo restores */
-        c->undo_armed = true;
-        c->undo_cwnd = c->ccx ? c->ccx->cc.cwnd : 0;
-        c->undo_nxt = c->nxt;
-    }
-    if (c->ccx) {
-        uint64_t bytes = 0;
-        for (uint32_t psn = c->una; psn != c->nxt; psn++) {
-            const struct ub__pds_slot *s = slot_of(c, psn);
-            if (s->state == SLOT_INFLIGHT)
-                bytes += ub__pkt_wire_len(s->pkt);
-        }
-        ub__cc_on_timeout(&c->ccx->cc, bytes, now);
-    }
-    if (gbn(c))
-        go_back(c, c->una, WHY_RTO, now);
-    else
-        for (uint32_t psn = c->una; psn != c->nxt; psn++)
-            mark_lost(c, psn, WHY_RTO, now);
-    c->last_progress = now; /* the backed-off RTO counts from this retransmission */
-    c->probed = true;       /* no probe until something is acknowledged again */
-    ub__timer_arm(pds->timers, &c->rto, now + c->rto_ns);
-    ub__pds_mark_ready(c, now);
 }

@@ -121,11 +121,8 @@ int ub__pds_req_encode(const struct ub__pds_req *h, struct ub__wcur *w)
     uint8_t *p = ub__wcur_take(w, cc ? UB_PDS_REQ_CC_SIZE : UB_PDS_REQ_SIZE);
     if (!p)
         return UB_ETRUNC;
-    ub__st16(p, prologue_word(h->type, h->next_hdr, h->flags));
-    ub__st16(p + 2, (uint16_t)h->clear_psn_offset);
-    ub__st32(p + 4, h->psn);
-    ub__st16(p + 8, h->spdcid);
-    ub__st16(p + 10, syn ? syn_word(h->use_rsv_pdc, h->psn_offset) : h->dpdcid);
+    ub__pds_req_put(p, h->type, h->next_hdr, h->flags, h->clear_psn_offset, h->psn, h->spdcid,
+                    syn ? syn_word(h->use_rsv_pdc, h->psn_offset) : h->dpdcid);
     if (cc) {
         p[12] = h->ccc_id;
         ub__st24(p + 13, h->credit_target);
@@ -246,15 +243,6 @@ int ub__pds_uud_decode(struct ub__pds_uud *h, struct ub__rcur *r)
 
 /* ---- ACK_CC congestion state --------------------------------------------- */
 
-int ub__pds_nscc_pack(const struct ub__pds_nscc_state *s, uint64_t *out)
-{
-    if (s->rcv_cwnd_pend > UB_PDS_CWND_PEND_MAX || s->rcvd_bytes > UB_PDS_RCVD_BYTES_MAX)
-        return UB_EOVERFLOW;
-    *out = ((uint64_t)s->service_time << 48) | ((uint64_t)(s->restore_cwnd ? 1u : 0u) << 47) |
-           ((uint64_t)s->rcv_cwnd_pend << 40) | ((uint64_t)s->rcvd_bytes << 16) | s->ooo_count;
-    return 0;
-}
-
 void ub__pds_nscc_unpack(struct ub__pds_nscc_state *s, uint64_t v)
 {
     s->service_time = (uint16_t)(v >> 48);
@@ -329,40 +317,22 @@ int ub__pds_ack_encode(const struct ub__pds_ack *h, struct ub__wcur *w)
     uint64_t state = 0;
     if (h->type != UB_PDS_TYPE_ACK && h->cc_type > 15)
         return UB_EOVERFLOW;
-    if (h->type == UB_PDS_TYPE_ACK_CC) {
-        if (h->cc_type == UB_PDS_CC_NSCC)
-            rc = ub__pds_nscc_pack(&h->cc.nscc, &state);
-        else if (h->cc_type == UB_PDS_CC_RCCC)
-            rc = ub__pds_rccc_pack(&h->cc.rccc, &state);
-        else if (h->cc_type == UB_PDS_CC_CAQM)
-            rc = ub__pds_caqm_pack(&h->cc.caqm, &state);
-        else
-            rc = UB_EINVAL;
-        if (rc)
-            return rc;
-    }
-    uint8_t *p = ub__wcur_take(w, ub__pds_hdr_size(h->type, h->flags));
+    if ((rc = ub__pds_ack_state(h, &state)) != 0)
+        return rc;
+    uint8_t *p = ub__wcur_take(w, ub__pds_ack_size(h->type, h->flags));
     if (!p)
         return UB_ETRUNC;
-    uint8_t flags = (uint8_t)(h->flags | (h->req << UB_PDS_ACK_F_REQ_SHIFT));
-    ub__st16(p, prologue_word(h->type, h->next_hdr, flags));
-    ub__st16(p + 2, (uint16_t)h->ack_psn_offset);
-    ub__st32(p + 4, h->cack_psn);
-    ub__st16(p + 8, h->spdcid);
-    ub__st16(p + 10, h->dpdcid);
-    if (epsn)
-        ub__st32(p + 12, h->expected_psn);
-    if (h->type != UB_PDS_TYPE_ACK) {
-        p[12] = (uint8_t)(h->cc_type << 4); /* cc_flags(4) reserved */
-        p[13] = h->mpr;
-        ub__st16(p + 14, (uint16_t)h->sack_psn_offset);
-        ub__st64(p + 16, h->sack_bitmap);
-        if (h->type == UB_PDS_TYPE_ACK_CC)
-            ub__st64(p + 24, state);
-        else
-            memcpy(p + 24, h->ccx_state, sizeof(h->ccx_state));
-    }
+    ub__pds_ack_put(p, h, state);
     return 0;
+}
+
+int ub__pds_ack_state_other(const struct ub__pds_ack *h, uint64_t *state)
+{
+    if (h->cc_type == UB_PDS_CC_RCCC)
+        return ub__pds_rccc_pack(&h->cc.rccc, state);
+    if (h->cc_type == UB_PDS_CC_CAQM)
+        return ub__pds_caqm_pack(&h->cc.caqm, state);
+    return UB_EINVAL;
 }
 
 int ub__pds_ack_decode(struct ub__pds_ack *h, struct ub__rcur *r)
@@ -374,7 +344,7 @@ int ub__pds_ack_decode(struct ub__pds_ack *h, struct ub__rcur *r)
         ub__rcur_skip(r, UB_PDS_PROLOGUE_SIZE);
         return UB_EBADMSG;
     }
-    const uint8_t *p = ub__rcur_take(r, ub__pds_hdr_size(pr.type, pr.flags));
+    const uint8_t *p = ub__rcur_take(r, ub__pds_ack_size(pr.type, pr.flags));
     if (!p)
         return UB_ETRUNC;
     memset(h, 0, sizeof(*h));

@@ -82,6 +82,19 @@ static void test_rod_req_syn_vector(void **state)
     assert_int_equal(d.dpdcid, 0);
 }
 
+/* The sender's direct writer gives the same bytes as the checked encoder. */
+static void test_req_put_vectors(void **state)
+{
+    (void)state;
+    uint8_t b[UB_PDS_REQ_SIZE];
+    ub__pds_req_put(b, UB_PDS_TYPE_RUD_REQ, UB_PDS_NH_REQ_STD, UB_PDS_REQ_F_AR, -2, 0x01020304,
+                    0x1122, 0x3344);
+    assert_memory_equal(b, v_rud_req, sizeof(b));
+    ub__pds_req_put(b, UB_PDS_TYPE_ROD_REQ, UB_PDS_NH_REQ_SMALL,
+                    UB_PDS_REQ_F_SYN | UB_PDS_REQ_F_RETX, 5, 0xa0b0c0d0, 7, 0x8123);
+    assert_memory_equal(b, v_rod_syn, sizeof(b));
+}
+
 static const uint8_t v_rud_cc[] = {0x69, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
                                    0x00, 0x02, 0x00, 0x03, 0x44, 0x55, 0x66, 0x77};
 
@@ -577,6 +590,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rud_req_vector),
         cmocka_unit_test(test_rod_req_syn_vector),
+        cmocka_unit_test(test_req_put_vectors),
         cmocka_unit_test(test_rud_cc_req_vector),
         cmocka_unit_test(test_req_bad),
         cmocka_unit_test(test_req_encode_errors),

@@ -1,0 +1,154 @@
+/*
+ * The initiator's retransmission timer is moved only to an earlier deadline (an ACK that empties
+ * the window leaves it armed): an expiry before the real deadline re-arms for it and sends
+ * nothing, and the probe or RTO still goes exactly when it is due.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include <softub/errors.h>
+#include "core/clock.h"
+#include "pds/pds.h"
+#include "wire/datagram.h"
+#include "unit/pds_send8.h"
+
+#define US 1000ull
+
+struct rig {
+    struct ub__timers timers;
+    struct ub__pktpool pool;
+    struct ub__rng rng;
+    struct ub__pds *pds;
+    struct ub__addr addr;
+    uint32_t acked;
+};
+
+static void r_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
+{
+    (void)arg;
+    (void)rx;
+    (void)now;
+}
+
+static void r_acked(void *arg, uint64_t cookie, uint64_t now)
+{
+    (void)cookie;
+    (void)now;
+    ((struct rig *)arg)->acked++;
+}
+
+static void r_failed(void *arg, uint64_t cookie, int err, uint64_t now)
+{
+    (void)arg;
+    (void)cookie;
+    (void)err;
+    (void)now;
+}
+
+static const struct ub__pds_upcalls r_up = {r_deliver, r_acked, r_failed};
+
+static void rig_open(struct rig *r, uint16_t port)
+{
+    memset(r, 0, sizeof(*r));
+    assert_int_equal(ub__timers_init(&r->timers, 16), 0);
+    assert_int_equal(ub__pktpool_init(&r->pool, 64, 4096 + 64, 64), 0);
+    ub__rng_seed(&r->rng, port);
+    struct ub__pds_cfg cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    assert_int_equal(ub__pds_create(&r->pds, &cfg, &r->timers, &r->pool, &r->rng, NULL), 0);
+    ub__pds_set_upcalls(r->pds, &r_up, r);
+    r->addr.family = UB_AF_INET;
+    r->addr.ip[0] = 127;
+    r->addr.ip[3] = 1;
+    r->addr.port = port;
+}
+
+static void rig_close(struct rig *r)
+{
+    ub__pds_destroy(r->pds, 0);
+    ub__pktpool_fini(&r->pool);
+    ub__timers_fini(&r->timers);
+}
+
+static void send_one(struct rig *a, const struct rig *b, uint64_t cookie, uint64_t now)
+{
+    struct ub__pds_tx tx;
+    memset(&tx, 0, sizeof(tx));
+    tx.dst = &b->addr;
+    tx.mode = UB_PDS_RUD;
+    tx.ses_kind = UB_PDS_NH_REQ_STD;
+    tx.ack_req = true;
+    tx.cookie = cookie;
+    assert_int_equal(ub__pds_send(a->pds, &tx, t_send8_pkt(&a->pool), now), 0);
+}
+
+/* Hands what src emits at now to dst (NULL: the network drops it); returns how many. */
+static uint32_t carry(struct rig *src, struct rig *dst, uint64_t now)
+{
+    struct ub__pkt *out[16];
+    uint32_t n = ub__pds_pull(src->pds, out, 16, now);
+    for (uint32_t i = 0; i < n; i++) {
+        struct ub__pkt *p = out[i];
+        if (dst) {
+            p->addr = src->addr;
+            struct ub__wire_dgram d;
+            assert_int_equal(ub__wire_parse_datagram(&d, p->data, p->len, 0), 0);
+            assert_int_equal(ub__pds_input(dst->pds, p, &d, now), 1);
+        }
+        ub__pkt_free(p);
+    }
+    return n;
+}
+
+static void test_timer_due_after_idle(void **state)
+{
+    (void)state;
+    struct rig a, b;
+    rig_open(&a, 1);
+    rig_open(&b, 2);
+    /* Two round trips of 100 us: srtt 100 us, rttvar 37 us, RTO 250 us, probe after 200 us. */
+    send_one(&a, &b, 1, 0);
+    assert_int_equal(carry(&a, &b, 0), 1);
+    assert_int_equal(carry(&b, &a, 100 * US), 1);
+    send_one(&a, &b, 2, 200 * US);
+    assert_int_equal(carry(&a, &b, 200 * US), 1);
+    assert_int_equal(carry(&b, &a, 300 * US), 1);
+    assert_int_equal(a.acked, 2);
+    /* Nothing in flight; the next packet is lost. Its timer is due 200 us (the probe time)
+     * after it left. */
+    send_one(&a, &b, 3, 350 * US);
+    assert_int_equal(carry(&a, NULL, 350 * US), 1);
+    const struct ub__pds_stats *st = ub__pds_stats(a.pds);
+    uint64_t t = ub__timers_next(&a.timers);
+    assert_true(t <= 550 * US);
+    if (t < 550 * US) { /* the deadline of the previous packet: nothing goes, the timer moves */
+        ub__timers_expire(&a.timers, t);
+        assert_int_equal(carry(&a, NULL, t), 0);
+        assert_int_equal(st->probes_sent, 0);
+        assert_int_equal(st->retx_pkts, 0);
+        assert_int_equal(ub__timers_next(&a.timers), 550 * US);
+    }
+    ub__timers_expire(&a.timers, 550 * US - 1);
+    assert_int_equal(carry(&a, NULL, 550 * US - 1), 0);
+    ub__timers_expire(&a.timers, 550 * US);
+    /* 250 us (the RTO) after the last progress: the RTO, not a probe, resends it. */
+    assert_int_equal(carry(&a, NULL, 550 * US), 1);
+    assert_int_equal(st->retx_pkts, 1);
+    assert_int_equal(st->retx_rto, 1);
+    assert_int_equal(st->probes_sent, 0);
+    rig_close(&a);
+    rig_close(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_timer_due_after_idle),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
