@@ -201,8 +201,16 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
                                        : ub__clock_monotonic_ns(NULL) +
                                              (uint64_t)timeout_ms * (uint64_t)UB_NS_PER_MS;
-    for (;;) {
+    for (bool first = true;; first = false) {
         ub__ctx_lock(ctx);
+        /*
+         * Automatic progress over udp alone: no round before the first sleep unless something
+         * is due (the progress thread or the last post ran one, and the socket stays readable
+         * for what came since): one failing receive call less per wait.
+         */
+        bool skip = drive && !manual && first && !x->shm && !x->tx_held &&
+                    !ub__engine_pending(&ctx->eng) &&
+                    ub__engine_next_deadline(&ctx->eng) > ub__ctx_now(ctx);
         if (drive) {
             if (!manual && !driver) {
                 atomic_fetch_add_explicit(&x->drivers, 1, memory_order_relaxed);
@@ -214,7 +222,8 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
             /* The waiter returns to an application about to react: like a manual round, this
              * one may hold its output for the reaction (a lease bounds the hold, progress.c). */
             x->wait_round = driver;
-            ub__ctx_progress_locked(ctx);
+            if (!skip)
+                ub__ctx_progress_locked(ctx);
             x->wait_round = false;
         }
         if (!ub__list_empty(&e->fired)) {
