@@ -156,9 +156,9 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
     x->wake_fd = -1;
     x->epfd = -1;
     x->spin_ns = (uint64_t)(attr->spin_us ? attr->spin_us : UB_API_DEFAULT_SPIN_US) * UB_NS_PER_US;
-    /* A loop fabric is driven in lock step by tests: nothing held there. */
-    x->hold_off =
-        x->kind == UB_CTX_LOOP || attr->progress == UB_PROGRESS_AUTO || !ub__hold_enabled();
+    /* A loop fabric is driven in lock step by tests: nothing held there. Automatic progress
+     * holds only in rounds a waiter runs (ub_wait_jfc). */
+    x->hold_off = x->kind == UB_CTX_LOOP || !ub__hold_enabled();
     return 0;
 }
 
@@ -366,7 +366,7 @@ int ub__ctx_progress_locked(ub_context *ctx)
      * the next round, or the watchdog), so the ACK, the response and the new request
      * leave as one datagram bundle (hold.c).
      */
-    bool may_hold = !x->hold_off && ctx->attr.progress != UB_PROGRESS_AUTO;
+    bool may_hold = !x->hold_off && (ctx->attr.progress != UB_PROGRESS_AUTO || x->wait_round);
     int n = 0;
     ub__ses_pump(&ctx->ses, now);
     /* What an earlier round held and what was posted since leave before this round may

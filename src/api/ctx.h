@@ -23,6 +23,9 @@
 enum ub__ctx_kind { UB_CTX_LOOP = 1, UB_CTX_UDP, UB_CTX_SHM, UB_CTX_MULTI };
 
 #define UB_API_DEFAULT_SPIN_US 50
+/* How long the progress thread leaves the device to an application thread that drives it from
+ * ub_wait_jfc, counted from that thread's last wait (docs/progress.md). */
+#define UB_API_DRIVER_LEASE_NS 500000
 #define UB_API_UDP_BASE_RTT_NS 50000 /* unloaded RTT over kernel UDP (congestion control) */
 #define UB_API_ZC_MIN          2048  /* request payloads attached, not copied, from this size */
 
@@ -114,6 +117,17 @@ struct ub__ctx {
     int epfd;             /* the thread's epoll set: device fd + wake_fd */
     bool sleeping;        /* under lock: the thread is (about to be) in epoll */
     uint64_t sleep_until; /* under lock: when it wakes by itself (UB_TIME_NEVER) */
+    /*
+     * Application threads blocked in ub_wait_jfc drive the context themselves (the datagram
+     * wakes the waiter directly, not the progress thread which would then wake it). Meanwhile,
+     * and for UB_API_DRIVER_LEASE_NS after the last one left (it usually comes straight back),
+     * the thread stands by: it sleeps on the wake fd only and looks at these every lease,
+     * without the lock (taking it would contend with the driver). Written under the lock.
+     */
+    atomic_uint drivers;
+    atomic_uint_fast64_t lease_until;
+    bool standby;    /* under lock */
+    bool wait_round; /* under lock: a round ub_wait_jfc runs; it may hold output (hold.c) */
     uint64_t spin_ns;
     atomic_uint_fast64_t rounds, sleeps, wakes; /* progress thread counters */
 };

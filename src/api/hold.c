@@ -102,6 +102,10 @@ void ub__ctx_hold(ub_context *ctx)
     struct ub__ctx *x = ub__ctx_of(ctx);
     x->tx_held = true;
     atomic_fetch_add(&x->hold_gen, 1);
+    /* Automatic progress: the progress thread sends what stays held, a lease after the waiter
+     * that held it left (progress.c), without a watchdog. */
+    if (ctx->attr.progress == UB_PROGRESS_AUTO)
+        return;
     if (!x->hold_started) {
         pthread_mutex_init(&x->hold_mu, NULL);
         pthread_cond_init(&x->hold_cv, NULL);

@@ -170,38 +170,84 @@ static int take_fired(ub_jfce *e, int max, ub_jfc **jfcs)
     return n;
 }
 
+/* A waiter of an automatic context stops driving (under the lock); the progress thread takes
+ * the device back a lease after the last one left. */
+static void driver_leave(ub_context *ctx)
+{
+    struct ub__ctx *x = ub__ctx_of(ctx);
+    /* The lease first: the progress thread reads both without the lock. */
+    atomic_store_explicit(&x->lease_until, ub__clock_monotonic_ns(NULL) + UB_API_DRIVER_LEASE_NS,
+                          memory_order_relaxed);
+    atomic_fetch_sub_explicit(&x->drivers, 1, memory_order_release);
+}
+
 UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
 {
     if (!e || max <= 0 || !jfcs)
         return UB_EINVAL;
     ub_context *ctx = e->ctx;
+    struct ub__ctx *x = ub__ctx_of(ctx);
     bool manual = ctx->attr.progress == UB_PROGRESS_MANUAL;
     int dev_fd = ub_context_fd(ctx);
+    /*
+     * A blocking waiter drives its context, in automatic progress too when the device has an
+     * fd: the reply then wakes this thread directly, instead of waking the progress thread,
+     * which would take the lock, run the round and wake this thread through the JFCE fd (two
+     * wake-ups in a row, and on a small machine a spinning thread in the way). The progress
+     * thread stands by meanwhile (progress.c).
+     */
+    bool drive = manual || (timeout_ms != 0 && dev_fd >= 0);
+    bool driver = false;
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
                                        : ub__clock_monotonic_ns(NULL) +
                                              (uint64_t)timeout_ms * (uint64_t)UB_NS_PER_MS;
-    for (;;) {
+    for (bool first = true;; first = false) {
         ub__ctx_lock(ctx);
-        /* Manual progress: the waiter drives its context. */
-        if (manual)
-            ub__ctx_progress_locked(ctx);
+        /*
+         * Automatic progress over udp alone: no round before the first sleep unless something
+         * is due (the progress thread or the last post ran one, and the socket stays readable
+         * for what came since): one failing receive call less per wait.
+         */
+        bool skip = drive && !manual && first && !x->shm && !x->tx_held &&
+                    !ub__engine_pending(&ctx->eng) &&
+                    ub__engine_next_deadline(&ctx->eng) > ub__ctx_now(ctx);
+        if (drive) {
+            if (!manual && !driver) {
+                atomic_fetch_add_explicit(&x->drivers, 1, memory_order_relaxed);
+                driver = true;
+            }
+            /* This round is the last before a sleep: the shm device must wake us. */
+            if (driver && x->shm)
+                ub__shm_set_busy_poll(x->shm, false);
+            /* The waiter returns to an application about to react: like a manual round, this
+             * one may hold its output for the reaction (a lease bounds the hold, progress.c). */
+            x->wait_round = driver;
+            if (!skip)
+                ub__ctx_progress_locked(ctx);
+            x->wait_round = false;
+        }
         if (!ub__list_empty(&e->fired)) {
             int n = take_fired(e, max, jfcs);
+            if (driver)
+                driver_leave(ctx);
             ub__ctx_unlock(ctx);
             return n;
         }
         uint64_t now = ub__clock_monotonic_ns(NULL);
         uint64_t until = deadline;
-        if (manual) {
+        if (drive) {
             uint64_t d = ub__engine_pending(&ctx->eng) ? now : ub__engine_next_deadline(&ctx->eng);
             if (d < until)
                 until = d;
         }
+        bool done = timeout_ms == 0 || now >= deadline;
+        if (done && driver)
+            driver_leave(ctx);
         ub__ctx_unlock(ctx);
-        if (timeout_ms == 0 || now >= deadline)
+        if (done)
             return 0;
-        /* Sleep on the event fd (and, in manual progress, the device) until something
-         * happens or the next timer; a device without an fd (loop) is busy-polled. */
+        /* Sleep on the event fd (and, when driving, the device) until something happens or
+         * the next timer; a device without an fd (loop) is busy-polled. */
         int ms = 0;
         if (!manual || dev_fd >= 0) {
             uint64_t left = until > now ? until - now : 0;
@@ -209,9 +255,15 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
             ms = m > 1000 ? 1000 : (int)m;
         }
         struct pollfd pfd[2] = {{.fd = e->fd, .events = POLLIN}, {.fd = dev_fd, .events = POLLIN}};
-        int r = poll(pfd, manual && dev_fd >= 0 ? 2 : 1, ms);
-        if (r < 0 && errno != EINTR)
+        int r = poll(pfd, drive && dev_fd >= 0 ? 2 : 1, ms);
+        if (r < 0 && errno != EINTR) {
+            if (driver) {
+                ub__ctx_lock(ctx);
+                driver_leave(ctx);
+                ub__ctx_unlock(ctx);
+            }
             return UB_EIO;
+        }
     }
 }
 

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,11 +78,54 @@ static void sleep_until(struct ub__ctx *x, uint64_t until)
     handle_events(x, ev, n);
 }
 
+/* Stands by: sleeps on the wake fd alone (an application thread drives the device) until
+ * `until` (monotonic ns). Returns whether the fd woke it (stop, or output to send). */
+static bool standby_until(struct ub__ctx *x, uint64_t until)
+{
+    uint64_t now = ub__clock_monotonic_ns(NULL);
+    if (until <= now)
+        return false;
+    uint64_t d = until - now;
+    struct timespec ts = {.tv_sec = (time_t)(d / UB_NS_PER_S), .tv_nsec = (long)(d % UB_NS_PER_S)};
+    struct pollfd p = {.fd = x->wake_fd, .events = POLLIN};
+    atomic_fetch_add_explicit(&x->sleeps, 1, memory_order_relaxed);
+    if (ppoll(&p, 1, &ts, NULL) <= 0)
+        return false;
+    uint64_t v;
+    ssize_t r = read(x->wake_fd, &v, sizeof(v));
+    (void)r;
+    atomic_fetch_add_explicit(&x->wakes, 1, memory_order_relaxed);
+    return true;
+}
+
+/* Until when the thread stands by, or 0 when it drives again (read without the lock). */
+static uint64_t standby_end(struct ub__ctx *x, uint64_t now)
+{
+    if (atomic_load_explicit(&x->drivers, memory_order_acquire))
+        return now + UB_API_DRIVER_LEASE_NS;
+    uint64_t lease = atomic_load_explicit(&x->lease_until, memory_order_relaxed);
+    return now < lease ? lease : 0;
+}
+
+/* Stands by while application threads drive. The waiter runs the timers it sleeps for;
+ * after it left a timer runs late by a lease at most. */
+static void standby(struct ub__ctx *x, uint64_t until)
+{
+    while (!atomic_load_explicit(&x->stop, memory_order_acquire)) {
+        if (standby_until(x, until))
+            return; /* output to send: a round now */
+        until = standby_end(x, ub__clock_monotonic_ns(NULL));
+        if (!until)
+            return;
+    }
+}
+
 /*
  * The thread. Rounds run under the context lock; waiting never holds it. After a round
  * that did nothing, it publishes how long it means to wait (sleeping, sleep_until: an API
  * call that wants it sooner writes the wake fd), then either busy-polls the epoll set
  * (within spin_ns of the last work) or sleeps in it until the engine's next deadline.
+ * While application threads drive from ub_wait_jfc (and a lease after), it stands by.
  */
 static void *progress_main(void *arg)
 {
@@ -98,23 +142,41 @@ static void *progress_main(void *arg)
         bool may_sleep = ub__clock_monotonic_ns(NULL) - last_work >= x->spin_ns;
         ub__lock_acquire(&x->lock);
         x->sleeping = false;
-        ub__shm_set_busy_poll(x->shm, !may_sleep);
-        int n = ub__ctx_progress_locked(ctx);
+        x->standby = false;
         uint64_t now = ub__ctx_now(ctx);
+        int n = 0;
         bool pending = ub__engine_pending(&ctx->eng);
-        atomic_fetch_add_explicit(&x->rounds, 1, memory_order_relaxed);
+        /* A waiter drives (and sleeps until the engine's deadline): only output an API call
+         * left for this thread, or a timer due, is this thread's to run. */
+        if (!atomic_load_explicit(&x->drivers, memory_order_relaxed) || pending ||
+            ub__engine_next_deadline(&ctx->eng) <= now) {
+            ub__shm_set_busy_poll(x->shm, !may_sleep);
+            n = ub__ctx_progress_locked(ctx);
+            now = ub__ctx_now(ctx);
+            pending = ub__engine_pending(&ctx->eng);
+            atomic_fetch_add_explicit(&x->rounds, 1, memory_order_relaxed);
+        }
         if (n > 0 || pending) {
             ub__lock_release(&x->lock);
             last_work = now;
             continue;
         }
         uint64_t deadline = ub__engine_next_deadline(&ctx->eng);
+        uint64_t until = standby_end(x, ub__clock_monotonic_ns(NULL));
+        if (until) {
+            x->sleeping = true;
+            x->standby = true;
+            x->sleep_until = until;
+            ub__lock_release(&x->lock);
+            standby(x, until); /* idle since: no spin after it */
+            continue;
+        }
         x->sleeping = true;
         x->sleep_until = deadline;
         ub__lock_release(&x->lock);
         if (!may_sleep) {
-            uint64_t until = last_work + x->spin_ns;
-            spin_until(x, deadline < until ? deadline : until);
+            uint64_t spin_end = last_work + x->spin_ns;
+            spin_until(x, deadline < spin_end ? deadline : spin_end);
         } else {
             sleep_until(x, deadline);
             last_work = ub__clock_monotonic_ns(NULL); /* woken: spin again for a while */
@@ -125,11 +187,15 @@ static void *progress_main(void *arg)
 
 void ub__progress_kick(struct ub__ctx *x)
 {
-    /* Under the lock. The thread re-reads the deadline after every wake-up. */
+    /* Under the lock. The thread re-reads the deadline after every wake-up. Standing by, it
+     * looks again within a lease anyway: only output waiting to leave (not held for the
+     * application's reaction) wakes it. */
     if (!x->sleeping)
         return;
     ub_context *ctx = &x->c;
-    if (ub__engine_pending(&ctx->eng) || ub__engine_next_deadline(&ctx->eng) < x->sleep_until) {
+    bool pending = ub__engine_pending(&ctx->eng);
+    if (x->standby ? pending && !x->tx_held
+                   : pending || ub__engine_next_deadline(&ctx->eng) < x->sleep_until) {
         uint64_t one = 1;
         ssize_t r = write(x->wake_fd, &one, sizeof(one));
         (void)r;
