@@ -40,16 +40,7 @@ static void pair_down(struct pair *p)
 
 static void post_send(struct node *n, struct peer *to, uint64_t id)
 {
-    struct ub_sge sg = {n->mem, 8, n->seg};
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_SEND;
-    wr.flags = UB_WR_COMPLETE | UB_WR_INLINE;
-    wr.user_ctx = id;
-    wr.sge = &sg;
-    wr.num_sge = 1;
-    wr.tjetty = to->tj;
-    assert_int_equal(ub_post_jetty_send(n->jetty, &wr, NULL), 0);
+    assert_int_equal(node_send8(n, to->tj, id), 0);
 }
 
 /*

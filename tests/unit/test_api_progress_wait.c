@@ -22,16 +22,7 @@ struct side {
 
 static void post_send(struct side *s, uint64_t id)
 {
-    struct ub_sge sg = {s->n.mem, 8, s->n.seg};
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_SEND;
-    wr.flags = UB_WR_COMPLETE | UB_WR_INLINE;
-    wr.user_ctx = id;
-    wr.sge = &sg;
-    wr.num_sge = 1;
-    wr.tjetty = s->p.tj;
-    if (ub_post_jetty_send(s->n.jetty, &wr, NULL))
+    if (node_send8(&s->n, s->p.tj, id))
         s->err++;
 }
 

@@ -153,7 +153,8 @@ static void post_recvs(uint32_t n, uint32_t len, uint64_t tag)
     }
 }
 
-static void send_wr(struct ub_wr *wr, struct ub_sge *sg, enum ub_opcode op, uint32_t len)
+/* A request of len bytes from the start of M0, one SGE. */
+static void base_wr(struct ub_wr *wr, struct ub_sge *sg, enum ub_opcode op, uint32_t len)
 {
     memset(wr, 0, sizeof(*wr));
     sg->addr = M0;
@@ -162,18 +163,17 @@ static void send_wr(struct ub_wr *wr, struct ub_sge *sg, enum ub_opcode op, uint
     wr->opcode = op;
     wr->sge = sg;
     wr->num_sge = 1;
+}
+
+static void send_wr(struct ub_wr *wr, struct ub_sge *sg, enum ub_opcode op, uint32_t len)
+{
+    base_wr(wr, sg, op, len);
     wr->tjetty = TJ;
 }
 
 static void rma_wr(struct ub_wr *wr, struct ub_sge *sg, enum ub_opcode op, uint32_t len)
 {
-    memset(wr, 0, sizeof(*wr));
-    sg->addr = M0;
-    sg->len = len;
-    sg->seg = S0;
-    wr->opcode = op;
-    wr->sge = sg;
-    wr->num_sge = 1;
+    base_wr(wr, sg, op, len);
     wr->u.rma.tseg = TS;
     wr->u.rma.addr = ub_tseg_base(TS) + 4096;
 }
