@@ -68,7 +68,8 @@ struct ub_context_attr {
      */
     uint32_t timeout_ms;
     uint32_t retries;
-    uint32_t spin_us; /* UB_PROGRESS_AUTO: busy-poll this long after work before sleeping; 0: 50 */
+    uint32_t spin_us; /* UB_PROGRESS_AUTO: busy-poll this long after work (the progress thread)
+                         or into a ub_wait_jfc (a waiting thread) before sleeping; 0: 50 */
     /* Messages (SEND, SEND_IMM, TSEND) longer than this go by rendezvous; 0: 16384 bytes. */
     uint32_t eager_max;
     /*

@@ -198,6 +198,7 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
      */
     bool drive = manual || (timeout_ms != 0 && dev_fd >= 0);
     bool driver = false;
+    uint64_t start = ub__clock_monotonic_ns(NULL);
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
                                        : ub__clock_monotonic_ns(NULL) +
                                              (uint64_t)timeout_ms * (uint64_t)UB_NS_PER_MS;
@@ -246,6 +247,14 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
         ub__ctx_unlock(ctx);
         if (done)
             return 0;
+        /*
+         * A driver of an automatic context keeps driving for spin_ns before it sleeps (the
+         * progress thread's spin_us, 50 us by default): a reply usually comes within that, and
+         * a thread woken from sleep on an idle CPU (a virtual one above all) pays tens of
+         * microseconds that a loaded CPU does not.
+         */
+        if (driver && now - start < x->spin_ns && until > now)
+            continue;
         /* Sleep on the event fd (and, when driving, the device) until something happens or
          * the next timer; a device without an fd (loop) is busy-polled. */
         int ms = 0;
