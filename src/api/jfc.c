@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -217,7 +218,8 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
                 atomic_fetch_add_explicit(&x->drivers, 1, memory_order_relaxed);
                 driver = true;
             }
-            /* This round is the last before a sleep: the shm device must wake us. */
+            /* While spinning (below) the shm device need not wake us; the round before a sleep
+             * must have it armed. */
             if (driver && x->shm)
                 ub__shm_set_busy_poll(x->shm, false);
             /* The waiter returns to an application about to react: like a manual round, this
@@ -253,8 +255,10 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
          * a thread woken from sleep on an idle CPU (a virtual one above all) pays tens of
          * microseconds that a loaded CPU does not.
          */
-        if (driver && now - start < x->spin_ns && until > now)
+        if (driver && now - start < x->spin_ns && until > now) {
+            sched_yield(); /* on a busy machine the peer may need this CPU to answer */
             continue;
+        }
         /* Sleep on the event fd (and, when driving, the device) until something happens or
          * the next timer; a device without an fd (loop) is busy-polled. */
         int ms = 0;
