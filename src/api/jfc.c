@@ -218,8 +218,7 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
                 atomic_fetch_add_explicit(&x->drivers, 1, memory_order_relaxed);
                 driver = true;
             }
-            /* While spinning (below) the shm device need not wake us; the round before a sleep
-             * must have it armed. */
+            /* Any round may be the last before a sleep: the shm device must wake us. */
             if (driver && x->shm)
                 ub__shm_set_busy_poll(x->shm, false);
             /* The waiter returns to an application about to react: like a manual round, this
