@@ -936,6 +936,17 @@ static inline uint32_t rx_limit(const struct udp_dev *u, uint32_t k)
     return u->single && k ? 1 : k;
 }
 
+/* Message j of socket s's last receive, whole in pool buffer p: the packet handed out. */
+static void rx_take(struct udp_dev *u, uint32_t s, uint32_t j, struct ub__pkt *p,
+                    const struct rx_meta *m)
+{
+    p->len = u->rxmsg[j].msg_len;
+    sa_to_addr(&u->rxname[j], &p->addr);
+    p->path = (uint16_t)s;
+    p->ecn = m->ecn;
+    rx_count(u, p);
+}
+
 /* Socket s's recvmmsg failed or came up short: what epoll said is used up. */
 static void rx_failed(struct udp_dev *u, uint32_t s)
 {
@@ -1203,11 +1214,7 @@ static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, u
             ub__pkt_free(p);
             continue;
         }
-        p->len = u->rxmsg[j].msg_len;
-        sa_to_addr(&u->rxname[j], &p->addr);
-        p->path = (uint16_t)s;
-        p->ecn = m.ecn;
-        rx_count(u, p);
+        rx_take(u, s, j, p, &m);
         out[n++] = p;
     }
     for (uint32_t j = got; j < k; j++)
@@ -1256,11 +1263,7 @@ static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out,
         return 0;
     }
     if (len <= room && (!m.gro_seg || m.gro_seg >= len)) {
-        p->len = len;
-        sa_to_addr(&u->rxname[0], &p->addr);
-        p->path = (uint16_t)s;
-        p->ecn = m.ecn;
-        rx_count(u, p);
+        rx_take(u, s, 0, p, &m);
         out[0] = p;
         return 1;
     }
