@@ -34,9 +34,14 @@ static inline void ub__addr_loop(struct ub__addr *a, uint16_t port)
     a->port = port;
 }
 
+/* Three words without holes: compared as words, not through a memcmp call (per packet). */
 static inline bool ub__addr_eq(const struct ub__addr *a, const struct ub__addr *b)
 {
-    return memcmp(a, b, sizeof(*a)) == 0;
+    _Static_assert(sizeof(struct ub__addr) == 24, "three words");
+    uint64_t x[3], y[3];
+    memcpy(x, a, sizeof(x));
+    memcpy(y, b, sizeof(y));
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2])) == 0;
 }
 
 uint64_t ub__addr_hash(const struct ub__addr *a, uint64_t seed);

@@ -178,16 +178,6 @@ static bool bundle_member(const struct ub__pkt *p)
     return p->len > 0 && p->len <= UB_ENGINE_BUNDLE_MEMBER && !p->wire_len;
 }
 
-/* ub__addr_eq without the call: addresses are 24 bytes without holes, compared as words. */
-static inline bool addr_same(const struct ub__addr *a, const struct ub__addr *b)
-{
-    _Static_assert(sizeof(struct ub__addr) == 24, "three words");
-    uint64_t x[3], y[3];
-    memcpy(x, a, sizeof(x));
-    memcpy(y, b, sizeof(y));
-    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2])) == 0;
-}
-
 /*
  * Whether q may share a datagram with a bundle for p's destination and path whose ECN
  * codepoint is *ecn so far. 0 (the device's default: ACKs, control) goes with anything;
@@ -198,7 +188,7 @@ static inline bool same_hop(const struct ub__engine *e, const struct ub__pkt *p,
 {
     /* Entropy values select a device path modulo the paths there are. */
     if (q->path % e->cfg.num_paths != p->path % e->cfg.num_paths ||
-        (q->ecn && *ecn && q->ecn != *ecn) || !addr_same(&q->addr, &p->addr))
+        (q->ecn && *ecn && q->ecn != *ecn) || !ub__addr_eq(&q->addr, &p->addr))
         return false;
     if (q->ecn)
         *ecn = q->ecn;
