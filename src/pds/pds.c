@@ -343,9 +343,8 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         ub__pds_ctl_push(pds, pkt);
         return 0;
     }
-    /* Most sends go where the previous one went: no call, no hash, no table probe. */
-    struct ub__pds_ipdc *c = pds->last_ipdc;
-    if (!c || c->mode != tx->mode || !ub__addr_eq(&c->peer, tx->dst))
+    struct ub__pds_ipdc *c = ub__pds_last_ipdc(pds, tx->dst, tx->mode);
+    if (!c)
         c = ub__pds_ipdc_get(pds, tx->dst, tx->mode, now, &rc);
     if (!c || c->qlen >= UB_PDS_DEFAULT_QUEUE) {
         ub__pkt_pull(pkt, ext_len);
@@ -499,8 +498,8 @@ uint32_t ub__pds_cc_count(const struct ub__pds *pds)
 uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
 {
     bool collision;
-    const struct ub__pds_ipdc *c = pds->last_ipdc; /* as in ub__pds_ipdc_find, without the call */
-    if (!c || c->mode != mode || !ub__addr_eq(&c->peer, dst))
+    const struct ub__pds_ipdc *c = ub__pds_last_ipdc(pds, dst, mode);
+    if (!c)
         c = ub__pds_ipdc_find(pds, dst, mode, &collision);
     return c ? c->qlen + (c->nxt - c->una) : 0;
 }

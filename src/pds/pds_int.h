@@ -266,6 +266,15 @@ static inline void ub__pds_mark_ready(struct ub__pds_ipdc *c, uint64_t now)
     ub__pds_mark_all(c, now);
 }
 
+/* The PDC the last send went to, if it is dst's in mode: most sends go where the previous
+ * one went (no call, no hash, no table probe). NULL otherwise. */
+static inline struct ub__pds_ipdc *ub__pds_last_ipdc(const struct ub__pds *pds,
+                                                     const struct ub__addr *dst, uint8_t mode)
+{
+    struct ub__pds_ipdc *c = pds->last_ipdc;
+    return c && c->mode == mode && ub__addr_eq(&c->peer, dst) ? c : NULL;
+}
+
 /* pds_tx.c */
 /* The initiator PDC to dst in mode, or NULL (*collision: another peer holds its hash). */
 struct ub__pds_ipdc *ub__pds_ipdc_find(const struct ub__pds *pds, const struct ub__addr *dst,

@@ -163,9 +163,8 @@ static void start_fresh(struct ub__pds_ipdc *c)
 struct ub__pds_ipdc *ub__pds_ipdc_find(const struct ub__pds *pds, const struct ub__addr *dst,
                                        uint8_t mode, bool *collision)
 {
-    struct ub__pds_ipdc *c = pds->last_ipdc;
-    /* Most sends go where the previous one went: no hash, no table probe. */
-    if (c && c->mode == mode && ub__addr_eq(&c->peer, dst))
+    struct ub__pds_ipdc *c = ub__pds_last_ipdc(pds, dst, mode);
+    if (c)
         return c;
     c = ub__hmap_get(&pds->ipdc_by_peer, peer_key(dst, mode));
     *collision = c && !ub__addr_eq(&c->peer, dst);
