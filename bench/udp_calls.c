@@ -29,6 +29,8 @@ enum {
     F_RECVMMSG = 1 << 3, /* receive: recvmmsg, vector of 16 */
     F_RECVTOS = 1 << 4,  /* IP_RECVTOS and UDP_GRO on: a control message per datagram */
     F_EPOLL = 1 << 5,    /* epoll_wait (timeout 0) before each receive */
+    F_NOCTL = 1 << 6,    /* recvmsg: no control buffer (the address only) */
+    F_FROM = 1 << 7,     /* receive: recvfrom with the address */
 };
 
 static const struct variant {
@@ -38,6 +40,8 @@ static const struct variant {
     {"sendto + recv (plain)", 0},
     {"connected send + recv", F_CONNECT},
     {"sendmmsg(1) + recv", F_SENDMMSG},
+    {"sendto + recvfrom(name)", F_FROM},
+    {"sendto + recvmsg(name)", F_RECVMSG | F_NOCTL},
     {"sendto + recvmsg(name, cmsg)", F_RECVMSG},
     {"sendto + recvmmsg(16)", F_RECVMMSG},
     {"sendto + recvmsg + IP_RECVTOS, GRO", F_RECVMSG | F_RECVTOS},
@@ -125,13 +129,18 @@ static void recv_one(const struct end *e, int ep, unsigned f)
                                            .msg_namelen = sizeof(name[i]),
                                            .msg_iov = &iov[i],
                                            .msg_iovlen = 1,
-                                           .msg_control = ctl[i],
-                                           .msg_controllen = sizeof(ctl[i])};
+                                           .msg_control = (f & F_NOCTL) ? NULL : ctl[i],
+                                           .msg_controllen = (f & F_NOCTL) ? 0 : sizeof(ctl[i])};
         }
         int r = (f & F_RECVMMSG) ? recvmmsg(e->fd, m, k, 0, NULL)
                                  : (recvmsg(e->fd, &m[0].msg_hdr, 0) == LEN ? 1 : -1);
         if (r != 1)
             die("recvmsg");
+    } else if (f & F_FROM) {
+        struct sockaddr_in name;
+        socklen_t l = sizeof(name);
+        if (recvfrom(e->fd, rxbuf[0], sizeof(rxbuf[0]), 0, (struct sockaddr *)&name, &l) != LEN)
+            die("recvfrom");
     } else if (recv(e->fd, rxbuf[0], sizeof(rxbuf[0]), 0) != LEN) {
         die("recv");
     }

@@ -1,0 +1,214 @@
+/*
+ * The udp device's internals, shared by its send side (udp.c) and its receive side
+ * (udp_rx.c). Include after defining _GNU_SOURCE (sendmmsg, recvmmsg).
+ */
+#ifndef SOFTUB_DEV_UDP_INT_H
+#define SOFTUB_DEV_UDP_INT_H
+
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/compiler.h"
+#include "dev/udp.h"
+
+/* Older libc headers lack these; the values are the kernel ABI. */
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#ifndef SO_RXQ_OVFL
+#define SO_RXQ_OVFL 40
+#endif
+
+#define TX_WINDOW     256   /* packets sorted per socket at a time */
+#define GSO_MAX_SEGS  64    /* UDP_MAX_SEGMENTS of older kernels */
+#define GSO_MAX_BYTES 65000 /* below the 64 KiB IP datagram limit, either family */
+#define GRO_BUF_SIZE  65536 /* a coalesced receive never exceeds 64 KiB */
+#define GRO_STAGE     16    /* staging buffers: 1 MiB per device, only with GRO */
+#define GRO_DIRECT    16    /* direct GRO receives: at most this many pool buffers per message */
+#define RX_PASSES     4     /* bound on round-robin passes over the sockets per recv */
+#define ECN_MASK      3u
+#define ECN_ECT0      2u
+#define ECN_CE        3u
+
+union udp_sa {
+    struct sockaddr sa;
+    struct sockaddr_in in;
+    struct sockaddr_in6 in6;
+};
+
+/* Room for UDP_SEGMENT + TOS on send; TOS + UDP_GRO + SO_RXQ_OVFL on receive. */
+union udp_ctrl {
+    char buf[128];
+    struct cmsghdr align;
+};
+
+/* A coalesced (or, with GRO, any) receive waiting to be split into pool buffers. */
+struct udp_stage {
+    uint8_t *buf;
+    uint32_t len;  /* bytes received */
+    uint32_t off;  /* next segment starts here */
+    uint32_t seg;  /* segment size (len when not coalesced) */
+    uint32_t left; /* segments still to hand out (1 for an empty datagram) */
+    struct ub__addr src;
+    uint16_t path;
+    uint8_t ecn;
+};
+
+struct udp_dev {
+    struct ub__dev dev;
+    struct ub__udp_cfg cfg;
+    int family; /* AF_INET or AF_INET6 */
+    int epfd;
+    uint32_t np;
+    uint8_t tos;     /* DSCP and default ECN codepoint, set on every socket */
+    uint8_t ecn_def; /* the default codepoint: ECT(0), or Not-ECT with no_ecn */
+    bool gso, gro;
+    bool ev_armed;  /* evfd signalled: staged GRO segments wait */
+    int evfd;       /* in the epoll set with GRO only; -1 otherwise */
+    uint64_t ready; /* sockets epoll reported readable and not yet found drained */
+    /* Sockets whose last receive held full-size datagrams: direct GRO receives pay off there
+     * (small ones, as a ping-pong's, are cheaper staged than given eight pool buffers each). */
+    uint64_t bulk;
+    /* A device of one socket reads it one datagram per call (recvmsg) while its last batch held
+     * at most one, as a ping-pong's do. Two single receives in a row that both found one switch
+     * back to batches; rx_hit marks the first of them. Several sockets always take batches:
+     * one datagram per socket per call slices a sender's feedback from many paths, and the
+     * balancers' loss inference measured worse for it on a rate-limited test bed. */
+    bool single, rx_hit;
+    uint32_t rr; /* socket recv serves first next time */
+    int fds[UB_UDP_MAX_PATHS];
+    uint32_t ovfl[UB_UDP_MAX_PATHS]; /* last SO_RXQ_OVFL count seen per socket */
+    struct ub__addr path_addr[UB_UDP_MAX_PATHS];
+    struct ub__udp_stats st;
+
+    /* Send scratch: one window sorted per socket, one sendmmsg batch. */
+    uint16_t order[TX_WINDOW];
+    uint8_t done[TX_WINDOW]; /* sent, or dropped for a counted reason */
+    struct mmsghdr txmsg[UB_UDP_BATCH];
+    struct iovec txiov[2 * UB_UDP_BATCH]; /* per packet: its buffer, its attached payload */
+    union udp_sa txname[UB_UDP_BATCH];
+    union udp_ctrl txctrl[UB_UDP_BATCH];
+    uint32_t txfirst[UB_UDP_BATCH]; /* message -> position of its first packet in the socket list */
+    uint32_t txnseg[UB_UDP_BATCH];
+
+    /* Receive scratch. */
+    struct mmsghdr rxmsg[UB_UDP_BATCH];
+    struct iovec rxiov[UB_UDP_BATCH];
+    union udp_sa rxname[UB_UDP_BATCH];
+    union udp_ctrl rxctrl[UB_UDP_BATCH];
+    struct ub__pkt *rxpkt[UB_UDP_BATCH];
+    struct iovec rxgiov[UB_UDP_BATCH]; /* direct GRO: one pool buffer per segment slot */
+    struct epoll_event evs[UB_UDP_MAX_PATHS + 1];
+
+    /* GRO staging, [stage_head, stage_n) still to split. */
+    uint8_t *stage_mem;
+    struct udp_stage stage[GRO_STAGE];
+    uint32_t stage_head, stage_n;
+    /* rxmsg[0, stage_prep) point at the staging buffers: a receive of small datagrams (a
+     * ping-pong's one) need not rebuild 16 headers each time, only reset what the kernel
+     * wrote back into the ones it used. The other receive paths reuse rxmsg and clear it. */
+    uint32_t stage_prep;
+};
+
+/*
+ * The device's system calls never block (non-blocking sockets, a zero epoll timeout), so
+ * they go to the kernel directly, not through libc's cancellation-point wrappers: in a
+ * multi-threaded process (the hold watchdog makes one) each of those switches the thread's
+ * cancellation state with two atomic updates around the call, three times per received and
+ * answered message. Nor should a call that holds the context lock be a cancellation point.
+ */
+static inline int sys_sendmmsg(int fd, struct mmsghdr *v, unsigned n)
+{
+#ifdef SYS_sendmmsg
+    return (int)syscall(SYS_sendmmsg, fd, v, n, 0);
+#else
+    return sendmmsg(fd, v, n, 0);
+#endif
+}
+
+static inline int sys_recvmmsg(int fd, struct mmsghdr *v, unsigned n)
+{
+#ifdef SYS_recvmmsg
+    return (int)syscall(SYS_recvmmsg, fd, v, n, 0, NULL);
+#else
+    return recvmmsg(fd, v, n, 0, NULL);
+#endif
+}
+
+/*
+ * One message: sendmsg and recvmsg, not their vector forms. For a single datagram
+ * recvmmsg costs a second, failing receive inside the call and its own set-up besides
+ * (together about 0.4 us of a 2-3 us loopback receive), sendmmsg a little less.
+ * Same contract as the vector forms: 1 or -1 with errno.
+ */
+static inline int sys_sendmsg1(int fd, struct mmsghdr *m)
+{
+#ifdef SYS_sendmsg
+    long r = syscall(SYS_sendmsg, fd, &m->msg_hdr, 0);
+#else
+    long r = sendmsg(fd, &m->msg_hdr, 0);
+#endif
+    if (r < 0)
+        return -1;
+    m->msg_len = (unsigned)r;
+    return 1;
+}
+
+static inline int sys_recvmsg1(int fd, struct mmsghdr *m)
+{
+#ifdef SYS_recvmsg
+    long r = syscall(SYS_recvmsg, fd, &m->msg_hdr, 0);
+#else
+    long r = recvmsg(fd, &m->msg_hdr, 0);
+#endif
+    if (r < 0)
+        return -1;
+    m->msg_len = (unsigned)r;
+    return 1;
+}
+
+static inline int sys_epoll_poll(int epfd, struct epoll_event *ev, int max)
+{
+#ifdef SYS_epoll_pwait
+    return (int)syscall(SYS_epoll_pwait, epfd, ev, max, 0, NULL, (size_t)8);
+#else
+    return epoll_wait(epfd, ev, max, 0);
+#endif
+}
+
+static inline struct udp_dev *udp_of(const struct ub__dev *dev)
+{
+    return UB_CONTAINER_OF(dev, struct udp_dev, dev);
+}
+
+/* The address a datagram came from (or a socket is bound to). */
+static inline void sa_to_addr(const union udp_sa *sa, struct ub__addr *a)
+{
+    memset(a, 0, sizeof(*a));
+    if (sa->sa.sa_family == AF_INET) {
+        a->family = UB_AF_INET;
+        a->port = ntohs(sa->in.sin_port);
+        memcpy(a->ip, &sa->in.sin_addr, 4);
+    } else if (sa->sa.sa_family == AF_INET6) {
+        a->family = UB_AF_INET6;
+        a->port = ntohs(sa->in6.sin6_port);
+        a->scope_id = sa->in6.sin6_scope_id;
+        memcpy(a->ip, &sa->in6.sin6_addr, 16);
+    }
+}
+
+/* The vtable's receive (udp_rx.c). */
+int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
+                 struct ub__pktpool *pool);
+
+#endif

@@ -1,0 +1,506 @@
+/*
+ * The udp device's receive side: batches or single receives per socket, GRO trains split
+ * into pool buffers (directly or through staging), round robin over the sockets.
+ * docs/device-udp.md.
+ */
+#define _GNU_SOURCE /* recvmmsg */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/udp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <softub/errors.h>
+#include "dev/udp_int.h"
+
+/* ---- receive --------------------------------------------------------------------- */
+
+struct rx_meta {
+    uint8_t ecn;
+    uint32_t gro_seg; /* 0: not coalesced */
+};
+
+static void parse_rx_cmsgs(struct udp_dev *u, uint32_t s, struct msghdr *h, struct rx_meta *m)
+{
+    m->ecn = 0;
+    m->gro_seg = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+        if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+            m->ecn = (uint8_t)(*(const uint8_t *)CMSG_DATA(c) & ECN_MASK);
+        } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+            int v;
+            memcpy(&v, CMSG_DATA(c), sizeof(v));
+            m->ecn = (uint8_t)((unsigned)v & ECN_MASK);
+        } else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+            int v;
+            memcpy(&v, CMSG_DATA(c), sizeof(v));
+            m->gro_seg = v > 0 ? (uint32_t)v : 0;
+        } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
+            /* The socket's cumulative drop count when this datagram was queued. */
+            uint32_t v;
+            memcpy(&v, CMSG_DATA(c), sizeof(v));
+            u->st.rx_kernel_drops += (uint32_t)(v - u->ovfl[s]);
+            u->ovfl[s] = v;
+        }
+    }
+}
+
+static void rx_prepare(struct udp_dev *u, uint32_t j, void *buf, size_t len)
+{
+    struct msghdr *h = &u->rxmsg[j].msg_hdr;
+    u->rxiov[j] = (struct iovec){buf, len};
+    h->msg_name = &u->rxname[j];
+    h->msg_namelen = (socklen_t)sizeof(u->rxname[j]);
+    h->msg_iov = &u->rxiov[j];
+    h->msg_iovlen = 1;
+    h->msg_control = u->rxctrl[j].buf;
+    h->msg_controllen = sizeof(u->rxctrl[j].buf);
+    h->msg_flags = 0;
+}
+
+static void rx_count(struct udp_dev *u, struct ub__pkt *p)
+{
+    u->st.rx_pkts++;
+    u->st.rx_bytes += p->len;
+    u->st.path[p->path].rx_pkts++;
+    u->st.path[p->path].rx_bytes += p->len;
+    if (p->ecn == ECN_CE)
+        u->st.rx_ce++;
+}
+
+/*
+ * Receives into rxmsg[0..k) of socket s, k >= 1 (one message: recvmsg), and keeps the
+ * socket's mode. A single receive that found its datagram ends the socket's turn: asking
+ * again at once would almost always be a failing system call.
+ */
+static int rx_call(struct udp_dev *u, uint32_t s, uint32_t k)
+{
+    int r = k == 1 ? sys_recvmsg1(u->fds[s], u->rxmsg) : sys_recvmmsg(u->fds[s], u->rxmsg, k);
+    if (u->np != 1)
+        return r;
+    if (!u->single) {
+        u->single = r <= 1;
+        u->rx_hit = false;
+        return r;
+    }
+    u->ready = 0;
+    if (r != 1) {
+        u->rx_hit = false;
+        return r;
+    }
+    u->st.rx_single++;
+    if (u->rx_hit)
+        u->single = false; /* two in a row: a burst */
+    u->rx_hit = true;
+    return r;
+}
+
+/* At most one message in single mode. */
+static inline uint32_t rx_limit(const struct udp_dev *u, uint32_t k)
+{
+    return u->single && k ? 1 : k;
+}
+
+/* Message j of socket s's last receive, whole in pool buffer p: the packet handed out. */
+static void rx_take(struct udp_dev *u, uint32_t s, uint32_t j, struct ub__pkt *p,
+                    const struct rx_meta *m)
+{
+    p->len = u->rxmsg[j].msg_len;
+    sa_to_addr(&u->rxname[j], &p->addr);
+    p->path = (uint16_t)s;
+    p->ecn = m->ecn;
+    rx_count(u, p);
+}
+
+/* Socket s's recvmmsg failed or came up short: what epoll said is used up. */
+static void rx_failed(struct udp_dev *u, uint32_t s)
+{
+    int e = errno;
+    if (e != EAGAIN && e != EWOULDBLOCK && e != EINTR)
+        u->st.rx_errors++;
+    u->ready &= ~(1ull << s);
+}
+
+static inline uint32_t pool_buf_room(const struct ub__pktpool *pool)
+{
+    return pool->buf_size - pool->headroom;
+}
+
+/* Hands out staged segments into pool buffers; *stalled when the pool ran dry. */
+static uint32_t stage_drain(struct udp_dev *u, struct ub__pkt **out, uint32_t max,
+                            struct ub__pktpool *pool, bool *stalled)
+{
+    uint32_t n = 0;
+    while (u->stage_head < u->stage_n && n < max) {
+        struct udp_stage *g = &u->stage[u->stage_head];
+        if (g->left == 0) {
+            u->stage_head++;
+            continue;
+        }
+        uint32_t len = UB_MIN(g->seg, g->len - g->off);
+        if (len > pool_buf_room(pool)) {
+            u->st.rx_truncated++;
+        } else {
+            if (pool->avail == 0) {
+                u->st.rx_pool_empty++;
+                *stalled = true;
+                break;
+            }
+            struct ub__pkt *p = ub__pkt_alloc(pool);
+            memcpy(p->data, g->buf + g->off, len);
+            p->len = len;
+            p->addr = g->src;
+            p->path = g->path;
+            p->ecn = g->ecn;
+            rx_count(u, p);
+            out[n++] = p;
+        }
+        g->off += len;
+        g->left--;
+    }
+    if (u->stage_head == u->stage_n)
+        u->stage_head = u->stage_n = 0;
+    return n;
+}
+
+/* Queues message j of the last receive (len bytes at buf) for splitting into segments. */
+static void stage_add(struct udp_dev *u, uint32_t s, uint32_t j, uint8_t *buf, uint32_t len,
+                      const struct rx_meta *m, const struct ub__pktpool *pool)
+{
+    struct udp_stage *g = &u->stage[u->stage_n++];
+    g->buf = buf;
+    g->len = len;
+    g->off = 0;
+    g->seg = m->gro_seg && m->gro_seg < len ? m->gro_seg : len;
+    if (g->seg == pool_buf_room(pool))
+        u->bulk |= 1ull << s;
+    g->left = len ? (len + g->seg - 1) / g->seg : 1;
+    sa_to_addr(&u->rxname[j], &g->src);
+    g->path = (uint16_t)s;
+    g->ecn = m->ecn;
+    if (g->left > 1) {
+        u->st.rx_gro_msgs++;
+        u->st.rx_gro_segs += g->left;
+    }
+}
+
+/* GRO: receives up to `want` datagrams of socket s into the (empty) staging buffers. */
+static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__pktpool *pool,
+                       bool *stalled)
+{
+    /* Taking data out of the kernel with nowhere to put it would only move the queue. */
+    if (pool->avail == 0) {
+        u->st.rx_pool_empty++;
+        *stalled = true;
+        return;
+    }
+    uint32_t k = rx_limit(u, UB_MIN(want, (uint32_t)GRO_STAGE));
+    for (uint32_t j = u->stage_prep; j < k; j++)
+        rx_prepare(u, j, u->stage_mem + (size_t)j * GRO_BUF_SIZE, GRO_BUF_SIZE);
+    if (k > u->stage_prep)
+        u->stage_prep = k;
+    int r = rx_call(u, s, k);
+    if (r <= 0) {
+        rx_failed(u, s);
+        return;
+    }
+    /* What the kernel wrote back (a failed message is not written): reset after the loop. */
+    u->st.rx_batches++;
+    if ((uint32_t)r < k)
+        u->ready &= ~(1ull << s);
+    u->stage_head = u->stage_n = 0;
+    for (uint32_t j = 0; j < (uint32_t)r; j++) {
+        struct msghdr *h = &u->rxmsg[j].msg_hdr;
+        struct rx_meta m;
+        parse_rx_cmsgs(u, s, h, &m);
+        if (h->msg_flags & MSG_TRUNC) {
+            u->st.rx_truncated++;
+            continue;
+        }
+        stage_add(u, s, j, u->stage_mem + (size_t)j * GRO_BUF_SIZE, u->rxmsg[j].msg_len, &m, pool);
+    }
+    for (uint32_t j = 0; j < (uint32_t)r; j++) {
+        struct msghdr *h = &u->rxmsg[j].msg_hdr;
+        h->msg_namelen = (socklen_t)sizeof(u->rxname[j]);
+        h->msg_controllen = sizeof(u->rxctrl[j].buf);
+        h->msg_flags = 0;
+    }
+}
+
+/*
+ * GRO without the staging copy: each message gets k = ceil(64 KiB / room) pool buffers as
+ * its iovec, so a coalesced receive whose segments are exactly a pool buffer's room (the
+ * peer's full-size packets when both ends use the same MTU: the bulk of a large transfer)
+ * leaves every segment at the start of its own buffer, and a datagram that was not
+ * coalesced lands whole in the first one. Anything else (smaller segments: ACK trains,
+ * mixed sizes) is gathered into staging and split there as before, and so is every later
+ * message of the batch, to keep the socket's order. Only called with staging empty.
+ * Returns the packets handed out; 0 with nothing received when it cannot run (the caller
+ * then stages).
+ */
+static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, uint32_t want,
+                           struct ub__pktpool *pool, bool *ran)
+{
+    uint32_t room = pool_buf_room(pool);
+    uint32_t k = (GRO_BUF_SIZE + room - 1) / room;
+    uint32_t msgs = UB_MIN(UB_MIN(want, (uint32_t)UB_UDP_BATCH), pool->avail) / k;
+    msgs = rx_limit(u, UB_MIN(msgs, (uint32_t)GRO_STAGE));
+    *ran = k <= GRO_DIRECT && msgs > 0;
+    if (!*ran)
+        return 0;
+    for (uint32_t j = 0; j < msgs * k; j++) {
+        struct ub__pkt *p = ub__pkt_alloc(pool);
+        u->rxpkt[j] = p;
+        u->rxgiov[j] = (struct iovec){p->data, room};
+    }
+    u->stage_prep = 0;
+    for (uint32_t j = 0; j < msgs; j++) {
+        rx_prepare(u, j, NULL, 0);
+        u->rxmsg[j].msg_hdr.msg_iov = &u->rxgiov[j * k];
+        u->rxmsg[j].msg_hdr.msg_iovlen = k;
+    }
+    int r = rx_call(u, s, msgs);
+    uint32_t got = r > 0 ? (uint32_t)r : 0, n = 0;
+    if (r <= 0)
+        rx_failed(u, s);
+    else {
+        u->st.rx_batches++;
+        if (got < msgs)
+            u->ready &= ~(1ull << s);
+    }
+    bool staging = false, full = false;
+    for (uint32_t j = 0; j < got; j++) {
+        struct ub__pkt **bufs = &u->rxpkt[j * k];
+        struct msghdr *h = &u->rxmsg[j].msg_hdr;
+        struct rx_meta m;
+        parse_rx_cmsgs(u, s, h, &m);
+        uint32_t len = u->rxmsg[j].msg_len, used = 0;
+        uint32_t seg = m.gro_seg && m.gro_seg < len ? m.gro_seg : len;
+        full |= seg == room;
+        struct ub__addr src;
+        sa_to_addr(&u->rxname[j], &src);
+        if (h->msg_flags & MSG_TRUNC) {
+            u->st.rx_truncated++;
+        } else if (!staging && seg == len && len > room) {
+            u->st.rx_truncated++; /* one datagram larger than a buffer: as recv_sock drops it */
+        } else if (!staging && (seg == len || seg == room)) {
+            used = len ? (len + seg - 1) / seg : 1;
+            for (uint32_t i = 0; i < used; i++) {
+                struct ub__pkt *p = bufs[i];
+                p->len = i + 1 < used ? seg : len - i * seg;
+                p->addr = src;
+                p->path = (uint16_t)s;
+                p->ecn = m.ecn;
+                rx_count(u, p);
+                out[n++] = p;
+            }
+            if (used > 1) {
+                u->st.rx_gro_msgs++;
+                u->st.rx_gro_segs += used;
+                u->st.rx_direct += used;
+            }
+        } else {
+            staging = true;
+            struct udp_stage *g = &u->stage[u->stage_n];
+            g->buf = u->stage_mem + (size_t)u->stage_n * GRO_BUF_SIZE;
+            u->stage_n++;
+            for (uint32_t off = 0, i = 0; off < len; off += room, i++)
+                memcpy(g->buf + off, bufs[i]->data, UB_MIN(room, len - off));
+            g->len = len;
+            g->off = 0;
+            g->seg = seg;
+            g->left = len ? (len + seg - 1) / seg : 1;
+            g->src = src;
+            g->path = (uint16_t)s;
+            g->ecn = m.ecn;
+            if (g->left > 1) {
+                u->st.rx_gro_msgs++;
+                u->st.rx_gro_segs += g->left;
+            }
+        }
+        for (uint32_t i = used; i < k; i++)
+            ub__pkt_free(bufs[i]);
+    }
+    for (uint32_t j = got * k; j < msgs * k; j++)
+        ub__pkt_free(u->rxpkt[j]);
+    if (got && !full)
+        u->bulk &= ~(1ull << s);
+    return n;
+}
+
+/*
+ * Staged segments are invisible to epoll: while some wait, the device's
+ * eventfd keeps the device fd readable so a driver does not sleep on them.
+ */
+static void stage_signal(struct udp_dev *u)
+{
+    bool want = u->stage_n != 0;
+    if (want == u->ev_armed)
+        return;
+    uint64_t v = 1;
+    if (want)
+        u->ev_armed = write(u->evfd, &v, sizeof(v)) == (ssize_t)sizeof(v);
+    else
+        u->ev_armed = !(read(u->evfd, &v, sizeof(v)) == (ssize_t)sizeof(v) || errno == EAGAIN);
+}
+
+/* Receives up to `want` datagrams of socket s straight into pool buffers. */
+static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, uint32_t want,
+                          struct ub__pktpool *pool, bool *stalled)
+{
+    uint32_t k = rx_limit(u, UB_MIN(UB_MIN(want, (uint32_t)UB_UDP_BATCH), pool->avail));
+    if (k == 0) {
+        u->st.rx_pool_empty++;
+        *stalled = true;
+        return 0;
+    }
+    u->stage_prep = 0;
+    for (uint32_t j = 0; j < k; j++) {
+        struct ub__pkt *p = ub__pkt_alloc(pool);
+        u->rxpkt[j] = p;
+        rx_prepare(u, j, p->data, pool_buf_room(pool));
+    }
+    int r = rx_call(u, s, k);
+    uint32_t got = r > 0 ? (uint32_t)r : 0, n = 0;
+    if (r <= 0)
+        rx_failed(u, s);
+    else {
+        u->st.rx_batches++;
+        if (got < k)
+            u->ready &= ~(1ull << s);
+    }
+    for (uint32_t j = 0; j < got; j++) {
+        struct ub__pkt *p = u->rxpkt[j];
+        struct msghdr *h = &u->rxmsg[j].msg_hdr;
+        struct rx_meta m;
+        parse_rx_cmsgs(u, s, h, &m);
+        if (h->msg_flags & MSG_TRUNC) {
+            u->st.rx_truncated++;
+            ub__pkt_free(p);
+            continue;
+        }
+        rx_take(u, s, j, p, &m);
+        out[n++] = p;
+    }
+    for (uint32_t j = got; j < k; j++)
+        ub__pkt_free(u->rxpkt[j]);
+    return n;
+}
+
+/*
+ * GRO, a socket in single mode, staging empty: one datagram straight into a pool buffer, not
+ * through staging and a copy. What does not fit the buffer (a coalesced train, an oversized
+ * datagram) runs on into staging buffer 0 behind room for the buffer's part, which is copied
+ * there, and is split from staging as any other receive.
+ */
+static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out, uint32_t max,
+                            struct ub__pktpool *pool, bool *stalled)
+{
+    if (pool->avail == 0) {
+        u->st.rx_pool_empty++;
+        *stalled = true;
+        return 0;
+    }
+    uint32_t room = pool_buf_room(pool);
+    struct ub__pkt *p = ub__pkt_alloc(pool);
+    u->stage_prep = 0;
+    rx_prepare(u, 0, p->data, room);
+    struct msghdr *h = &u->rxmsg[0].msg_hdr;
+    if (room < GRO_BUF_SIZE) {
+        u->rxgiov[0] = (struct iovec){p->data, room};
+        u->rxgiov[1] = (struct iovec){u->stage_mem + room, GRO_BUF_SIZE - room};
+        h->msg_iov = u->rxgiov;
+        h->msg_iovlen = 2;
+    }
+    int r = rx_call(u, s, 1);
+    if (r <= 0) {
+        rx_failed(u, s);
+        ub__pkt_free(p);
+        return 0;
+    }
+    u->st.rx_batches++;
+    struct rx_meta m;
+    parse_rx_cmsgs(u, s, h, &m);
+    uint32_t len = u->rxmsg[0].msg_len;
+    if (h->msg_flags & MSG_TRUNC) {
+        u->st.rx_truncated++;
+        ub__pkt_free(p);
+        return 0;
+    }
+    if (len <= room && (!m.gro_seg || m.gro_seg >= len)) {
+        rx_take(u, s, 0, p, &m);
+        out[0] = p;
+        return 1;
+    }
+    memcpy(u->stage_mem, p->data, UB_MIN(room, len));
+    ub__pkt_free(p);
+    u->stage_head = u->stage_n = 0;
+    stage_add(u, s, 0, u->stage_mem, len, &m, pool);
+    return stage_drain(u, out, max, pool, stalled);
+}
+
+int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struct ub__pktpool *pool)
+{
+    struct udp_dev *u = udp_of(dev);
+    if (!pool)
+        return UB_EINVAL;
+    max = UB_MIN(max, (uint32_t)INT32_MAX);
+    uint32_t n = 0;
+    bool stalled = false;
+    if (u->stage_n)
+        n = stage_drain(u, pkts, max, pool, &stalled);
+    if (!u->stage_n && !stalled && n < max && !u->ready && u->np == 1) {
+        u->ready = 1; /* one socket: ask it; epoll first would be a system call more */
+    } else if (!u->stage_n && !stalled && n < max && !u->ready) {
+        int r = sys_epoll_poll(u->epfd, u->evs, (int)UB_ARRAY_SIZE(u->evs));
+        for (int i = 0; i < r; i++)
+            if (u->evs[i].data.u32 < u->np)
+                u->ready |= 1ull << u->evs[i].data.u32;
+    }
+    /*
+     * Round robin: in each pass every readable socket gets an equal share
+     * of what is left, and the next call starts after the last socket
+     * served, so a busy path 0 cannot starve path 7.
+     */
+    uint32_t q = 0, pass_left = 0;
+    for (uint32_t it = 0; it < RX_PASSES * u->np && n < max && u->ready && !stalled; it++) {
+        uint32_t s = u->rr;
+        u->rr = s + 1 == u->np ? 0 : s + 1;
+        if (pass_left == 0) {
+            /* One socket: its bit is the only one (no popcount, a library call without
+             * -mpopcnt). */
+            uint32_t nready = u->np == 1 ? 1 : (uint32_t)__builtin_popcountll(u->ready);
+            q = (max - n + nready - 1) / nready;
+            pass_left = u->np;
+        }
+        pass_left--;
+        if (!(u->ready & (1ull << s)))
+            continue;
+        q = UB_MIN(q, max - n);
+        if (!u->gro) {
+            n += recv_sock(u, s, pkts + n, q, pool, &stalled);
+            continue;
+        }
+        bool direct = false;
+        if (!u->stage_n && (u->bulk & (1ull << s)))
+            n += gro_direct(u, s, pkts + n, q, pool, &direct);
+        else if (!u->stage_n && u->single) {
+            n += recv_single(u, s, pkts + n, max - n, pool, &stalled);
+            if (u->stage_n)
+                break; /* a train is being handed out */
+            continue;
+        }
+        if (!direct)
+            stage_fill(u, s, q, pool, &stalled);
+        n += stage_drain(u, pkts + n, max - n, pool, &stalled);
+        if (u->stage_n)
+            break; /* staging is full: hand it out before reading more */
+    }
+    if (u->gro)
+        stage_signal(u);
+    return (int)n;
+}
