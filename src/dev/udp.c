@@ -112,10 +112,11 @@ static int parse_option(void *arg, const char *k, size_t klen, const char *v, si
         cfg->dscp = (uint8_t)x;
         return 0;
     }
-    bool *flag = ub__spec_key_is(k, klen, "gso")   ? &cfg->no_gso
-                 : ub__spec_key_is(k, klen, "gro") ? &cfg->no_gro
-                 : ub__spec_key_is(k, klen, "ecn") ? &cfg->no_ecn
-                                                   : NULL;
+    bool *flag = ub__spec_key_is(k, klen, "gso")       ? &cfg->no_gso
+                 : ub__spec_key_is(k, klen, "gro")     ? &cfg->no_gro
+                 : ub__spec_key_is(k, klen, "ecn")     ? &cfg->no_ecn
+                 : ub__spec_key_is(k, klen, "connect") ? &cfg->no_connect
+                                                       : NULL;
     if (!flag || ub__spec_u32(v, vlen, 0, 1, &x))
         return UB_EINVAL;
     *flag = x == 0;
@@ -217,14 +218,10 @@ static uint32_t get_sockbuf(int fd, int opt)
     return (uint32_t)v;
 }
 
-static int open_path(struct udp_dev *u, uint32_t i)
+/* What every socket of the device is set to before it is bound. */
+static int sock_options(const struct udp_dev *u, int fd)
 {
     const struct ub__udp_cfg *c = &u->cfg;
-    int fd = socket(u->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return errno_to_ub(errno);
-    u->fds[i] = fd;
-
     bool v6 = u->family == AF_INET6;
     /* One family per device: no v4-mapped surprises in source addresses. */
     if (v6 && setopt_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1))
@@ -238,6 +235,19 @@ static int open_path(struct udp_dev *u, uint32_t i)
         return UB_EIO;
     /* Best effort: only feeds the rx_kernel_drops counter. */
     (void)setopt_int(fd, SOL_SOCKET, SO_RXQ_OVFL, 1);
+    return 0;
+}
+
+static int open_path(struct udp_dev *u, uint32_t i)
+{
+    const struct ub__udp_cfg *c = &u->cfg;
+    int fd = socket(u->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno_to_ub(errno);
+    u->fds[i] = fd;
+    int rc = sock_options(u, fd);
+    if (rc)
+        return rc;
 
     struct ub__addr a = c->local;
     if (c->local.port)
@@ -311,6 +321,7 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
     u->bulk = ~0ull; /* direct until a receive shows small datagrams */
     u->cfg = c;
     u->np = c.num_paths;
+    u->nsock = u->np;
     for (uint32_t i = 0; i < TX_WINDOW; i++)
         u->order[i] = (uint16_t)i; /* stays so with one path (send_window) */
     u->family = c.local.family == UB_AF_INET ? AF_INET : AF_INET6;
@@ -589,21 +600,64 @@ static uint32_t send_window(struct udp_dev *u, struct ub__pkt *const *pkts, uint
  * its sorting, batching and bookkeeping (some 200 instructions of a 300-instruction send).
  * Returns 1 (sent, or dropped and counted) or 0 (the socket is full: not taken).
  */
+/*
+ * Connects socket 1 to dst, the first peer a lone packet goes to (a device of one path). The
+ * path socket joins a SO_REUSEPORT group only now, after its own bind, so no other socket
+ * could have shared its port before; the new socket binds to the same address and port and
+ * the kernel prefers the connected socket for dst's datagrams. Tried once per device: on
+ * any failure the device goes on with its one socket.
+ */
+static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
+{
+    u->conn_tried = true;
+    union udp_sa local, peer;
+    socklen_t ll = addr_to_sa(&u->path_addr[0], u->family, &local);
+    socklen_t pl = addr_to_sa(dst, u->family, &peer);
+    if (!ll || !pl || setopt_int(u->fds[0], SOL_SOCKET, SO_REUSEPORT, 1))
+        return;
+    int fd = socket(u->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 1};
+    if (sock_options(u, fd) || setopt_int(fd, SOL_SOCKET, SO_REUSEPORT, 1) ||
+        (u->gro && setopt_int(fd, SOL_UDP, UDP_GRO, 1)) || bind(fd, &local.sa, ll) ||
+        connect(fd, &peer.sa, pl) || epoll_ctl(u->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+        close(fd);
+        return;
+    }
+    u->fds[1] = fd;
+    u->nsock = 2;
+    u->cpeer = *dst;
+    /* The peer's datagrams queued before the connect wait in the path socket: read it
+     * first, and every time until it comes up empty, so they are not overtaken. */
+    u->path0_hot = true;
+    u->rr = 0;
+}
+
 static int send_one(struct udp_dev *u, struct ub__pkt *p, uint32_t len)
 {
     uint32_t s = p->path % u->np;
-    socklen_t sl = addr_to_sa(&p->addr, u->family, &u->txname[0]);
-    if (!sl) {
-        u->st.tx_bad_addr++;
-        ub__pkt_free(p);
-        return 1;
-    }
+    if (u->np == 1 && !u->conn_tried && !u->cfg.no_connect)
+        conn_open(u, &p->addr);
     struct msghdr *h = &u->txmsg[0].msg_hdr;
+    bool conn = u->nsock > u->np && same_dst(&p->addr, &u->cpeer);
+    int fd = conn ? u->fds[1] : u->fds[s];
+    if (conn) {
+        h->msg_name = NULL;
+        h->msg_namelen = 0;
+    } else {
+        socklen_t sl = addr_to_sa(&p->addr, u->family, &u->txname[0]);
+        if (!sl) {
+            u->st.tx_bad_addr++;
+            ub__pkt_free(p);
+            return 1;
+        }
+        h->msg_name = &u->txname[0];
+        h->msg_namelen = sl;
+    }
     u->txiov[0] = (struct iovec){p->data, p->len};
     if (p->xlen)
         u->txiov[1] = (struct iovec){(void *)(uintptr_t)p->xdata, p->xlen};
-    h->msg_name = &u->txname[0];
-    h->msg_namelen = sl;
     h->msg_iov = u->txiov;
     h->msg_iovlen = p->xlen ? 2 : 1;
     h->msg_flags = 0;
@@ -612,8 +666,9 @@ static int send_one(struct udp_dev *u, struct ub__pkt *p, uint32_t len)
     h->msg_control = clen ? u->txctrl[0].buf : NULL;
     h->msg_controllen = clen;
     for (uint32_t eintr = 0;;) {
-        if (sys_sendmsg1(u->fds[s], u->txmsg) == 1) {
+        if (sys_sendmsg1(fd, u->txmsg) == 1) {
             u->st.tx_batches++;
+            u->st.tx_connected += conn;
             count_sent(u, s, len);
             break;
         }
@@ -697,6 +752,9 @@ int ub__udp_stats(const struct ub__dev *dev, struct ub__udp_stats *out)
     *out = u->st;
     out->gso = u->gso;
     out->gro = u->gro;
+    out->connected = u->nsock > u->np;
+    if (out->connected)
+        out->peer = u->cpeer;
     return 0;
 }
 

@@ -34,7 +34,12 @@
  * cmsg. Received TOS / traffic class fills pkt->ecn, so CE reaches the
  * engine.
  *
- * fd() is one epoll fd holding every path socket (level triggered).
+ * Connected socket: a device of one path sends a lone packet to its first peer through a
+ * second socket bound to the path's port (SO_REUSEPORT) and connected to that peer: no
+ * destination to look up per send. The kernel then delivers that peer's datagrams to it, so
+ * it is read too (path 0); the path socket keeps every other peer. `connect=0` disables it.
+ *
+ * fd() is one epoll fd holding every socket (level triggered).
  * Single-threaded like the engine driving it; no allocation after open.
  */
 #ifndef UB_DEV_UDP_H
@@ -70,6 +75,7 @@ struct ub__udp_cfg {
     bool no_gso;        /* never use UDP GSO on send */
     bool no_gro;        /* never enable UDP GRO on receive */
     bool no_ecn;        /* send Not-ECT by default instead of ECT(0) */
+    bool no_connect;    /* one path: no socket connected to the first peer */
 };
 
 /*
@@ -124,8 +130,12 @@ struct ub__udp_stats {
     uint64_t rx_kernel_drops; /* datagrams the kernel dropped (socket buffer full, SO_RXQ_OVFL) */
     uint64_t rx_ce;           /* packets received with CE */
     uint64_t rx_errors;       /* recvmmsg errors other than EAGAIN */
+    uint64_t tx_connected;    /* packets sent through the connected socket */
+    uint64_t rx_connected;    /* datagrams received on it (a GRO train counts once) */
 
     bool gso, gro;           /* offloads in use now */
+    bool connected;          /* a socket connected to `peer` is in use */
+    struct ub__addr peer;    /* its peer */
     uint32_t num_paths, mtu; /* as configured */
     uint32_t rcvbuf, sndbuf; /* what the kernel granted (path 0, as getsockopt reports it) */
     struct ub__udp_path_stats path[UB_UDP_MAX_PATHS];

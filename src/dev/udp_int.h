@@ -29,16 +29,17 @@
 #define SO_RXQ_OVFL 40
 #endif
 
-#define TX_WINDOW     256   /* packets sorted per socket at a time */
-#define GSO_MAX_SEGS  64    /* UDP_MAX_SEGMENTS of older kernels */
-#define GSO_MAX_BYTES 65000 /* below the 64 KiB IP datagram limit, either family */
-#define GRO_BUF_SIZE  65536 /* a coalesced receive never exceeds 64 KiB */
-#define GRO_STAGE     16    /* staging buffers: 1 MiB per device, only with GRO */
-#define GRO_DIRECT    16    /* direct GRO receives: at most this many pool buffers per message */
-#define RX_PASSES     4     /* bound on round-robin passes over the sockets per recv */
-#define ECN_MASK      3u
-#define ECN_ECT0      2u
-#define ECN_CE        3u
+#define TX_WINDOW       256   /* packets sorted per socket at a time */
+#define GSO_MAX_SEGS    64    /* UDP_MAX_SEGMENTS of older kernels */
+#define GSO_MAX_BYTES   65000 /* below the 64 KiB IP datagram limit, either family */
+#define GRO_BUF_SIZE    65536 /* a coalesced receive never exceeds 64 KiB */
+#define GRO_STAGE       16    /* staging buffers: 1 MiB per device, only with GRO */
+#define GRO_DIRECT      16    /* direct GRO receives: at most this many pool buffers per message */
+#define RX_PASSES       4     /* bound on round-robin passes over the sockets per recv */
+#define RX_UNCONN_EVERY 8     /* with a connected socket: single receives per path socket read */
+#define ECN_MASK        3u
+#define ECN_ECT0        2u
+#define ECN_CE          3u
 
 union udp_sa {
     struct sockaddr sa;
@@ -85,6 +86,14 @@ struct udp_dev {
      * one datagram per socket per call slices a sender's feedback from many paths, and the
      * balancers' loss inference measured worse for it on a rate-limited test bed. */
     bool single, rx_hit;
+    /* One path: fds[1] may be connected to the first peer a lone packet went to (nsock 2).
+     * Single receives ask it every time and the path socket, which then holds only the
+     * other peers, every RX_UNCONN_EVERY-th time, or every time while it keeps finding
+     * datagrams (path0_hot). */
+    uint32_t nsock; /* sockets to read: np, or 2 with the connected one */
+    bool conn_tried, path0_hot;
+    uint32_t path0_tick;
+    struct ub__addr cpeer;
     uint32_t rr; /* socket recv serves first next time */
     int fds[UB_UDP_MAX_PATHS];
     uint32_t ovfl[UB_UDP_MAX_PATHS]; /* last SO_RXQ_OVFL count seen per socket */
@@ -205,6 +214,12 @@ static inline void sa_to_addr(const union udp_sa *sa, struct ub__addr *a)
         a->scope_id = sa->in6.sin6_scope_id;
         memcpy(a->ip, &sa->in6.sin6_addr, 16);
     }
+}
+
+/* The path a packet received on socket s took: the connected socket is path 0's. */
+static inline uint16_t sock_path(const struct udp_dev *u, uint32_t s)
+{
+    return s < u->np ? (uint16_t)s : 0;
 }
 
 /* The vtable's receive (udp_rx.c). */

@@ -82,12 +82,18 @@ static int rx_call(struct udp_dev *u, uint32_t s, uint32_t k)
     int r = k == 1 ? sys_recvmsg1(u->fds[s], u->rxmsg) : sys_recvmmsg(u->fds[s], u->rxmsg, k);
     if (u->np != 1)
         return r;
+    if (u->nsock > 1) {
+        if (s == 0)
+            u->path0_hot = r > 0;
+        else if (r > 0)
+            u->st.rx_connected += (uint32_t)r;
+    }
     if (!u->single) {
         u->single = r <= 1;
         u->rx_hit = false;
         return r;
     }
-    u->ready = 0;
+    u->ready &= ~(1ull << s);
     if (r != 1) {
         u->rx_hit = false;
         return r;
@@ -111,7 +117,7 @@ static void rx_take(struct udp_dev *u, uint32_t s, uint32_t j, struct ub__pkt *p
 {
     p->len = u->rxmsg[j].msg_len;
     sa_to_addr(&u->rxname[j], &p->addr);
-    p->path = (uint16_t)s;
+    p->path = sock_path(u, s);
     p->ecn = m->ecn;
     rx_count(u, p);
 }
@@ -180,7 +186,7 @@ static void stage_add(struct udp_dev *u, uint32_t s, uint32_t j, uint8_t *buf, u
         u->bulk |= 1ull << s;
     g->left = len ? (len + g->seg - 1) / g->seg : 1;
     sa_to_addr(&u->rxname[j], &g->src);
-    g->path = (uint16_t)s;
+    g->path = sock_path(u, s);
     g->ecn = m->ecn;
     if (g->left > 1) {
         u->st.rx_gro_msgs++;
@@ -293,7 +299,7 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
                 struct ub__pkt *p = bufs[i];
                 p->len = i + 1 < used ? seg : len - i * seg;
                 p->addr = src;
-                p->path = (uint16_t)s;
+                p->path = sock_path(u, s);
                 p->ecn = m.ecn;
                 rx_count(u, p);
                 out[n++] = p;
@@ -315,7 +321,7 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
             g->seg = seg;
             g->left = len ? (len + seg - 1) / seg : 1;
             g->src = src;
-            g->path = (uint16_t)s;
+            g->path = sock_path(u, s);
             g->ecn = m.ecn;
             if (g->left > 1) {
                 u->st.rx_gro_msgs++;
@@ -454,11 +460,14 @@ int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struc
     if (u->stage_n)
         n = stage_drain(u, pkts, max, pool, &stalled);
     if (!u->stage_n && !stalled && n < max && !u->ready && u->np == 1) {
-        u->ready = 1; /* one socket: ask it; epoll first would be a system call more */
+        /* One path: ask its socket(s) directly; epoll first would be a system call more. */
+        u->ready = 1;
+        if (u->nsock > 1)
+            u->ready = u->path0_hot || ++u->path0_tick % RX_UNCONN_EVERY == 0 ? 3 : 2;
     } else if (!u->stage_n && !stalled && n < max && !u->ready) {
         int r = sys_epoll_poll(u->epfd, u->evs, (int)UB_ARRAY_SIZE(u->evs));
         for (int i = 0; i < r; i++)
-            if (u->evs[i].data.u32 < u->np)
+            if (u->evs[i].data.u32 < u->nsock)
                 u->ready |= 1ull << u->evs[i].data.u32;
     }
     /*
@@ -467,15 +476,16 @@ int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struc
      * served, so a busy path 0 cannot starve path 7.
      */
     uint32_t q = 0, pass_left = 0;
-    for (uint32_t it = 0; it < RX_PASSES * u->np && n < max && u->ready && !stalled; it++) {
+    for (uint32_t it = 0; it < RX_PASSES * u->nsock && n < max && u->ready && !stalled; it++) {
         uint32_t s = u->rr;
-        u->rr = s + 1 == u->np ? 0 : s + 1;
+        u->rr = s + 1 == u->nsock ? 0 : s + 1;
         if (pass_left == 0) {
-            /* One socket: its bit is the only one (no popcount, a library call without
-             * -mpopcnt). */
-            uint32_t nready = u->np == 1 ? 1 : (uint32_t)__builtin_popcountll(u->ready);
+            /* One path (one socket, or two with the connected one): no popcount, a library
+             * call without -mpopcnt. */
+            uint32_t nready = u->np == 1 ? (uint32_t)((u->ready & 1) + (u->ready >> 1 & 1))
+                                         : (uint32_t)__builtin_popcountll(u->ready);
             q = (max - n + nready - 1) / nready;
-            pass_left = u->np;
+            pass_left = u->nsock;
         }
         pass_left--;
         if (!(u->ready & (1ull << s)))

@@ -1101,6 +1101,127 @@ static void test_rx_mode(void **state)
     rx_mode_run("127.0.0.1:0?paths=4&gro=1", false);
 }
 
+/* ---- a socket connected to the first peer (one path) ------------------------------ */
+
+/* The next packet d receives, asking at most 4 x RX_UNCONN_EVERY times (loopback delivers
+ * within the send: no waiting). */
+static struct ub__pkt *recv_next(struct ub__dev *d, struct ub__pktpool *pool)
+{
+    for (int it = 0; it < 32; it++) {
+        struct ub__pkt *p = NULL;
+        int r = ub__dev_recv(d, &p, 1, pool);
+        assert_true(r >= 0);
+        if (r == 1)
+            return p;
+    }
+    fail_msg("nothing received");
+    return NULL;
+}
+
+static void send_lone(struct ub__dev *from, struct ub__pktpool *pool, const struct ub__dev *to,
+                      uint32_t seq)
+{
+    struct ub__pkt *p = mk(pool, &to->local, seq, 64, 0);
+    assert_int_equal(ub__dev_send(from, &p, 1), 1);
+}
+
+/* Receives one packet and checks it came from `from` on path 0. */
+static void expect_from(struct ub__dev *d, struct ub__pktpool *pool, const struct ub__dev *from,
+                        uint32_t seq)
+{
+    struct ub__pkt *p = recv_next(d, pool);
+    uint32_t got;
+    memcpy(&got, p->data, 4);
+    assert_int_equal(got, seq);
+    assert_int_equal(p->addr.port, from->local.port);
+    assert_memory_equal(p->addr.ip, from->local.ip, 4);
+    assert_int_equal(p->path, 0);
+    ub__pkt_free(p);
+}
+
+static void connected_run(const char *spec)
+{
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 64, 2048, 64), 0);
+    struct ub__dev *a = open_spec(spec), *b = open_spec(spec), *c = open_spec(spec);
+
+    send_lone(a, &pool, b, 1); /* a's first peer: a connects to b */
+    struct ub__udp_stats sa = stats_of(a);
+    assert_true(sa.connected);
+    assert_int_equal(sa.peer.port, b->local.port);
+    assert_int_equal(sa.tx_connected, 1);
+    expect_from(b, &pool, a, 1); /* the source port is the path's own */
+    assert_int_equal(stats_of(b).rx_connected, 0);
+
+    send_lone(b, &pool, a, 2); /* b connects back; a reads it on its connected socket */
+    assert_int_equal(stats_of(b).tx_connected, 1);
+    expect_from(a, &pool, b, 2);
+    assert_int_equal(stats_of(a).rx_connected, 1);
+
+    /* Another peer still reaches a (on the path socket, read every RX_UNCONN_EVERY-th
+     * time), and a answers it unconnected from the same port. */
+    send_lone(c, &pool, a, 3);
+    expect_from(a, &pool, c, 3);
+    send_lone(a, &pool, c, 4);
+    expect_from(c, &pool, a, 4);
+    sa = stats_of(a);
+    assert_int_equal(sa.rx_connected, 1);
+    assert_int_equal(sa.tx_connected, 1);
+    assert_int_equal(sa.peer.port, b->local.port);
+    assert_int_equal(stats_of(c).rx_connected, 1); /* c connected to a first */
+
+    /* A batch to the connected peer goes through the path socket; b gets all of it. */
+    struct ub__pkt *batch[4];
+    for (uint32_t i = 0; i < 4; i++)
+        batch[i] = mk(&pool, &b->local, 10 + i, 64, 0);
+    assert_int_equal(ub__dev_send(a, batch, 4), 4);
+    for (uint32_t i = 0; i < 4; i++)
+        expect_from(b, &pool, a, 10 + i);
+
+    /* The peer goes away: the port-unreachable error lands on the connected socket, a send
+     * or a receive reports it (counted), and the device goes on serving c. */
+    struct ub__addr gone = b->local;
+    ub__dev_close(b);
+    for (uint32_t i = 0; i < 2; i++) {
+        struct ub__pkt *p = mk(&pool, &gone, 20 + i, 64, 0);
+        assert_int_equal(ub__dev_send(a, &p, 1), 1);
+    }
+    struct ub__pkt *none = NULL;
+    assert_int_equal(ub__dev_recv(a, &none, 1, &pool), 0);
+    sa = stats_of(a);
+    assert_true(sa.tx_err_unreach + sa.rx_errors >= 1);
+    send_lone(c, &pool, a, 22);
+    expect_from(a, &pool, c, 22);
+
+    ub__dev_close(a);
+    ub__dev_close(c);
+    assert_int_equal(pool.avail, pool.count);
+    ub__pktpool_fini(&pool);
+}
+
+static void test_connected(void **state)
+{
+    (void)state;
+    connected_run("127.0.0.1:0?paths=1&gro=0");
+    connected_run("127.0.0.1:0?paths=1&gro=1");
+
+    /* Not with connect=0, nor with several paths. */
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 16, 2048, 64), 0);
+    struct ub__dev *a = open_spec("127.0.0.1:0?paths=1&connect=0");
+    struct ub__dev *m = open_spec("127.0.0.1:0?paths=2");
+    send_lone(a, &pool, m, 1);
+    send_lone(m, &pool, a, 2);
+    assert_false(stats_of(a).connected);
+    assert_false(stats_of(m).connected);
+    assert_int_equal(stats_of(a).tx_connected + stats_of(m).tx_connected, 0);
+    expect_from(a, &pool, m, 2);
+    ub__dev_close(a);
+    ub__dev_close(m);
+    assert_int_equal(pool.avail, pool.count);
+    ub__pktpool_fini(&pool);
+}
+
 /* ---- spec parsing
  * --------------------------------------------------------------------------------- */
 
@@ -1115,7 +1236,7 @@ static void test_spec_parse(void **state)
     assert_int_equal(c.num_paths, 8);
     assert_int_equal(c.mtu, 4096);
     assert_int_equal(c.rcvbuf, 4194304);
-    assert_false(c.no_gso || c.no_gro || c.no_ecn);
+    assert_false(c.no_gso || c.no_gro || c.no_ecn || c.no_connect);
 
     assert_int_equal(ub__udp_cfg_parse("[::1]:0", &c), 0);
     assert_int_equal(c.local.family, UB_AF_INET6);
@@ -1123,11 +1244,11 @@ static void test_spec_parse(void **state)
     assert_int_equal(c.local.ip[15], 1);
     assert_int_equal(c.num_paths, 0);
 
-    assert_int_equal(ub__udp_cfg_parse("udp:[fe80::1%7]:5?gso=0&gro=0&ecn=0&dscp=46&sndbuf=1", &c),
-                     0);
+    assert_int_equal(
+        ub__udp_cfg_parse("udp:[fe80::1%7]:5?gso=0&gro=0&ecn=0&connect=0&dscp=46&sndbuf=1", &c), 0);
     assert_int_equal(c.local.scope_id, 7);
     assert_int_equal(c.local.port, 5);
-    assert_true(c.no_gso && c.no_gro && c.no_ecn);
+    assert_true(c.no_gso && c.no_gro && c.no_ecn && c.no_connect);
     assert_int_equal(c.dscp, 46);
     assert_int_equal(c.sndbuf, 1);
     assert_int_equal(ub__udp_cfg_parse("[fe80::1%lo]:1", &c), 0);
@@ -1164,6 +1285,7 @@ static void test_spec_parse(void **state)
         "127.0.0.1:1?mtu=65508",
         "127.0.0.1:1?rcvbuf=1073741825",
         "127.0.0.1:1?dscp=64",
+        "127.0.0.1:1?connect=2",
         "127.0.0.1:1?gso=2",
         "127.0.0.1:1?color=blue",
         "127.0.0.1:1?paths=8?mtu=9000",
@@ -1314,7 +1436,7 @@ int main(void)
         cmocka_unit_test(test_ecn),         cmocka_unit_test(test_foreign_datagrams),
         cmocka_unit_test(test_full_rcvbuf), cmocka_unit_test(test_fairness),
         cmocka_unit_test(test_pool_empty),  cmocka_unit_test(test_truncated),
-        cmocka_unit_test(test_rx_mode),
+        cmocka_unit_test(test_rx_mode),     cmocka_unit_test(test_connected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
