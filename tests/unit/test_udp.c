@@ -1133,8 +1133,9 @@ static void expect_from(struct ub__dev *d, struct ub__pktpool *pool, const struc
     uint32_t got;
     memcpy(&got, p->data, 4);
     assert_int_equal(got, seq);
+    assert_int_equal(p->addr.family, from->local.family);
     assert_int_equal(p->addr.port, from->local.port);
-    assert_memory_equal(p->addr.ip, from->local.ip, 4);
+    assert_memory_equal(p->addr.ip, from->local.ip, from->local.family == UB_AF_INET ? 4 : 16);
     assert_int_equal(p->path, 0);
     ub__pkt_free(p);
 }
@@ -1204,6 +1205,8 @@ static void test_connected(void **state)
     (void)state;
     connected_run("127.0.0.1:0?paths=1&gro=0");
     connected_run("127.0.0.1:0?paths=1&gro=1");
+    if (have_ipv6_loopback())
+        connected_run("[::1]:0?paths=1");
 
     /* Not with connect=0, nor with several paths. */
     struct ub__pktpool pool;
