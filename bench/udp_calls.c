@@ -31,6 +31,7 @@ enum {
     F_EPOLL = 1 << 5,    /* epoll_wait (timeout 0) before each receive */
     F_NOCTL = 1 << 6,    /* recvmsg: no control buffer (the address only) */
     F_FROM = 1 << 7,     /* receive: recvfrom with the address */
+    F_NONAME = 1 << 8,   /* recvmsg: no address (a connected socket knows its peer) */
 };
 
 static const struct variant {
@@ -47,6 +48,8 @@ static const struct variant {
     {"sendto + recvmsg + IP_RECVTOS, GRO", F_RECVMSG | F_RECVTOS},
     {"sendto + epoll + recvmsg + TOS, GRO", F_EPOLL | F_RECVMSG | F_RECVTOS},
     {"sendmmsg + epoll + recvmmsg + TOS, GRO", F_SENDMMSG | F_EPOLL | F_RECVMMSG | F_RECVTOS},
+    {"connected send + recvmsg + TOS, GRO", F_CONNECT | F_RECVMSG | F_RECVTOS},
+    {"connected send + recvmsg(no name), TOS...", F_CONNECT | F_RECVMSG | F_RECVTOS | F_NONAME},
 };
 #define NV (sizeof(variants) / sizeof(variants[0]))
 
@@ -125,8 +128,8 @@ static void recv_one(const struct end *e, int ep, unsigned f)
         unsigned k = (f & F_RECVMMSG) ? 16 : 1;
         for (unsigned i = 0; i < k; i++) {
             iov[i] = (struct iovec){rxbuf[i], sizeof(rxbuf[i])};
-            m[i].msg_hdr = (struct msghdr){.msg_name = &name[i],
-                                           .msg_namelen = sizeof(name[i]),
+            m[i].msg_hdr = (struct msghdr){.msg_name = (f & F_NONAME) ? NULL : &name[i],
+                                           .msg_namelen = (f & F_NONAME) ? 0 : sizeof(name[i]),
                                            .msg_iov = &iov[i],
                                            .msg_iovlen = 1,
                                            .msg_control = (f & F_NOCTL) ? NULL : ctl[i],
