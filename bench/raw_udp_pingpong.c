@@ -1,8 +1,10 @@
 /*
  * raw_udp_pingpong: the floor for any transport over UDP. Two processes bounce one
  * datagram back and forth over plain sockets, busy-polling non-blocking recv(); no
- * protocol, no reliability, no copies beyond the kernel's. Half round trips, printed in
- * softub-perf's latency format (microseconds).
+ * protocol, no reliability, no copies beyond the kernel's. Both sockets are connected (the
+ * server connects to the client once its first datagram arrived): no destination to look up
+ * per send, no address per receive. Half round trips, printed in softub-perf's latency
+ * format (microseconds).
  *
  *   raw_udp_pingpong [-p PORT] [-s BYTES] [-n ITERS] [-w WARMUP]              server
  *   raw_udp_pingpong [-p PORT] [-s BYTES] [-n ITERS] [-w WARMUP] SERVER_IP    client
@@ -45,13 +47,15 @@ static double rank(const uint64_t *v, size_t n, double q)
     return (double)v[i < n ? i : n - 1];
 }
 
-/* Busy-polls until a datagram arrives (its length) or the bound passes (-1). */
+/* Busy-polls until a datagram arrives (its length) or the bound passes (-1). from: where it
+ * came from (NULL on a connected socket). */
 static ssize_t spin_recv(int fd, void *buf, size_t cap, struct sockaddr_in *from)
 {
     uint64_t start = 0;
     for (unsigned k = 0;; k++) {
         socklen_t fl = sizeof(*from);
-        ssize_t r = recvfrom(fd, buf, cap, MSG_DONTWAIT, (struct sockaddr *)from, &fl);
+        ssize_t r = from ? recvfrom(fd, buf, cap, MSG_DONTWAIT, (struct sockaddr *)from, &fl)
+                         : recv(fd, buf, cap, MSG_DONTWAIT);
         if (r >= 0)
             return r;
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
@@ -115,11 +119,15 @@ int main(int argc, char **argv)
             return 1;
         }
         for (unsigned long i = 0; i < warmup + iters; i++) {
-            ssize_t r = spin_recv(fd, buf, 65536, &from);
+            ssize_t r = spin_recv(fd, buf, 65536, i ? NULL : &from);
             if (r < 0)
                 break;
-            if (sendto(fd, buf, (size_t)r, 0, (struct sockaddr *)&from, sizeof(from)) != r) {
-                perror("sendto");
+            if (i == 0 && connect(fd, (struct sockaddr *)&from, sizeof(from)) != 0) {
+                perror("connect");
+                return 1;
+            }
+            if (send(fd, buf, (size_t)r, 0) != r) {
+                perror("send");
                 return 1;
             }
         }
@@ -155,7 +163,7 @@ int main(int argc, char **argv)
             perror("send");
             return 1;
         }
-        if (spin_recv(fd, buf, 65536, &from) < 0) {
+        if (spin_recv(fd, buf, 65536, NULL) < 0) {
             fprintf(stderr, "raw_udp_pingpong: lost the server\n");
             return 1;
         }
