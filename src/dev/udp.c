@@ -634,6 +634,20 @@ static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
     u->rr = 0;
 }
 
+void ub__udp_conn_close(struct udp_dev *u)
+{
+    (void)epoll_ctl(u->epfd, EPOLL_CTL_DEL, u->fds[1], NULL);
+    close(u->fds[1]);
+    u->fds[1] = -1;
+    u->nsock = 1;
+    u->conn_tried = false;
+    u->path0_hot = false;
+    u->path0_streak = 0;
+    u->ready &= 1;
+    u->rr = 0;
+    u->st.conn_retired++;
+}
+
 static int send_one(struct udp_dev *u, struct ub__pkt *p, uint32_t len)
 {
     uint32_t s = p->path % u->np;

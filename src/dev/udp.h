@@ -37,7 +37,8 @@
  * Connected socket: a device of one path sends a lone packet to its first peer through a
  * second socket bound to the path's port (SO_REUSEPORT) and connected to that peer: no
  * destination to look up per send. The kernel then delivers that peer's datagrams to it, so
- * it is read too (path 0); the path socket keeps every other peer. `connect=0` disables it.
+ * it is read too (path 0); the path socket keeps every other peer. 64 datagrams in a row from
+ * other peers retire it (the next lone packet connects anew). `connect=0` disables it.
  *
  * fd() is one epoll fd holding every socket (level triggered).
  * Single-threaded like the engine driving it; no allocation after open.
@@ -132,6 +133,7 @@ struct ub__udp_stats {
     uint64_t rx_errors;       /* recvmmsg errors other than EAGAIN */
     uint64_t tx_connected;    /* packets sent through the connected socket */
     uint64_t rx_connected;    /* datagrams received on it (a GRO train counts once) */
+    uint64_t conn_retired;    /* connected sockets closed: 64 datagrams in a row from others */
 
     bool gso, gro;           /* offloads in use now */
     bool connected;          /* a socket connected to `peer` is in use */

@@ -37,6 +37,7 @@
 #define GRO_DIRECT      16    /* direct GRO receives: at most this many pool buffers per message */
 #define RX_PASSES       4     /* bound on round-robin passes over the sockets per recv */
 #define RX_UNCONN_EVERY 8     /* with a connected socket: single receives per path socket read */
+#define CONN_IDLE       64    /* path socket datagrams in a row that retire the connected socket */
 #define ECN_MASK        3u
 #define ECN_ECT0        2u
 #define ECN_CE          3u
@@ -89,10 +90,11 @@ struct udp_dev {
     /* One path: fds[1] may be connected to the first peer a lone packet went to (nsock 2).
      * Single receives ask it every time and the path socket, which then holds only the
      * other peers, every RX_UNCONN_EVERY-th time, or every time while it keeps finding
-     * datagrams (path0_hot). */
+     * datagrams (path0_hot). CONN_IDLE datagrams in a row on the path socket (someone else
+     * is the peer now) retire it; the next lone packet connects anew. */
     uint32_t nsock; /* sockets to read: np, or 2 with the connected one */
     bool conn_tried, path0_hot;
-    uint32_t path0_tick;
+    uint32_t path0_tick, path0_streak;
     struct ub__addr cpeer;
     uint32_t rr; /* socket recv serves first next time */
     int fds[UB_UDP_MAX_PATHS];
@@ -221,6 +223,9 @@ static inline uint16_t sock_path(const struct udp_dev *u, uint32_t s)
 {
     return s < u->np ? (uint16_t)s : 0;
 }
+
+/* Closes the connected socket (udp.c). */
+void ub__udp_conn_close(struct udp_dev *u);
 
 /* The vtable's receive (udp_rx.c). */
 int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,

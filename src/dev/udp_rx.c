@@ -82,11 +82,13 @@ static int rx_call(struct udp_dev *u, uint32_t s, uint32_t k)
     int r = k == 1 ? sys_recvmsg1(u->fds[s], u->rxmsg) : sys_recvmmsg(u->fds[s], u->rxmsg, k);
     if (u->np != 1)
         return r;
-    if (u->nsock > 1) {
-        if (s == 0)
-            u->path0_hot = r > 0;
-        else if (r > 0)
-            u->st.rx_connected += (uint32_t)r;
+    if (u->nsock > 1 && s == 0) {
+        u->path0_hot = r > 0;
+        if (r > 0)
+            u->path0_streak += (uint32_t)r;
+    } else if (u->nsock > 1 && r > 0) {
+        u->st.rx_connected += (uint32_t)r;
+        u->path0_streak = 0;
     }
     if (!u->single) {
         u->single = r <= 1;
@@ -512,5 +514,7 @@ int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struc
     }
     if (u->gro)
         stage_signal(u);
+    if (u->path0_streak >= CONN_IDLE)
+        ub__udp_conn_close(u);
     return (int)n;
 }

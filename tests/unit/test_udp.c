@@ -1194,6 +1194,25 @@ static void connected_run(const char *spec)
     send_lone(c, &pool, a, 22);
     expect_from(a, &pool, c, 22);
 
+    /* c is a's peer now: 64 datagrams in a row from it (3 and 22 were the first two) retire
+     * the socket connected to b, and a's next lone packet connects to c. */
+    for (uint32_t i = 2; i < 64; i++) {
+        assert_true(stats_of(a).connected);
+        send_lone(c, &pool, a, 100 + i);
+        expect_from(a, &pool, c, 100 + i);
+    }
+    sa = stats_of(a);
+    assert_false(sa.connected);
+    assert_int_equal(sa.conn_retired, 1);
+    send_lone(a, &pool, c, 200);
+    sa = stats_of(a);
+    assert_true(sa.connected);
+    assert_int_equal(sa.peer.port, c->local.port);
+    expect_from(c, &pool, a, 200);
+    send_lone(c, &pool, a, 201);
+    expect_from(a, &pool, c, 201);
+    assert_int_equal(stats_of(a).rx_connected, 2);
+
     ub__dev_close(a);
     ub__dev_close(c);
     assert_int_equal(pool.avail, pool.count);
