@@ -596,16 +596,11 @@ static uint32_t send_window(struct udp_dev *u, struct ub__pkt *const *pkts, uint
 }
 
 /*
- * One packet (a ping-pong's every send): what send_window does for a window of one, without
- * its sorting, batching and bookkeeping (some 200 instructions of a 300-instruction send).
- * Returns 1 (sent, or dropped and counted) or 0 (the socket is full: not taken).
- */
-/*
  * Connects socket 1 to dst, the first peer a lone packet goes to (a device of one path). The
  * path socket joins a SO_REUSEPORT group only now, after its own bind, so no other socket
  * could have shared its port before; the new socket binds to the same address and port and
- * the kernel prefers the connected socket for dst's datagrams. Tried once per device: on
- * any failure the device goes on with its one socket.
+ * the kernel prefers the connected socket for dst's datagrams. On any failure the device
+ * goes on with its one socket and does not try again.
  */
 static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
 {
@@ -634,6 +629,7 @@ static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
     u->rr = 0;
 }
 
+/* Its peer went quiet (udp_rx.c): the next lone packet may connect to another. */
 void ub__udp_conn_close(struct udp_dev *u)
 {
     (void)epoll_ctl(u->epfd, EPOLL_CTL_DEL, u->fds[1], NULL);
@@ -648,6 +644,11 @@ void ub__udp_conn_close(struct udp_dev *u)
     u->st.conn_retired++;
 }
 
+/*
+ * One packet (a ping-pong's every send): what send_window does for a window of one, without
+ * its sorting, batching and bookkeeping (some 200 instructions of a 300-instruction send).
+ * Returns 1 (sent, or dropped and counted) or 0 (the socket is full: not taken).
+ */
 static int send_one(struct udp_dev *u, struct ub__pkt *p, uint32_t len)
 {
     uint32_t s = p->path % u->np;
