@@ -150,7 +150,8 @@ struct ub__pds_stats {
     uint64_t acks_rsp_tx, acks_rsp_resent, rsp_cache_full, acks_rsp_rx, own_covered;
     uint64_t nacks_by_code[32];
     uint64_t rto_fired, probes_sent;
-    uint64_t rto_undone; /* RTOs found spurious (the originals arrived): window restored */
+    uint64_t rto_undone;       /* RTOs found spurious (the originals arrived): window restored */
+    uint64_t rto_floor_raised; /* of those, stalls that raised their PDC's RTO floor */
     uint64_t pdc_opened, pdc_accepted, pdc_closed, pdc_evicted, pdc_failed;
     uint64_t tx_failed;    /* packets failed back to the layer above */
     uint64_t table_full;   /* PDCs refused: table full and nothing to evict */

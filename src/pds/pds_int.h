@@ -14,6 +14,8 @@
 #define UB_PDS_DEFAULT_ACK_DELAY_NS  20000ull
 #define UB_PDS_DEFAULT_RTO_INIT_NS   1000000ull
 #define UB_PDS_DEFAULT_RTO_MIN_NS    200000ull
+#define UB_PDS_RTO_FLOOR_MAX_NS      20000000ull /* a learnt RTO floor at most (a few slices) */
+#define UB_PDS_RTO_FLOOR_DECAY       8192        /* RTT samples per halving of a learnt floor */
 #define UB_PDS_DEFAULT_RTO_MAX_NS    100000000ull
 #define UB_PDS_DEFAULT_OOO_THRESHOLD 8
 #define UB_PDS_DEFAULT_MAX_RETRIES   8
@@ -140,6 +142,15 @@ struct ub__pds_ipdc {
     uint64_t undo_cwnd;
     uint32_t undo_nxt;
     bool undo_armed, undo_seen;
+    /* A stall, not a loss: the first ACK after the series' first RTO, provoked by an original
+     * copy, proved it spurious. The silence it ended (since the last ACK before the RTO: the
+     * peer off its CPU, typically) is what an RTO must outlast: rto_floor, at most
+     * UB_PDS_RTO_FLOOR_MAX_NS, halved every UB_PDS_RTO_FLOOR_DECAY RTT samples. A series that
+     * needed a retransmission never teaches anything (its proof comes after the repair). */
+    bool undo_quiet; /* no ACK yet since the series' first RTO */
+    uint64_t undo_quiet_since;
+    uint64_t rto_floor; /* 0: the configured floor only */
+    uint32_t floor_samples;
     bool own_seen; /* an ACK said OWN: responses may ride on this target's ACKs */
 };
 

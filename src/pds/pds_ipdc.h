@@ -107,7 +107,7 @@ static inline bool next_lost(struct ub__pds_ipdc *c, uint32_t end, uint32_t *out
 void ub__pds_detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, bool hint_retx,
                            uint64_t now);
 /* After an ACK: undoes the window cut of a spurious RTO. */
-void ub__pds_undo_check(struct ub__pds_ipdc *c);
+void ub__pds_undo_check(struct ub__pds_ipdc *c, bool orig, uint64_t now);
 void ub__pds_rto_fire(struct ub__timer *t, uint64_t now);
 
 /* pds_tx.c */
@@ -155,7 +155,7 @@ static inline void ub__pds_rto_from_rtt(struct ub__pds_ipdc *c)
 {
     const struct ub__pds_cfg *cfg = &c->pds->cfg;
     uint64_t rto = c->srtt + UB_MAX(4 * c->rttvar, cfg->ack_delay_ns);
-    uint64_t floor = c->lossless ? lossless_rto(cfg) : cfg->rto_min_ns;
+    uint64_t floor = c->lossless ? lossless_rto(cfg) : UB_MAX(cfg->rto_min_ns, c->rto_floor);
     c->rto_ns = UB_MIN(UB_MAX(rto, floor), cfg->rto_max_ns);
 }
 
@@ -168,6 +168,12 @@ static inline void ub__pds_rtt_sample(struct ub__pds_ipdc *c, uint64_t r)
         uint64_t d = c->srtt > r ? c->srtt - r : r - c->srtt;
         c->rttvar = (3 * c->rttvar + d) / 4;
         c->srtt = (7 * c->srtt + r) / 8;
+    }
+    if (c->rto_floor && ++c->floor_samples >= UB_PDS_RTO_FLOOR_DECAY) {
+        c->floor_samples = 0;
+        c->rto_floor /= 2;
+        if (c->rto_floor <= c->pds->cfg.rto_min_ns)
+            c->rto_floor = 0;
     }
     ub__pds_rto_from_rtt(c);
 }

@@ -171,20 +171,43 @@ void ub__pds_detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint,
     }
 }
 
-/*
- * After an ACK: was the last RTO spurious (the peer slow, e.g. off the CPU, not the network
- * lossy)? Then its window cut goes. What it marked lost and is still unacknowledged is resent
- * (the ACKs behind this one usually acknowledge it first).
- */
-void ub__pds_undo_check(struct ub__pds_ipdc *c)
+/* The series just undone was a stall of `silence` ns: no RTO shorter than that from now on. */
+static void learn_floor(struct ub__pds_ipdc *c, uint64_t silence)
 {
+    const struct ub__pds_cfg *cfg = &c->pds->cfg;
+    uint64_t f = UB_MIN(silence + silence / 4, UB_MIN(UB_PDS_RTO_FLOOR_MAX_NS, cfg->rto_max_ns));
+    if (c->lossless || f <= UB_MAX(c->rto_floor, cfg->rto_min_ns))
+        return;
+    c->rto_floor = f;
+    c->floor_samples = 0;
+    c->pds->st.rto_floor_raised++;
+    ub__pds_rto_from_rtt(c);
+}
+
+/*
+ * After an ACK (orig: provoked by an original copy): was the last RTO spurious (the peer slow,
+ * e.g. off the CPU, not the network lossy)? Then its window cut goes, and if this is the
+ * first ACK since the RTO the silence it ends sets the RTO floor (learn_floor). What the RTO
+ * marked lost and is still unacknowledged is resent (the ACKs behind this one usually
+ * acknowledge it first).
+ */
+void ub__pds_undo_check(struct ub__pds_ipdc *c, bool orig, uint64_t now)
+{
+    bool first = c->undo_quiet;
+    c->undo_quiet = false;
     if (c->undo_armed && c->undo_seen) {
         c->undo_armed = false;
         c->pds->st.rto_undone++;
         if (c->ccx)
             ub__cc_undo_timeout(&c->ccx->cc, c->undo_cwnd);
+        if (first && orig)
+            learn_floor(c, now - c->undo_quiet_since);
     } else if (c->undo_armed && !ub__seq_lt(c->una, c->undo_nxt)) {
         c->undo_armed = false; /* all of it repaired: the losses were real */
+        if (c->rto_floor) { /* and a floor learnt from stalls only slows their repair */
+            c->rto_floor = 0;
+            ub__pds_rto_from_rtt(c);
+        }
     }
     c->undo_seen = false;
 }
@@ -368,6 +391,8 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
     ub__lb_on_timeout(&c->lb, old->pkt ? old->path : UB_LB_EV_UNKNOWN, now);
     if (!c->undo_armed) { /* the first RTO of a series: what an undo restores */
         c->undo_armed = true;
+        c->undo_quiet = true;
+        c->undo_quiet_since = c->acked_at;
         c->undo_cwnd = c->ccx ? c->ccx->cc.cwnd : 0;
         c->undo_nxt = c->nxt;
     }

@@ -155,7 +155,7 @@ static void start_fresh(struct ub__pds_ipdc *c)
     c->any_acked = false;
     c->retries = 0;
     c->probed = false;
-    c->undo_armed = c->undo_seen = false;
+    c->undo_armed = c->undo_seen = c->undo_quiet = false;
     c->gbn_win = pds->cfg.window;
     memset(c->slots, 0, (c->wmask + 1) * sizeof(*c->slots));
 }
@@ -742,7 +742,7 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
         }
     }
     advance_una(c);
-    ub__pds_undo_check(c);
+    ub__pds_undo_check(c, !(a->flags & UB_PDS_ACK_F_RETX), now);
     if (news)
         progress(c, now);
     /* One congestion event per ACK: the bytes it newly acknowledged, its RTT sample, its mark. */
@@ -868,7 +868,7 @@ void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
     uint64_t acked = 0;
     bool news = ack_one(c, psn, ecn, &acked, now, false);
     advance_una(c);
-    ub__pds_undo_check(c);
+    ub__pds_undo_check(c, false, now); /* a response says nothing of which copy it answers */
     if (news)
         progress(c, now);
     if (c->ccx && (acked || ecn)) {

@@ -453,6 +453,61 @@ static void test_spurious_rto_undone(void **state)
     spurious_rto_run(1024, 2000);
 }
 
+/*
+ * A peer off its CPU again and again: the ACK stream stalls for 3 ms `stalls` times (one ACK
+ * held, the rest queued behind it), nothing lost. Returns the initiator's stats.
+ */
+static struct ub__pds_stats stall_run(uint32_t stalls, uint64_t *done_ns)
+{
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 23);
+    ec.pds.cc_algo = "nscc";
+    static struct run r;
+    run_init(&r, &nc, &ec);
+    struct ub__impair_cfg ic = {.fifo = true};
+    for (uint32_t k = 0; k < stalls; k++)
+        assert_int_equal(ub__impair_add(&ic, UB_IMPAIR_DELAY_NTH, 40 + 600 * k, 3000000, 0), 0);
+    assert_int_equal(ub__loopnet_impair(r.tb.net, 1, 0, &ic), 0);
+    offer(&r, 3000, UB_PDS_RUD);
+    (void)ub__testbed_run(&r.tb, 500000000, 10000000); /* idle, or timers left at the end */
+    assert_int_equal(r.ndeliv, 3000);
+    assert_int_equal(r.nfailed, 0);
+    struct ub__pds_stats s = *st(&r, 0);
+    *done_ns = r.ackt[r.order[r.nacked - 1]];
+    printf("  %u stalls: %" PRIu64 " RTO, %" PRIu64 " undone, %" PRIu64 " floors, %" PRIu64
+           " probes, %" PRIu64 " resent, done at %.2f ms\n",
+           stalls, s.rto_fired, s.rto_undone, s.rto_floor_raised, s.probes_sent, s.retx_pkts,
+           (double)*done_ns / 1e6);
+    ub__testbed_destroy(&r.tb);
+    return s;
+}
+
+/*
+ * The first stall's RTOs are proven spurious by the first ACK after it, an original copy's:
+ * the silence it ended (3 ms and a little) becomes the PDC's RTO floor, and the four stalls
+ * after it pass without an RTO: a tail-loss probe each, one packet. A run without stalls
+ * learns nothing.
+ */
+static void test_rto_learns_stalls(void **state)
+{
+    (void)state;
+    uint64_t t0, t1, t5;
+    struct ub__pds_stats none = stall_run(0, &t0), one = stall_run(1, &t1),
+                         five = stall_run(5, &t5);
+    assert_int_equal(none.rto_fired + none.rto_floor_raised + none.retx_pkts, 0);
+    assert_true(one.rto_fired >= 1);
+    assert_int_equal(one.rto_undone, 1);
+    assert_int_equal(one.rto_floor_raised, 1);
+    assert_int_equal(five.rto_fired, one.rto_fired);
+    assert_int_equal(five.rto_undone, 1);
+    assert_int_equal(five.rto_floor_raised, 1);
+    assert_int_equal(five.probes_sent, one.probes_sent + 4);
+    assert_int_equal(five.retx_pkts, one.retx_pkts + 4);
+    /* Each later stall costs its 3 ms and no more. */
+    assert_true(t5 - t1 < 4 * 3000000 + 4 * 200000);
+}
+
 /* Same seed, same trajectory (times, paths, windows); another seed, another one. */
 static void one_run(struct run *r, uint64_t seed)
 {
@@ -832,6 +887,7 @@ int main(void)
         cmocka_unit_test(test_caqm_echo),
         cmocka_unit_test(test_dest_fc_penalty),
         cmocka_unit_test(test_spurious_rto_undone),
+        cmocka_unit_test(test_rto_learns_stalls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
