@@ -476,9 +476,9 @@ static struct ub__pds_stats stall_run(uint32_t stalls, uint64_t *done_ns)
     struct ub__pds_stats s = *st(&r, 0);
     *done_ns = r.ackt[r.order[r.nacked - 1]];
     printf("  %u stalls: %" PRIu64 " RTO, %" PRIu64 " undone, %" PRIu64 " floors, %" PRIu64
-           " probes, %" PRIu64 " resent, done at %.2f ms\n",
+           " probes, %" PRIu64 " resent (rto %" PRIu64 ", fast %" PRIu64 "), done at %.2f ms\n",
            stalls, s.rto_fired, s.rto_undone, s.rto_floor_raised, s.probes_sent, s.retx_pkts,
-           (double)*done_ns / 1e6);
+           s.retx_rto, s.retx_fast, (double)*done_ns / 1e6);
     ub__testbed_destroy(&r.tb);
     return s;
 }
