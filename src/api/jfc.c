@@ -163,10 +163,11 @@ static int take_fired(ub_jfce *e, int max, ub_jfc **jfcs)
             jfcs[n++] = c;
         c->pending_events = 0;
     }
-    if (ub__list_empty(&e->fired)) {
+    if (ub__list_empty(&e->fired) && e->signalled) {
         uint64_t v;
         ssize_t r = read(e->fd, &v, sizeof(v)); /* re-arms the fd's readability */
         (void)r;
+        e->signalled = false;
     }
     return n;
 }
@@ -224,12 +225,19 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
             /* The waiter returns to an application about to react: like a manual round, this
              * one may hold its output for the reaction (a lease bounds the hold, progress.c). */
             x->wait_round = driver;
+            e->defer = true;
             if (!skip)
                 ub__ctx_progress_locked(ctx);
+            e->defer = false;
             x->wait_round = false;
         }
+        /* What this round fired is taken here: the fd is written only for what is left. */
+        bool owed = e->owed;
+        e->owed = false;
         if (!ub__list_empty(&e->fired)) {
             int n = take_fired(e, max, jfcs);
+            if (owed && !ub__list_empty(&e->fired))
+                ub__jfce_signal(e);
             if (driver)
                 driver_leave(ctx);
             ub__ctx_unlock(ctx);

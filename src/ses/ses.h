@@ -130,6 +130,11 @@ struct ub_jfce {
     int fd;
     struct ub__list fired; /* JFCs that fired and were not yet returned by ub_wait_jfc */
     uint32_t users;
+    /* The fd's counter is non-zero (written since the last read). While a waiter of this JFCE
+     * runs a round itself (defer), events only mark the write owed: the waiter takes them at
+     * once, and writes the fd only for what it leaves for others (ub_wait_jfc). */
+    bool signalled, defer, owed;
+    uint64_t signals; /* fd writes, for tests */
 };
 
 struct ub_jfc {
@@ -481,6 +486,8 @@ void ub__async_push(ub_context *ctx, int type, int err, uint64_t arg);
 /* ---- ses_cq.c: completion rings ---- */
 /* Appends a record; never fails (rings are sized for every berth). */
 void ub__jfc_push(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool solicited);
+/* Makes the JFCE's fd readable. */
+void ub__jfce_signal(ub_jfce *ce);
 int ub__jfc_take(ub_jfc *jfc, int max, struct ub_cr *out);
 
 /* ---- ses_init.c: the initiator ---- */

@@ -10,6 +10,15 @@
 #include "core/compiler.h"
 #include "ses/ses.h"
 
+void ub__jfce_signal(ub_jfce *ce)
+{
+    uint64_t one = 1;
+    ssize_t n = write(ce->fd, &one, sizeof(one));
+    (void)n; /* a full eventfd counter is still readable: nothing is lost */
+    ce->signalled = true;
+    ce->signals++;
+}
+
 static void fire_event(ub_jfc *jfc)
 {
     ub_jfce *ce = jfc->jfce;
@@ -19,11 +28,10 @@ static void fire_event(ub_jfc *jfc)
         ub__list_push_back(&ce->fired, &jfc->fired_link);
         jfc->on_fired = true;
     }
-    if (ce->fd >= 0) {
-        uint64_t one = 1;
-        ssize_t n = write(ce->fd, &one, sizeof(one));
-        (void)n; /* a full eventfd counter is still readable: nothing is lost */
-    }
+    if (ce->fd >= 0 && ce->defer)
+        ce->owed = true;
+    else if (ce->fd >= 0)
+        ub__jfce_signal(ce);
 }
 
 void ub__jfc_push(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool solicited)
