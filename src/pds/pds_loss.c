@@ -204,7 +204,7 @@ void ub__pds_undo_check(struct ub__pds_ipdc *c, bool orig, uint64_t now)
             learn_floor(c, now - c->undo_quiet_since);
     } else if (c->undo_armed && !ub__seq_lt(c->una, c->undo_nxt)) {
         c->undo_armed = false; /* all of it repaired: the losses were real */
-        if (c->rto_floor) { /* and a floor learnt from stalls only slows their repair */
+        if (c->rto_floor) {    /* and a floor learnt from stalls only slows their repair */
             c->rto_floor = 0;
             ub__pds_rto_from_rtt(c);
         }
