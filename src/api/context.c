@@ -405,6 +405,15 @@ int ub__ctx_progress_locked(ub_context *ctx)
     return n < 0 ? 0 : n;
 }
 
+void ub__ctx_send_locked(ub_context *ctx, uint64_t now)
+{
+    struct ub__ctx *x = ub__ctx_of(ctx);
+    if (x->kind == UB_CTX_LOOP)
+        ub__loopnet_set_time(ctx->net->net, now);
+    x->tx_held = false;
+    ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
+}
+
 UB_EXPORT int ub_progress(ub_context *ctx)
 {
     if (!ctx)

@@ -153,6 +153,8 @@ int ub__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 /* ---- progress.c ---- */
 /* One round at the context's clock; the caller holds the lock. Returns the work done. */
 int ub__ctx_progress_locked(ub_context *ctx);
+/* Sends the engine's pending output, held output included: the sending part of a round. */
+void ub__ctx_send_locked(ub_context *ctx, uint64_t now);
 int ub__progress_start(struct ub__ctx *x);
 void ub__progress_stop(struct ub__ctx *x);
 /* After a call changed the engine's state: wakes the progress thread if it must run sooner. */

@@ -19,11 +19,17 @@ static int post_send_impl(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
         }
     }
     ub__ses_pump(&ctx->ses, now);
-    /* Automatic progress: the packets go out now rather than at the thread's next round. */
-    if (ctx->attr.progress == UB_PROGRESS_AUTO && ub__engine_pending(&ctx->eng))
-        ub__ctx_progress_locked(ctx);
-    else
+    /*
+     * Automatic progress: the packets go out now rather than at the thread's next round, with
+     * whatever a waiter's round held. Only the sending: receiving is for that thread or a
+     * waiter, and a receive here would mostly be a failing system call. What the device
+     * refuses stays pending, and unlocking wakes the thread for it.
+     */
+    if (ctx->attr.progress == UB_PROGRESS_AUTO && ub__engine_pending(&ctx->eng)) {
+        ub__ctx_send_locked(ctx, now);
+    } else {
         ub__ctx_flush_held_at(ctx, now); /* the request joins the ACKs and responses held */
+    }
     return rc;
 }
 
