@@ -145,8 +145,9 @@ struct ub__pds_ipdc {
     /* A stall, not a loss: the first ACK after the series' first RTO, provoked by an original
      * copy, proved it spurious. The silence it ended (since the last ACK before the RTO: the
      * peer off its CPU, typically) is what an RTO must outlast: rto_floor, at most
-     * UB_PDS_RTO_FLOOR_MAX_NS, halved every UB_PDS_RTO_FLOOR_DECAY RTT samples. A series that
-     * needed a retransmission never teaches anything (its proof comes after the repair). */
+     * UB_PDS_RTO_FLOOR_MAX_NS, halved every UB_PDS_RTO_FLOOR_DECAY RTT samples, dropped when a
+     * series proves real losses. A series that needed a retransmission never teaches anything
+     * (its proof comes after the repair). */
     bool undo_quiet; /* no ACK yet since the series' first RTO */
     uint64_t undo_quiet_since;
     uint64_t rto_floor; /* 0: the configured floor only */

@@ -106,7 +106,8 @@ static inline bool next_lost(struct ub__pds_ipdc *c, uint32_t end, uint32_t *out
 /* Fast loss detection after an ACK (hint: the PSN that triggered it, for go-back-N). */
 void ub__pds_detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, bool hint_retx,
                            uint64_t now);
-/* After an ACK: undoes the window cut of a spurious RTO. */
+/* After an ACK (orig: provoked by an original copy): undoes the window cut of a spurious RTO,
+ * and learns the RTO floor from a stall. */
 void ub__pds_undo_check(struct ub__pds_ipdc *c, bool orig, uint64_t now);
 void ub__pds_rto_fire(struct ub__timer *t, uint64_t now);
 
