@@ -599,8 +599,11 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *ac
     }
     if (c->gbn_win < pds->cfg.window)
         c->gbn_win++;
+    /* The per-path order's evidence: only a packet sent once says which copy arrived. One
+     * resent after a spurious RTO is acknowledged by its original as often as not, and its
+     * resend's txseq would declare every copy sent before it, still on its way, lost. */
     struct ub__pds_path *pa = &c->paths[s->path];
-    if (s->txseq > pa->acked_txseq) {
+    if (s->retx == 0 && s->txseq > pa->acked_txseq) {
         pa->acked_txseq = s->txseq;
         if (!pa->dirty) {
             pa->dirty = true;
