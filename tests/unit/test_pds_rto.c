@@ -106,19 +106,25 @@ static uint32_t carry(struct rig *src, struct rig *dst, uint64_t now)
     return n;
 }
 
+/* Two round trips of 100 us, ending at 300 us: srtt 100 us, rttvar 37 us, RTO 250 us, probe
+ * after 200 us. */
+static void warm_up(struct rig *a, struct rig *b)
+{
+    send_one(a, b, 1, 0);
+    assert_int_equal(carry(a, b, 0), 1);
+    assert_int_equal(carry(b, a, 100 * US), 1);
+    send_one(a, b, 2, 200 * US);
+    assert_int_equal(carry(a, b, 200 * US), 1);
+    assert_int_equal(carry(b, a, 300 * US), 1);
+}
+
 static void test_timer_due_after_idle(void **state)
 {
     (void)state;
     struct rig a, b;
     rig_open(&a, 1);
     rig_open(&b, 2);
-    /* Two round trips of 100 us: srtt 100 us, rttvar 37 us, RTO 250 us, probe after 200 us. */
-    send_one(&a, &b, 1, 0);
-    assert_int_equal(carry(&a, &b, 0), 1);
-    assert_int_equal(carry(&b, &a, 100 * US), 1);
-    send_one(&a, &b, 2, 200 * US);
-    assert_int_equal(carry(&a, &b, 200 * US), 1);
-    assert_int_equal(carry(&b, &a, 300 * US), 1);
+    warm_up(&a, &b);
     assert_int_equal(a.acked, 2);
     /* Nothing in flight; the next packet is lost. Its timer is due 200 us (the probe time)
      * after it left. */
@@ -176,12 +182,7 @@ static void test_probe_during_stall(void **state)
     struct rig a, b;
     rig_open(&a, 1);
     rig_open(&b, 2);
-    send_one(&a, &b, 1, 0);
-    assert_int_equal(carry(&a, &b, 0), 1);
-    assert_int_equal(carry(&b, &a, 100 * US), 1);
-    send_one(&a, &b, 2, 200 * US);
-    assert_int_equal(carry(&a, &b, 200 * US), 1);
-    assert_int_equal(carry(&b, &a, 300 * US), 1);
+    warm_up(&a, &b);
     /* Eight packets reach the receiver's queue; it is off its CPU. */
     struct ub__pkt *q[16];
     for (uint64_t k = 0; k < 8; k++)
