@@ -43,8 +43,12 @@ struct ub__pkt {
     struct ub__addr addr; /* peer: source on receive, destination on send */
     uint16_t path;        /* entropy value: the path (UDP source port index) */
     uint8_t ecn;          /* IP ECN codepoint: 0 not-ECT, 1 ECT(1), 2 ECT(0), 3 CE */
-    uint8_t flags;
+    uint8_t flags;        /* UB_PKT_F_*, and the owner's own bits below them */
 };
+
+/* On send: a control packet that any path to its destination serves (an ACK): the engine may
+ * carry it in a bundle that goes on another path. */
+#define UB_PKT_F_ANY_PATH 0x40u
 
 struct ub__pktpool {
     struct ub__pkt *free;

@@ -178,20 +178,44 @@ static bool bundle_member(const struct ub__pkt *p)
     return p->len > 0 && p->len <= UB_ENGINE_BUNDLE_MEMBER && !p->wire_len;
 }
 
-/*
- * Whether q may share a datagram with a bundle for p's destination and path whose ECN
- * codepoint is *ecn so far. 0 (the device's default: ACKs, control) goes with anything;
- * the bundle takes the codepoint its data packets ask for.
- */
-static inline bool same_hop(const struct ub__engine *e, const struct ub__pkt *p,
-                            const struct ub__pkt *q, uint8_t *ecn)
+/* What a bundle's members must share: its destination, path and ECN codepoint. */
+struct hop {
+    const struct ub__addr *addr;
+    uint16_t path, dev_path; /* the bundle's entropy value, and the device path it selects */
+    bool any_path;           /* no member needs a path yet */
+    uint8_t ecn;
+};
+
+static inline void hop_init(const struct ub__engine *e, struct hop *h, const struct ub__pkt *p)
 {
+    h->addr = &p->addr;
+    h->path = p->path;
     /* Entropy values select a device path modulo the paths there are. */
-    if (q->path % e->cfg.num_paths != p->path % e->cfg.num_paths ||
-        (q->ecn && *ecn && q->ecn != *ecn) || !ub__addr_eq(&q->addr, &p->addr))
+    h->dev_path = (uint16_t)(p->path % e->cfg.num_paths);
+    h->any_path = (p->flags & UB_PKT_F_ANY_PATH) != 0;
+    h->ecn = p->ecn;
+}
+
+/*
+ * Whether q may join the bundle h describes, and h updated if it does. ECN 0 (the device's
+ * default: ACKs, control) goes with anything, and the bundle takes the codepoint its data
+ * packets ask for; likewise a packet of any path (an ACK) goes with anything, and the bundle
+ * takes the path of its first member that has one.
+ */
+static inline bool same_hop(const struct ub__engine *e, struct hop *h, const struct ub__pkt *q)
+{
+    bool any = (q->flags & UB_PKT_F_ANY_PATH) != 0;
+    uint16_t dev_path = (uint16_t)(q->path % e->cfg.num_paths);
+    if ((!any && !h->any_path && dev_path != h->dev_path) ||
+        (q->ecn && h->ecn && q->ecn != h->ecn) || !ub__addr_eq(&q->addr, h->addr))
         return false;
     if (q->ecn)
-        *ecn = q->ecn;
+        h->ecn = q->ecn;
+    if (!any && h->any_path) {
+        h->any_path = false;
+        h->path = q->path;
+        h->dev_path = dev_path;
+    }
     return true;
 }
 
@@ -203,7 +227,7 @@ static inline bool same_hop(const struct ub__engine *e, const struct ub__pkt *p,
  * (nothing touched) without a free buffer.
  */
 static struct ub__pkt *bundle_make(struct ub__engine *e, struct ub__pkt *p, struct ub__pkt **pk,
-                                   uint64_t mine, size_t bytes, size_t cnt, uint8_t ecn)
+                                   uint64_t mine, size_t bytes, size_t cnt, const struct hop *h)
 {
     /* Bundled only when a buffer is free (as the decision always was); the first
      * packet's own buffer serves when nobody else holds it (an ACK, not a packet PDS
@@ -238,7 +262,8 @@ static struct ub__pkt *bundle_make(struct ub__engine *e, struct ub__pkt *p, stru
         w += ub__bundle_put_rec(w, q->data, q->len);
         ub__pkt_free(q);
     }
-    b->ecn = ecn;
+    b->ecn = h->ecn;
+    b->path = h->path;
     if (b != p)
         ub__pkt_free(p);
     e->stats.tx_bundles++;
@@ -256,10 +281,11 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
 {
     if (n == 2) { /* the request-response case (an ACK and a packet): the same rule, short */
         struct ub__pkt *p = pkts[0], *q = pkts[1], *b;
-        uint8_t ecn = p->ecn;
+        struct hop h;
+        hop_init(e, &h, p);
         if (bundle_member(p) && bundle_member(q) &&
-            ub__bundle_size((size_t)p->len + q->len, 2) <= e->cfg.mtu && same_hop(e, p, q, &ecn) &&
-            (b = bundle_make(e, p, pkts, 2, (size_t)p->len + q->len, 2, ecn)) != NULL) {
+            ub__bundle_size((size_t)p->len + q->len, 2) <= e->cfg.mtu && same_hop(e, &h, q) &&
+            (b = bundle_make(e, p, pkts, 2, (size_t)p->len + q->len, 2, &h)) != NULL) {
             pkts[0] = b;
             return 1;
         }
@@ -275,21 +301,22 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
             struct ub__pkt *p = pkts[i];
             uint64_t mine = 0;
             size_t bytes = p->len, cnt = 1;
-            uint8_t ecn = p->ecn;
+            struct hop h;
+            hop_init(e, &h, p);
             if (bundle_member(p))
                 for (uint32_t j = i + 1; j < end; j++) {
                     struct ub__pkt *q = pkts[j];
-                    uint8_t e2 = ecn;
+                    struct hop h2 = h;
                     if (!(taken >> (j - base) & 1) && bundle_member(q) &&
                         ub__bundle_size(bytes + q->len, cnt + 1) <= e->cfg.mtu &&
-                        same_hop(e, p, q, &e2)) {
-                        ecn = e2;
+                        same_hop(e, &h2, q)) {
+                        h = h2;
                         mine |= 1ull << (j - base);
                         bytes += q->len;
                         cnt++;
                     }
                 }
-            struct ub__pkt *b = mine ? bundle_make(e, p, pkts + base, mine, bytes, cnt, ecn) : NULL;
+            struct ub__pkt *b = mine ? bundle_make(e, p, pkts + base, mine, bytes, cnt, &h) : NULL;
             if (!b) {
                 pkts[out++] = p;
                 continue;

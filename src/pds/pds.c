@@ -131,6 +131,7 @@ int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct u
     uint32_t n = pds->cfg.max_pdcs;
     if ((rc = ub__hmap_init(&pds->ipdc_by_peer, 16, n, hseed)) ||
         (rc = ub__hmap_init(&pds->ipdc_by_id, 16, n, hseed + 1)) ||
+        (rc = ub__hmap_init(&pds->ipdc_by_dev, 16, n, hseed + 6)) ||
         (rc = ub__hmap_init(&pds->tpdc_by_key, 16, n, hseed + 2)) ||
         (rc = ub__hmap_init(&pds->tpdc_by_id, 16, n, hseed + 3)) ||
         (rc = ub__hmap_init(&pds->graves, 16, 0, hseed + 4)) ||
@@ -164,6 +165,7 @@ void ub__pds_destroy(struct ub__pds *pds, uint64_t now)
     ub__ring_fini(&pds->ctlq);
     ub__hmap_fini(&pds->ipdc_by_peer);
     ub__hmap_fini(&pds->ipdc_by_id);
+    ub__hmap_fini(&pds->ipdc_by_dev);
     ub__hmap_fini(&pds->tpdc_by_key);
     ub__hmap_fini(&pds->tpdc_by_id);
     ub__hmap_fini(&pds->graves);

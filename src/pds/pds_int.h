@@ -153,6 +153,10 @@ struct ub__pds_ipdc {
     uint64_t rto_floor; /* 0: the configured floor only */
     uint32_t floor_samples;
     bool own_seen; /* an ACK said OWN: responses may ride on this target's ACKs */
+    /* The target's incarnation, from the first ACK with a response: with the host it names
+     * the peer's device, whose requests to us may come from another port (pds->ipdc_by_dev). */
+    bool peer_inc_known;
+    uint32_t peer_inc;
 };
 
 /* Target context: created by the first packet (SYN) of an initiator PDC. */
@@ -191,6 +195,10 @@ struct ub__pds_tpdc {
     bool own_peer, clear_set;
     uint32_t clear_psn;
     struct ub__pds_rspc *rspc; /* UB_PDS_ACK_RSP_CACHE entries, allocated with the first */
+    /* Our initiator PDC to the same device (NULL: none), found when pds->dev_gen was twin_gen:
+     * its address is where our ACKs go, so they can share datagrams with our requests. */
+    struct ub__pds_ipdc *twin;
+    uint32_t twin_gen;
 };
 
 /* A response that rode on the ACK of psn, for a duplicate of psn. */
@@ -220,6 +228,8 @@ struct ub__pds {
     void *peer_rtt_arg;
     uint32_t incarnation;
     struct ub__hmap ipdc_by_peer, ipdc_by_id;
+    struct ub__hmap ipdc_by_dev;    /* (host, peer incarnation): one initiator PDC per device */
+    uint32_t dev_gen;               /* bumped whenever ipdc_by_dev changes */
     struct ub__pds_ipdc *last_ipdc; /* the latest ub__pds_ipdc_get result, while in ipdc_by_peer */
     struct ub__hmap tpdc_by_key, tpdc_by_id;
     struct ub__pds_tpdc *tpdc_last; /* found last by id (requests of a flow share it) */
@@ -251,6 +261,12 @@ struct ub__pds {
 
 /* pds.c */
 uint64_t ub__pds_host_key(const struct ub__addr *a);
+/* The ipdc_by_dev key of a device: its host and its PDS incarnation. */
+static inline uint64_t ub__pds_dev_key(const struct ub__addr *a, uint32_t incarnation)
+{
+    return ub__pds_host_key(a) ^ ((uint64_t)incarnation << 17);
+}
+void ub__pds_learn_dev(struct ub__pds_ipdc *c, uint32_t incarnation);
 struct ub__pkt *ub__pds_alloc(struct ub__pds *pds);
 /* Queues a control packet (ACK, NACK, CTRL); false when the queue was full (p freed). */
 bool ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p);

@@ -196,6 +196,26 @@ static const struct ub__pds_rspc *rsp_cached(const struct ub__pds_tpdc *t, uint3
 }
 
 /*
+ * Where the PDC's ACKs go: the address our own initiator PDC to the same device sends to, if
+ * there is one, else the source of the latest request. A peer of several paths sends from
+ * as many ports; any of them reaches it, and the one our requests use lets an ACK share their
+ * datagram (UB_PKT_F_ANY_PATH: the bundle's path serves it too).
+ */
+static const struct ub__addr *ack_dest(struct ub__pds_tpdc *t)
+{
+    struct ub__pds *pds = t->pds;
+    if (UB_UNLIKELY(t->twin_gen != pds->dev_gen)) {
+        t->twin_gen = pds->dev_gen;
+        struct ub__pds_ipdc *c =
+            ub__hmap_get(&pds->ipdc_by_dev, ub__pds_dev_key(&t->peer, t->incarnation));
+        bool same = c && c->peer_inc == t->incarnation &&
+                    ub__pds_host_key(&c->peer) == ub__pds_host_key(&t->peer);
+        t->twin = same ? c : NULL;
+    }
+    return t->twin ? &t->twin->peer : &t->peer;
+}
+
+/*
  * Sends the ACK of the PDC's latest state. pin: an ACK that answers its trigger (last_psn) on
  * its own (a request with K, or a duplicate): never rewritten by a later one, it carries the
  * response cached for that PSN if there is one. A pinned ACK may still absorb an unpinned one
@@ -288,8 +308,9 @@ static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
         memcpy(ub__pkt_put(p, rsp->len), rsp->b, rsp->len); /* room checked above */
         pds->st.acks_rsp_tx++;
     }
-    p->addr = t->peer;
+    p->addr = *ack_dest(t);
     p->path = t->reply_path;
+    p->flags |= UB_PKT_F_ANY_PATH;
     t->unacked = 0;
     t->retx_seen = false;
     if (t->ecn_seen)

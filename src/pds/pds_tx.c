@@ -292,6 +292,21 @@ static void fail_pkt(struct ub__pds *pds, struct ub__pkt *p, int err, uint64_t n
         pds->up->failed(pds->up_arg, cookie, err, now);
 }
 
+/* c names its target's device from now on, unless another PDC to that device does already. */
+void ub__pds_learn_dev(struct ub__pds_ipdc *c, uint32_t incarnation)
+{
+    struct ub__pds *pds = c->pds;
+    if (c->peer_inc_known) { /* the peer restarted under the same address */
+        uint64_t old = ub__pds_dev_key(&c->peer, c->peer_inc);
+        if (ub__hmap_get(&pds->ipdc_by_dev, old) == c)
+            ub__hmap_del(&pds->ipdc_by_dev, old);
+    }
+    c->peer_inc_known = true;
+    c->peer_inc = incarnation;
+    (void)ub__hmap_put(&pds->ipdc_by_dev, ub__pds_dev_key(&c->peer, incarnation), c);
+    pds->dev_gen++;
+}
+
 void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now)
 {
     struct ub__pds *pds = c->pds;
@@ -299,6 +314,12 @@ void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now)
     ub__timer_cancel(pds->timers, &c->idle);
     if (c->on_ready)
         ub__list_remove(&c->ready);
+    if (c->peer_inc_known) {
+        uint64_t dk = ub__pds_dev_key(&c->peer, c->peer_inc);
+        if (ub__hmap_get(&pds->ipdc_by_dev, dk) == c)
+            ub__hmap_del(&pds->ipdc_by_dev, dk);
+        pds->dev_gen++;
+    }
     if (ub__hmap_get(&pds->ipdc_by_peer, c->key) == c)
         ub__hmap_del(&pds->ipdc_by_peer, c->key);
     if (pds->last_ipdc == c)
@@ -768,6 +789,8 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
     ub__pds_after_ack_losses(c, true, ack_psn, (a->flags & UB_PDS_ACK_F_RETX) != 0, now);
     ub__pds_mark_ready(c, now);
     if (d->ses_kind != UB_PDS_NH_NONE && d->has_ext) {
+        if (UB_UNLIKELY(!c->peer_inc_known || c->peer_inc != d->ext.incarnation))
+            ub__pds_learn_dev(c, d->ext.incarnation);
         /* A response rode on it: up as if it had come alone, after the ACK it answers. */
         struct ub__pds_rx rx = {
             .src = &p->addr,

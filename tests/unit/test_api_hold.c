@@ -1,6 +1,7 @@
 /*
  * Held output and datagram bundles over udp, manual progress: in a SEND ping-pong the
- * ACK, the response and the answer leave as one datagram per direction; with holding off
+ * ACK, the response and the answer leave as one datagram per direction, also between devices
+ * of several paths (whose requests come from several ports); with holding off
  * (SOFTUB_HOLD=0) they do not. An application that takes a completion and then stops
  * calling the library still has its ACKs sent (the watchdog), so its peer's requests
  * complete.
@@ -20,16 +21,21 @@ struct pair {
     struct peer pa, pb; /* a's view of b, b's view of a */
 };
 
-static void pair_up(struct pair *p)
+static void pair_up_uri(struct pair *p, const char *uri_a, const char *uri_b)
 {
     struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
-    assert_int_equal(node_open(&p->a, URI, &ca), 0);
-    assert_int_equal(node_open(&p->b, URI, &ca), 0);
+    assert_int_equal(node_open(&p->a, uri_a, &ca), 0);
+    assert_int_equal(node_open(&p->b, uri_b, &ca), 0);
     uint8_t d[NODE_DESC];
     node_export(&p->b, d);
     node_import(&p->a, d, &p->pa);
     node_export(&p->a, d);
     node_import(&p->b, d, &p->pb);
+}
+
+static void pair_up(struct pair *p)
+{
+    pair_up_uri(p, URI, URI);
 }
 
 static void pair_down(struct pair *p)
@@ -104,6 +110,29 @@ static void test_pingpong_one_datagram(void **state)
     print_message("held: %lu datagrams for %u pings\n", (unsigned long)d, PINGS);
     assert_true(d <= 2 * PINGS * 14 / 10); /* timers under load add a few */
     pair_down(&p);
+}
+
+/*
+ * Devices of several paths: requests leave from as many ports, and the ACK of each goes to
+ * the port the target's own requests go to, so that it rides with the answer. Both sides of
+ * four paths, and one of four against one of one.
+ */
+static void test_pingpong_paths(void **state)
+{
+    (void)state;
+    static const char *const uris[][2] = {
+        {"udp://127.0.0.1:0?paths=4", "udp://127.0.0.1:0?paths=4"},
+        {"udp://127.0.0.1:0?paths=4", URI},
+    };
+    for (size_t k = 0; k < sizeof(uris) / sizeof(uris[0]); k++) {
+        struct pair p;
+        pair_up_uri(&p, uris[k][0], uris[k][1]);
+        uint64_t d = pingpong(&p, PINGS);
+        print_message("%s - %s: %lu datagrams for %u pings\n", uris[k][0], uris[k][1],
+                      (unsigned long)d, PINGS);
+        assert_true(d <= 2 * PINGS * 14 / 10);
+        pair_down(&p);
+    }
 }
 
 static void test_pingpong_unheld(void **state)
@@ -182,9 +211,8 @@ static void test_watchdog_after_busy(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pingpong_one_datagram),
-        cmocka_unit_test(test_pingpong_unheld),
-        cmocka_unit_test(test_watchdog),
+        cmocka_unit_test(test_pingpong_one_datagram), cmocka_unit_test(test_pingpong_paths),
+        cmocka_unit_test(test_pingpong_unheld),       cmocka_unit_test(test_watchdog),
         cmocka_unit_test(test_watchdog_after_busy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -239,6 +239,93 @@ static void test_bundles(void **state)
     ub__engine_fini(&rx);
 }
 
+/* Marks the packets of e's transmit queue named by the bits of any as UB_PKT_F_ANY_PATH. */
+static void mark_any_path(struct ub__engine *e, uint32_t any)
+{
+    struct ub__pkt *q[16];
+    uint32_t n = 0;
+    while (n < 16 && (q[n] = ub__ring_pop(&e->txq)) != NULL)
+        n++;
+    for (uint32_t i = 0; i < n; i++) {
+        if (any >> i & 1)
+            q[i]->flags |= UB_PKT_F_ANY_PATH;
+        assert_true(ub__ring_push(&e->txq, q[i]));
+    }
+}
+
+/*
+ * Packets any path serves (ACKs) join a bundle whatever their path, and the bundle leaves on
+ * the path of its first member that has one; packets that have a path still go only with
+ * their path's. In the request-response case (an ACK, then a request) as in a longer batch.
+ */
+static void test_bundles_any_path(void **state)
+{
+    (void)state;
+    struct ub__engine tx, rx;
+    struct ub__engine_cfg ec = {.seed = 1, .mtu = 2048, .num_paths = 2, .bundle = true};
+    assert_int_equal(ub__engine_init(&tx, &ec), 0);
+    ec.bundle = false;
+    assert_int_equal(ub__engine_init(&rx, &ec), 0);
+    struct rx_log *log = calloc(1, sizeof(*log));
+    ub__engine_set_upcalls(&rx, &upcalls, log);
+    struct ub__addr a;
+    ub__addr_loop(&a, 1);
+    uint32_t one = UB_PDS_UUD_SIZE + UB_SES_STD_SIZE + 1;
+    struct ub__pkt *p[8];
+
+    /* An "ACK" on path 1, then a request on path 0: one datagram, on path 0. */
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 20, "a", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 21, "r", 1, 0), 0);
+    mark_any_path(&tx, 1u);
+    assert_int_equal(ub__engine_output(&tx, p, 8, 1), 1);
+    assert_true(ub__bundle_is(p[0]->data, p[0]->len));
+    assert_int_equal(p[0]->len, ub__bundle_size(2 * one, 2));
+    assert_int_equal(p[0]->path, 0);
+    assert_int_equal(p[0]->flags & UB_PKT_F_ANY_PATH, 0);
+    ub__engine_input(&rx, &p[0], 1, 2);
+    assert_int_equal(log->n, 2);
+    assert_int_equal(log->imm[0], 20);
+    assert_int_equal(log->imm[1], 21);
+
+    /* ACK (path 1), request (path 0), request (path 1), ACK (path 3 = 1): the first request
+     * sets the path, the ACKs go with it, the other request leaves alone. */
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 30, "a", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 31, "r", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 32, "s", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 3, 1, 33, "b", 1, 0), 0);
+    mark_any_path(&tx, 1u | 8u);
+    assert_int_equal(ub__engine_output(&tx, p, 8, 3), 2);
+    assert_int_equal(p[0]->len, ub__bundle_size(3 * one, 3));
+    assert_int_equal(p[0]->path, 0);
+    assert_int_equal(p[1]->len, one);
+    assert_int_equal(p[1]->path, 1);
+    ub__engine_input(&rx, p, 2, 4);
+    assert_int_equal(log->n, 6);
+    assert_int_equal(log->imm[2], 30);
+    assert_int_equal(log->imm[3], 31);
+    assert_int_equal(log->imm[4], 33);
+    assert_int_equal(log->imm[5], 32);
+
+    /* Only packets of any path: the first one's path. Two requests of two paths: two. */
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 40, "a", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 41, "b", 1, 0), 0);
+    mark_any_path(&tx, 3u);
+    assert_int_equal(ub__engine_output(&tx, p, 8, 5), 1);
+    assert_int_equal(p[0]->path, 1);
+    ub__pkt_free(p[0]);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 50, "r", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 51, "s", 1, 0), 0);
+    assert_int_equal(ub__engine_output(&tx, p, 8, 6), 2);
+    assert_int_equal(p[0]->path, 1);
+    assert_int_equal(p[1]->path, 0);
+    ub__pkt_free(p[0]);
+    ub__pkt_free(p[1]);
+    assert_int_equal(tx.pool.avail, tx.pool.count);
+    free(log);
+    ub__engine_fini(&tx);
+    ub__engine_fini(&rx);
+}
+
 /* Runs 3000 datagrams through a 10 %-loss, reordering link; returns the receive log. */
 static void lossy_run(uint64_t seed, struct rx_log *log, struct ub__engine_stats *rx)
 {
@@ -366,9 +453,13 @@ static void test_requeue(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dgram_bytes),  cmocka_unit_test(test_send_errors),
-        cmocka_unit_test(test_requeue),      cmocka_unit_test(test_malformed_and_unsupported),
-        cmocka_unit_test(test_bundles),      cmocka_unit_test(test_testbed_deterministic),
+        cmocka_unit_test(test_dgram_bytes),
+        cmocka_unit_test(test_send_errors),
+        cmocka_unit_test(test_requeue),
+        cmocka_unit_test(test_malformed_and_unsupported),
+        cmocka_unit_test(test_bundles),
+        cmocka_unit_test(test_bundles_any_path),
+        cmocka_unit_test(test_testbed_deterministic),
         cmocka_unit_test(test_testbed_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
