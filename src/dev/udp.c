@@ -322,6 +322,7 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
     u->cfg = c;
     u->np = c.num_paths;
     u->nsock = u->np;
+    u->lone = true; /* one path: always; several: as the latest epoll found them */
     for (uint32_t i = 0; i < TX_WINDOW; i++)
         u->order[i] = (uint16_t)i; /* stays so with one path (send_window) */
     u->family = c.local.family == UB_AF_INET ? AF_INET : AF_INET6;

@@ -121,8 +121,10 @@ struct ub__udp_stats {
 
     uint64_t rx_pkts, rx_bytes; /* handed to the caller */
     uint64_t rx_batches;        /* receive calls that returned something */
-    uint64_t rx_single;         /* of those, single receives (recvmsg) of a device of one socket
-                                   whose last batch held at most one datagram (a ping-pong's) */
+    uint64_t rx_single;         /* of those, single receives (recvmsg): the socket's last batch
+                                   held at most one datagram (a ping-pong's), and it was the
+                                   only one readable */
+    uint64_t rx_polls;          /* epoll calls asking which sockets are readable (several) */
     uint64_t rx_gro_msgs;       /* coalesced receives split into packets */
     uint64_t rx_gro_segs;       /* packets they held */
     uint64_t rx_direct;       /* of those, received straight into pool buffers (no staging copy) */

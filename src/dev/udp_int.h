@@ -37,6 +37,7 @@
 #define GRO_DIRECT      16    /* direct GRO receives: at most this many pool buffers per message */
 #define RX_PASSES       4     /* bound on round-robin passes over the sockets per recv */
 #define RX_UNCONN_EVERY 8     /* with a connected socket: single receives per path socket read */
+#define RX_EPOLL_EVERY  8     /* several paths, only socket 0 busy: its reads per epoll */
 #define CONN_IDLE       64    /* path socket datagrams in a row that retire the connected socket */
 #define ECN_MASK        3u
 #define ECN_ECT0        2u
@@ -83,10 +84,17 @@ struct udp_dev {
     uint64_t bulk;
     /* A device of one socket reads it one datagram per call (recvmsg) while its last batch held
      * at most one, as a ping-pong's do. Two single receives in a row that both found one switch
-     * back to batches; rx_hit marks the first of them. Several sockets always take batches:
-     * one datagram per socket per call slices a sender's feedback from many paths, and the
-     * balancers' loss inference measured worse for it on a rate-limited test bed. */
-    bool single, rx_hit;
+     * back to batches; rx_hit marks the first of them. Several sockets take single receives
+     * only while epoll finds one of them readable (lone): one datagram per socket per call
+     * would slice a sender's feedback from many paths, and the balancers' loss inference
+     * measured worse for it on a rate-limited test bed. */
+    bool single, rx_hit, lone;
+    /* Several paths: the latest epoll found only socket 0 readable, where a peer's requests
+     * and (docs/pds.md, "Where ACKs go") the ACKs of ours arrive. Socket 0 is then read
+     * without asking epoll first (a system call less per datagram) but every RX_EPOLL_EVERY-th
+     * time, when epoll says again whether the others are quiet. */
+    bool sock0_only;
+    uint32_t epoll_tick;
     /* One path: fds[1] may be connected to the first peer a lone packet went to (nsock 2).
      * Single receives ask it every time and the path socket, which then holds only the
      * other peers, every RX_UNCONN_EVERY-th time, or every time while it keeps finding

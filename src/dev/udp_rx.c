@@ -72,6 +72,14 @@ static void rx_count(struct udp_dev *u, struct ub__pkt *p)
         u->st.rx_ce++;
 }
 
+/* Whether receives take one datagram now: in single mode, and with several sockets only
+ * while epoll finds one of them readable (a ping-pong's; a sender's spray over many paths
+ * is read in batches, see udp_int.h). */
+static inline bool single_now(const struct udp_dev *u)
+{
+    return u->single && u->lone;
+}
+
 /*
  * Receives into rxmsg[0..k) of socket s, k >= 1 (one message: recvmsg), and keeps the
  * socket's mode. A single receive that found its datagram ends the socket's turn: asking
@@ -80,17 +88,17 @@ static void rx_count(struct udp_dev *u, struct ub__pkt *p)
 static int rx_call(struct udp_dev *u, uint32_t s, uint32_t k)
 {
     int r = k == 1 ? sys_recvmsg1(u->fds[s], u->rxmsg) : sys_recvmmsg(u->fds[s], u->rxmsg, k);
-    if (u->np != 1)
-        return r;
-    if (u->nsock > 1 && s == 0) {
-        u->path0_hot = r > 0;
-        if (r > 0)
-            u->path0_streak += (uint32_t)r;
-    } else if (u->nsock > 1 && r > 0) {
-        u->st.rx_connected += (uint32_t)r;
-        u->path0_streak = 0;
+    if (u->np == 1 && u->nsock > 1) { /* the path socket and the connected one */
+        if (s == 0) {
+            u->path0_hot = r > 0;
+            if (r > 0)
+                u->path0_streak += (uint32_t)r;
+        } else if (r > 0) {
+            u->st.rx_connected += (uint32_t)r;
+            u->path0_streak = 0;
+        }
     }
-    if (!u->single) {
+    if (!single_now(u)) {
         u->single = r <= 1;
         u->rx_hit = false;
         return r;
@@ -110,7 +118,7 @@ static int rx_call(struct udp_dev *u, uint32_t s, uint32_t k)
 /* At most one message in single mode. */
 static inline uint32_t rx_limit(const struct udp_dev *u, uint32_t k)
 {
-    return u->single && k ? 1 : k;
+    return single_now(u) && k ? 1 : k;
 }
 
 /* Message j of socket s's last receive, whole in pool buffer p: the packet handed out. */
@@ -467,10 +475,18 @@ int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struc
         if (u->nsock > 1)
             u->ready = u->path0_hot || ++u->path0_tick % RX_UNCONN_EVERY == 0 ? 3 : 2;
     } else if (!u->stage_n && !stalled && n < max && !u->ready) {
-        int r = sys_epoll_poll(u->epfd, u->evs, (int)UB_ARRAY_SIZE(u->evs));
-        for (int i = 0; i < r; i++)
-            if (u->evs[i].data.u32 < u->nsock)
-                u->ready |= 1ull << u->evs[i].data.u32;
+        if (u->sock0_only && ++u->epoll_tick % RX_EPOLL_EVERY != 0) {
+            u->ready = 1;
+        } else {
+            int r = sys_epoll_poll(u->epfd, u->evs, (int)UB_ARRAY_SIZE(u->evs));
+            u->st.rx_polls++;
+            for (int i = 0; i < r; i++)
+                if (u->evs[i].data.u32 < u->nsock)
+                    u->ready |= 1ull << u->evs[i].data.u32;
+            u->lone = (u->ready & (u->ready - 1)) == 0;
+            if (u->ready)
+                u->sock0_only = u->ready == 1;
+        }
     }
     /*
      * Round robin: in each pass every readable socket gets an equal share
@@ -500,7 +516,7 @@ int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struc
         bool direct = false;
         if (!u->stage_n && (u->bulk & (1ull << s)))
             n += gro_direct(u, s, pkts + n, q, pool, &direct);
-        else if (!u->stage_n && u->single) {
+        else if (!u->stage_n && single_now(u)) {
             n += recv_single(u, s, pkts + n, max - n, pool, &stalled);
             if (u->stage_n)
                 break; /* a train is being handed out */

@@ -29,6 +29,7 @@
 #include <softub/errors.h>
 #include "core/clock.h"
 #include "dev/udp.h"
+#include "dev/udp_int.h" /* RX_EPOLL_EVERY */
 #include "engine/driver.h"
 #include "engine/engine.h"
 
@@ -1013,11 +1014,12 @@ static void test_truncated(void **state)
 }
 
 /*
- * Receive mode of a device of one socket: after a batch that held at most one datagram it is
- * read one datagram per call (recvmsg); two single reads in a row that both found one (a
- * burst) switch back to batches. Devices of several sockets always take batches (modes false).
+ * Receive mode: after a batch that held at most one datagram a socket is read one datagram
+ * per call (recvmsg); two single reads in a row that both found one (a burst) switch back to
+ * batches. A device of several sockets whose datagrams all arrive on socket 0 behaves alike
+ * (test_rx_paths: what changes when the others are busy too).
  */
-static void rx_mode_run(const char *spec, bool modes)
+static void rx_mode_run(const char *spec)
 {
     struct ub__dev *b = open_spec(spec);
     struct ub__pktpool pool;
@@ -1048,21 +1050,17 @@ static void rx_mode_run(const char *spec, bool modes)
         RECV(1);
         RECV(0);
     }
-    assert_int_equal(stats_of(b).rx_single, modes ? 5 : 0);
+    assert_int_equal(stats_of(b).rx_single, 5);
     SEND(20); /* a burst: two single reads, then batches take the rest in one call */
-    if (modes) {
-        RECV(1);
-        RECV(1);
-        RECV(18);
-    } else {
-        RECV(20);
-    }
-    assert_int_equal(stats_of(b).rx_single, modes ? 7 : 0);
+    RECV(1);
+    RECV(1);
+    RECV(18);
+    assert_int_equal(stats_of(b).rx_single, 7);
     RECV(0); /* an empty batch: single again */
     SEND(1);
     RECV(1);
     struct ub__udp_stats st = stats_of(b);
-    assert_int_equal(st.rx_single, modes ? 8 : 0);
+    assert_int_equal(st.rx_single, 8);
     assert_int_equal(st.rx_pkts, 1 + 5 + 20 + 1);
     if (st.gro) {
         /* Trains (GSO from a device) read singly: larger than a pool buffer (it runs on into
@@ -1079,7 +1077,7 @@ static void rx_mode_run(const char *spec, bool modes)
             RECV(0);
         }
         st = stats_of(b);
-        assert_int_equal(st.rx_single, modes ? 10 : 0);
+        assert_int_equal(st.rx_single, 10);
         assert_int_equal(st.rx_gro_msgs, stats_of(a).gso ? 2 : 0);
         assert_int_equal(st.rx_truncated, 0);
         ub__dev_close(a);
@@ -1095,10 +1093,82 @@ static void rx_mode_run(const char *spec, bool modes)
 static void test_rx_mode(void **state)
 {
     (void)state;
-    rx_mode_run("127.0.0.1:0?paths=1&gro=0", true);
-    rx_mode_run("127.0.0.1:0?paths=1&gro=1", true);
-    rx_mode_run("127.0.0.1:0?paths=4&gro=0", false);
-    rx_mode_run("127.0.0.1:0?paths=4&gro=1", false);
+    rx_mode_run("127.0.0.1:0?paths=1&gro=0");
+    rx_mode_run("127.0.0.1:0?paths=1&gro=1");
+    rx_mode_run("127.0.0.1:0?paths=4&gro=0");
+    rx_mode_run("127.0.0.1:0?paths=4&gro=1");
+}
+
+/*
+ * Several sockets. While epoll finds only socket 0 readable (a peer's requests, and the ACKs
+ * of ours, go there), socket 0 is read without asking epoll but every RX_EPOLL_EVERY-th
+ * receive, in single mode: a ping-pong costs one system call per datagram. A datagram on
+ * another path is found within RX_EPOLL_EVERY receives and ends that; with two sockets
+ * readable, receives take batches from both.
+ */
+static void rx_paths_run(const char *spec)
+{
+    struct ub__dev *b = open_spec(spec);
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 128, 2048, 64), 0);
+    int ps = plain_sock4();
+    struct ub__addr a2;
+    assert_int_equal(ub__udp_path_addr(b, 2, &a2), 0);
+    struct sockaddr_in to0 = sa4_of(&b->local), to2 = sa4_of(&a2);
+    uint8_t d[64] = {0};
+    struct ub__pkt *got[64];
+#define SEND(to, n)                                                                     \
+    for (int i_ = 0; i_ < (n); i_++)                                                    \
+    assert_int_equal(sendto(ps, d, sizeof(d), 0, (struct sockaddr *)&(to), sizeof(to)), \
+                     (ssize_t)sizeof(d))
+    SEND(to0, 1);
+    assert_int_equal(ub__dev_recv(b, got, 64, &pool), 1); /* epoll: socket 0 alone */
+    ub__pkt_free(got[0]);
+    uint64_t polls = stats_of(b).rx_polls;
+    assert_int_equal(polls, 1);
+    for (int i = 0; i < 4 * RX_EPOLL_EVERY; i++) { /* a ping-pong's receives */
+        SEND(to0, 1);
+        assert_int_equal(ub__dev_recv(b, got, 64, &pool), 1);
+        assert_int_equal(got[0]->path, 0);
+        ub__pkt_free(got[0]);
+        assert_int_equal(ub__dev_recv(b, got, 64, &pool), 0);
+    }
+    struct ub__udp_stats st = stats_of(b);
+    assert_int_equal(st.rx_polls - polls, 8); /* 64 receives, each eighth asks epoll */
+    assert_int_equal(st.rx_single, 4 * RX_EPOLL_EVERY);
+
+    SEND(to2, 1); /* path 2: found at the next epoll */
+    int k = 0, r = 0;
+    while (r == 0 && k < RX_EPOLL_EVERY) {
+        r = ub__dev_recv(b, got, 64, &pool);
+        k++;
+    }
+    assert_int_equal(r, 1);
+    assert_int_equal(got[0]->path, 2);
+    ub__pkt_free(got[0]);
+    polls = stats_of(b).rx_polls;
+    assert_int_equal(ub__dev_recv(b, got, 64, &pool), 0); /* epoll again: the others may talk */
+    assert_int_equal(stats_of(b).rx_polls, polls + 1);
+
+    SEND(to0, 3); /* two sockets readable: batches from both in one call */
+    SEND(to2, 3);
+    uint64_t single = stats_of(b).rx_single;
+    assert_int_equal(ub__dev_recv(b, got, 64, &pool), 6);
+    for (int i = 0; i < 6; i++)
+        ub__pkt_free(got[i]);
+    assert_int_equal(stats_of(b).rx_single, single);
+#undef SEND
+    close(ps);
+    ub__dev_close(b);
+    assert_int_equal(pool.avail, pool.count);
+    ub__pktpool_fini(&pool);
+}
+
+static void test_rx_paths(void **state)
+{
+    (void)state;
+    rx_paths_run("127.0.0.1:0?paths=4&gro=0");
+    rx_paths_run("127.0.0.1:0?paths=4&gro=1");
 }
 
 /* ---- a socket connected to the first peer (one path) ------------------------------ */
@@ -1458,7 +1528,8 @@ int main(void)
         cmocka_unit_test(test_ecn),         cmocka_unit_test(test_foreign_datagrams),
         cmocka_unit_test(test_full_rcvbuf), cmocka_unit_test(test_fairness),
         cmocka_unit_test(test_pool_empty),  cmocka_unit_test(test_truncated),
-        cmocka_unit_test(test_rx_mode),     cmocka_unit_test(test_connected),
+        cmocka_unit_test(test_rx_mode),     cmocka_unit_test(test_rx_paths),
+        cmocka_unit_test(test_connected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
