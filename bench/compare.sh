@@ -75,9 +75,9 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 
 # ---- build ------------------------------------------------------------------------------
-log "compare: building softub-perf and raw_udp_pingpong in $BUILD"
+log "compare: building softub-perf, raw_udp_pingpong and hiccups in $BUILD"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" --target softub-perf raw_udp_pingpong >/dev/null
+cmake --build "$BUILD" --target softub-perf raw_udp_pingpong hiccups >/dev/null
 PERF=$BUILD/softub-perf
 RAW=$BUILD/bench/raw_udp_pingpong
 
@@ -215,6 +215,8 @@ run_fi() {
 # ---- the run ----------------------------------------------------------------------------
 START_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 log "compare: load average at start: $START_LOAD (others' processes skew busy-poll results)"
+# The host's own interruptions of a busy CPU: what the p99.9 column mostly shows.
+HICCUPS=$("$BUILD/bench/hiccups" 1 | awk -F': ' '/^mean per CPU/ {print $2}')
 for ((round = 1; round <= ROUNDS; round++)); do
     log "compare: round $round of $ROUNDS"
     log "compare: raw UDP";        run_raw
@@ -246,6 +248,7 @@ table() {
     cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
     echo "Machine: $(nproc) CPUs ($cpu), Linux $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ);"
     echo "load average $START_LOAD at start, $END_LOAD at end. Loopback 127.0.0.1 only; softub udp MTU $SOFTUB_MTU."
+    echo "A busy CPU lost to the host (bench/hiccups, 1 s, mean per CPU): gaps ${HICCUPS:-not measured}."
     echo "softub $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?'), UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}'), libfabric $(fi_info --version 2>/dev/null | awk '/libfabric:/ {print $2; exit}')"
     echo
     echo "| transport | 8 B lat p50 (us) | 8 B lat p99.9 (us) | 64 KiB BW (MB/s) | 1 MiB BW (MB/s) | 8 B rate (Mpps) |"
@@ -269,6 +272,9 @@ table() {
     echo "Latency is half a round trip (softub send_lat, UCX tag_lat, raw ping-pong; * = fi_pingpong's"
     echo "average, it has no percentiles). Bandwidth: softub write_bw, UCX tag_bw (MiB/s converted"
     echo "to MB/s). Rate: softub write_bw 8 B with post lists of 32, UCX tag_bw 8 B."
+    echo "A sample spanning one of the host's gaps is late by it: with r gaps/s per CPU, a ping-pong"
+    echo "of round trip d has about 2 r d of its samples hit, so p99.9 shows the gaps once 2 r d"
+    echo "passes 0.1 % (at 400/s: round trips above 1.25 us)."
     echo "Each figure is the median of $ROUNDS round(s); the rounds' values of the targets' figures:"
     local f
     for f in "raw p50" "softub-udp p50" "ucx-tcp p50" "softub-udp bw1m" "ucx-tcp bw1m" \
