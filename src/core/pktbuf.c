@@ -58,6 +58,7 @@ struct ub__pkt *ub__pkt_alloc(struct ub__pktpool *pool)
     p->refcnt = 1;
     p->ts = 0;
     p->tag = 0;
+    p->order = 0;
     memset(&p->addr, 0, sizeof(p->addr));
     p->path = 0;
     p->ecn = 0;
@@ -92,6 +93,7 @@ struct ub__pkt *ub__pkt_clone(const struct ub__pkt *p)
     }
     c->ts = p->ts;
     c->tag = p->tag;
+    c->order = p->order;
     c->addr = p->addr;
     c->path = p->path;
     c->ecn = p->ecn;

@@ -38,8 +38,11 @@ struct ub__pkt {
      */
     const uint8_t *xdata;
     uint32_t xlen;
-    uint64_t ts;          /* time of receipt or of (re)transmission, ns */
-    uint64_t tag;         /* the current owner's scratch word (e.g. a completion cookie) */
+    uint64_t ts;  /* time of receipt or of (re)transmission, ns */
+    uint64_t tag; /* the current owner's scratch word (e.g. a completion cookie) */
+    /* On send: transmission order, stamped by PDS as it hands its packets out; a device that
+     * sends a batch in another order gives the batch's stamps out again in that order. */
+    uint64_t order;
     struct ub__addr addr; /* peer: source on receive, destination on send */
     uint16_t path;        /* entropy value: the path (UDP source port index) */
     uint8_t ecn;          /* IP ECN codepoint: 0 not-ECT, 1 ECT(1), 2 ECT(0), 3 CE */

@@ -577,6 +577,14 @@ static uint32_t send_window(struct udp_dev *u, struct ub__pkt *const *pkts, uint
         for (uint32_t i = 0; i < w; i++)
             u->order[at[pkts[i]->path % u->np]++] = (uint16_t)i;
         memset(u->done, 0, w);
+        /* The window leaves socket by socket: its transmission stamps (pkt->order, ascending
+         * as handed over) go out again in that order, so that PDS knows which packet left
+         * after which (its out-of-order count, docs/pds.md). */
+        uint64_t stamp[TX_WINDOW];
+        for (uint32_t i = 0; i < w; i++)
+            stamp[i] = pkts[i]->order;
+        for (uint32_t k = 0; k < w; k++)
+            pkts[u->order[k]]->order = stamp[k];
 
         *full = false;
         for (uint32_t s = 0, start = 0; s < u->np; start += cnt[s], s++)

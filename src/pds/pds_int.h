@@ -5,6 +5,7 @@
 
 #include "cms/cc.h"
 #include "cms/lb.h"
+#include "core/seq.h"
 #include "pds/pds.h"
 
 #define UB_PDS_DEFAULT_MAX_PDCS      4096
@@ -124,7 +125,14 @@ struct ub__pds_ipdc {
     uint16_t *dirty;            /* paths whose acked_txseq rose: ndirty entries */
     uint32_t ndirty;
     uint32_t ooo_scan; /* every slot in [una, ooo_scan) is out of flight or was resent since */
-    uint32_t *cand;    /* detect_losses' scratch: wmask + 1 entries */
+    /* The out-of-order count needs a packet acknowledged that left after the one it declares
+     * lost (pkt->order: the device's real order, which a device of several paths changes
+     * within a batch): acked_order is the latest of the packets acknowledged that went once.
+     * [ooo_scan, ooo_hi) was last scanned with acked_order at ooo_order; what of it is still
+     * in flight left after that. */
+    uint64_t acked_order, ooo_order;
+    uint32_t ooo_hi;
+    uint32_t *cand;                  /* detect_losses' scratch: wmask + 1 entries */
     struct ub__pkt *q_head, *q_tail; /* waiting for a PSN, linked through pkt->next */
     uint32_t qlen;
     uint32_t wmask; /* slots: wmask + 1 entries, indexed by PSN */
@@ -230,6 +238,7 @@ struct ub__pds {
     struct ub__hmap ipdc_by_peer, ipdc_by_id;
     struct ub__hmap ipdc_by_dev;    /* (host, peer incarnation): one initiator PDC per device */
     uint32_t dev_gen;               /* bumped whenever ipdc_by_dev changes */
+    uint64_t tx_order;              /* the last transmission stamp (pkt->order) */
     struct ub__pds_ipdc *last_ipdc; /* the latest ub__pds_ipdc_get result, while in ipdc_by_peer */
     struct ub__hmap tpdc_by_key, tpdc_by_id;
     struct ub__pds_tpdc *tpdc_last; /* found last by id (requests of a flow share it) */
@@ -274,6 +283,13 @@ int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub_
 int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a);
 /* ub__pds_mark_ready's parts: one PDC that has something to send; every PDC of c's context. */
 void ub__pds_mark_one(struct ub__pds_ipdc *c, uint64_t now);
+/* psn is in flight again (resent) or back under the out-of-order count: scan it again. */
+static inline void ub__pds_ooo_rescan(struct ub__pds_ipdc *c, uint32_t psn)
+{
+    if (ub__seq_lt(psn, c->ooo_scan))
+        c->ooo_scan = psn;
+    c->ooo_order = UINT64_MAX; /* nothing scanned under the current evidence */
+}
 void ub__pds_mark_all(struct ub__pds_ipdc *c, uint64_t now);
 
 /*

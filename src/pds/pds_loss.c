@@ -77,12 +77,17 @@ static void sort_u32(uint32_t *a, uint32_t n)
  * selective information, so it looks only at the PSN that triggered the ACK (hint): far enough
  * past una, and sent after una's latest copy, it means una was lost.
  *
- * Selective: a slot in flight is lost when high_acked is at least ooo_threshold past it, or a
- * later transmission on its path was acknowledged. Both are found without scanning the
- * window: the first from ooo_scan (below it nothing is in flight but what was resent since,
- * which lowers it) up to high_acked - threshold, the second from the heads of the paths whose
- * acknowledged txseq rose (their slots in flight are kept in txseq order). The union is marked
- * in PSN order, exactly as a scan of the whole window from una would.
+ * Selective: a slot in flight is lost when high_acked is at least ooo_threshold past it and a
+ * packet that left after it (acked_order) was acknowledged, or a later transmission on its
+ * path was acknowledged. The first condition's second half tells overtaking from loss: a
+ * device of several paths sends each batch path by path, so a batch's packets on the last
+ * paths are overtaken by dozens of later PSNs on the first, and a resent packet is overtaken
+ * by everything sent before it. Both are found without scanning the window: the first from
+ * ooo_scan (below it nothing is in flight but what was resent since, which lowers it, or what
+ * left after acked_order; the part up to ooo_hi is scanned again only once acked_order rose)
+ * up to high_acked - threshold, the second from the heads of the paths whose acknowledged
+ * txseq rose (their slots in flight are kept in txseq order). The union is marked in PSN
+ * order, exactly as a scan of the whole window from una would.
  */
 void ub__pds_detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint, bool hint_retx,
                            uint64_t now)
@@ -110,15 +115,27 @@ void ub__pds_detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint,
     if (ub__seq_lt(c->nxt, end))
         end = c->nxt;
     uint32_t start = ub__seq_lt(c->ooo_scan, c->una) ? c->una : c->ooo_scan;
+    bool again = c->ooo_order != c->acked_order; /* held slots may be lost now */
+    if (!again && ub__seq_lt(start, c->ooo_hi))
+        start = c->ooo_hi; /* what is in flight below ooo_hi left after acked_order */
     if (ub__seq_lt(start, end)) {
+        bool held = false;
         for (uint32_t psn = start; psn != end; psn++) {
             struct ub__pds_slot *s = slot_of(c, psn);
-            if (s->state == SLOT_INFLIGHT || s->state == SLOT_COVERED) {
+            if (s->state == SLOT_COVERED ||
+                (s->state == SLOT_INFLIGHT && s->pkt->order < c->acked_order)) {
                 s->cand = 1;
                 c->cand[k++] = psn - c->una;
+            } else if (s->state == SLOT_INFLIGHT && !held) {
+                held = true;
+                if (again || ub__seq_le(c->ooo_hi, c->ooo_scan))
+                    c->ooo_scan = psn; /* the first held slot */
             }
         }
-        c->ooo_scan = end;
+        if (!held && (again || ub__seq_le(c->ooo_hi, c->ooo_scan)))
+            c->ooo_scan = end;
+        c->ooo_hi = end;
+        c->ooo_order = c->acked_order;
     }
     /* One path delivers in order: a later packet on it arrived, so the earlier ones are gone. */
     bool sorted = true;
@@ -148,7 +165,8 @@ void ub__pds_detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint,
             struct ub__pds_slot *s = slot_of(c, psn);
             if (s->state != SLOT_INFLIGHT && s->state != SLOT_COVERED)
                 continue;
-            bool lost = ub__seq_diff(c->high_acked, psn) >= (int32_t)thr;
+            bool lost = ub__seq_diff(c->high_acked, psn) >= (int32_t)thr &&
+                        (s->state == SLOT_COVERED || s->pkt->order < c->acked_order);
             if (!lost && s->state == SLOT_INFLIGHT && !cfg->no_ev_loss &&
                 s->txseq < c->paths[s->path].acked_txseq)
                 lost = true;

@@ -145,7 +145,9 @@ static void start_fresh(struct ub__pds_ipdc *c)
     c->mpr = pds->cfg.mp_range;
     c->nlost = 0;
     c->lost_scan = c->una;
-    c->ooo_scan = c->una;
+    c->ooo_scan = c->ooo_hi = c->una;
+    c->acked_order = 0;
+    c->ooo_order = UINT64_MAX;
     for (uint32_t i = 0; i < pds->cfg.num_paths; i++) {
         c->paths[i].head = c->paths[i].tail = UB_PDS_NOSLOT;
         c->paths[i].dirty = false;
@@ -466,6 +468,7 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
     s->path = pick_path(c, retx, s->path, now);
     s->sent_ns = now;
     s->txseq = ++c->txseq;
+    s->pkt->order = ++pds->tx_order;
     s->pkt->path = s->path;
     s->pkt->addr = c->peer;
     s->pkt->ecn = 2; /* ECT(0): congestion can be signalled, not dropped */
@@ -519,8 +522,7 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
         s->state = SLOT_INFLIGHT;
         c->nlost--;
         path_link(c, psn);
-        if (ub__seq_lt(psn, c->ooo_scan)) /* in flight again below the out-of-order cursor */
-            c->ooo_scan = psn;
+        ub__pds_ooo_rescan(c, psn); /* in flight again */
         pkts[n++] = p;
     }
     while (n < max && c->q_head && !c->nlost && ub__pds_ipdc_can_send(c, now)) {
@@ -615,8 +617,7 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *ac
         s->state = SLOT_COVERED;
         s->cov = 1;
         pds->st.own_covered++;
-        if (ub__seq_lt(psn, c->ooo_scan)) /* the out-of-order count looks at it again */
-            c->ooo_scan = psn;
+        ub__pds_ooo_rescan(c, psn); /* the out-of-order count looks at it again */
     }
     if (c->gbn_win < pds->cfg.window)
         c->gbn_win++;
@@ -624,11 +625,15 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *ac
      * resent after a spurious RTO is acknowledged by its original as often as not, and its
      * resend's txseq would declare every copy sent before it, still on its way, lost. */
     struct ub__pds_path *pa = &c->paths[s->path];
-    if (s->retx == 0 && s->txseq > pa->acked_txseq) {
-        pa->acked_txseq = s->txseq;
-        if (!pa->dirty) {
-            pa->dirty = true;
-            c->dirty[c->ndirty++] = s->path;
+    if (s->retx == 0) {
+        if (s->pkt->order > c->acked_order)
+            c->acked_order = s->pkt->order;
+        if (s->txseq > pa->acked_txseq) {
+            pa->acked_txseq = s->txseq;
+            if (!pa->dirty) {
+                pa->dirty = true;
+                c->dirty[c->ndirty++] = s->path;
+            }
         }
     }
     if (!c->any_acked || ub__seq_lt(c->high_acked, psn))
@@ -725,6 +730,11 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
         if (s->state == SLOT_INFLIGHT && s->retx == 0 && !(a->flags & UB_PDS_ACK_F_RETX)) {
             rtt = now - s->first_ns;
             ub__pds_rtt_sample(c, rtt);
+        } else if (s->state == SLOT_INFLIGHT && s->retx && (a->flags & UB_PDS_ACK_F_RETX) &&
+                   s->pkt->order > c->acked_order) {
+            /* A resent copy's own ACK (a probe's, say): everything that left before it and is
+             * far enough behind is lost. */
+            c->acked_order = s->pkt->order;
         }
     }
     /* Provoked by an original copy of a packet outstanding at the RTO: it was not lost. */
