@@ -96,7 +96,8 @@ int perf_setup(struct perf_ep *e)
         ja.jfs.depth = c->tx_depth;
         ja.jfs.jfc = e->jfc;
         ja.jfs.max_sge = 1;
-        ja.jfs.max_inline = c->inline_sz ? c->inline_sz : 1;
+        /* At least the control flag's 8 bytes (raise_flag), whatever -I says for the test. */
+        ja.jfs.max_inline = c->inline_sz > 8 ? c->inline_sz : 8;
         ja.jfs.tm = c->tm ? UB_TM_ROD : UB_TM_RUD;
         ja.jfr.depth = c->rx_depth;
         ja.jfr.max_sge = 1;
