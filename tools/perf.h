@@ -12,7 +12,7 @@
 #include <softub/softub.h>
 
 #define PERF_MAGIC     0x50455246u /* "PERF" */
-#define PERF_VERSION   1u
+#define PERF_VERSION   2u
 #define PERF_MAX_JETTY 64u
 #define PERF_MIN_SWEEP 2u
 #define PERF_MAX_SIZE  (8u << 20)
@@ -54,6 +54,7 @@ struct perf_cfg {
     uint32_t tm;        /* 0 RUD, 1 ROD */
     uint32_t paths;     /* udp paths (0: 1) */
     uint32_t event;     /* -e: automatic progress + completion events */
+    uint32_t spin;      /* --spin: polling never yields the CPU */
     uint32_t bidir;     /* -b */
     uint32_t mtu;       /* --mtu: the engine's largest datagram (0: the device's) */
     uint32_t warmup;    /* lat: unmeasured iterations first */
@@ -102,7 +103,8 @@ struct perf_ep {
     uint64_t recvs;     /* receive records seen (RECV, RECV_WRITE_IMM) */
     uint64_t completed; /* own requests completed (counting cq_mod-covered ones) */
     uint64_t recv_posted;
-    int failed; /* a record with an error status came */
+    int failed;    /* a record with an error status came */
+    uint32_t idle; /* polls in a row that found nothing (polling mode) */
 };
 
 /* ---- perf_run.c ---- */

@@ -12,18 +12,23 @@
  *
  * Waiting: in polling mode (manual progress) ub_poll_jfc drives the context, so the
  * loops simply poll; in event mode (-e: automatic progress) they poll once, rearm the
- * JFC and sleep in ub_wait_jfc. Every wait is bounded by the endpoint's timeout counted
+ * JFC and sleep in ub_wait_jfc. A poll that follows PERF_YIELD_AFTER empty ones yields the CPU
+ * first (unless --spin). Every wait is bounded by the endpoint's timeout counted
  * from the last packet received.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 
 #include "perf.h"
 
 #define MAX_LIST 64u
-#define MS       ((uint64_t)1000000)
+/* Empty polls in a row before polling yields the CPU after each: more than a ping-pong's
+ * wait on an idle host (~15 over shm, ~10 over udp). */
+#define PERF_YIELD_AFTER 64u
+#define MS               ((uint64_t)1000000)
 
 static int msg_send(struct perf_ep *e, const void *m, size_t len)
 {
@@ -187,8 +192,19 @@ static int drain(struct perf_ep *e)
 static int step(struct perf_ep *e)
 {
     int n = drain(e);
-    if (n != 0 || !e->cfg.event)
+    if (n != 0) {
+        e->idle = 0;
         return n;
+    }
+    if (!e->cfg.event) {
+        /* Nothing for a while: the peer (or the kernel's half of the loopback) may be waiting
+         * for this CPU. Yielding costs a system call when nobody is; spinning through a whole
+         * time slice costs milliseconds when somebody is (docs/benchmarks.md, "Polling on a
+         * shared CPU"). */
+        if (++e->idle > PERF_YIELD_AFTER && !e->cfg.spin)
+            sched_yield();
+        return 0;
+    }
     ub_rearm_jfc(e->jfc, false);
     if ((n = drain(e)) != 0)
         return n;

@@ -69,6 +69,8 @@ static void usage(FILE *f)
                "      --udp-opts K=V&.. more udp device keys (docs/device-udp.md)\n"
                "  -e, --event           automatic progress, sleep on completion events\n"
                "                        (default: manual progress, busy polling)\n"
+               "      --spin            polling never yields the CPU (default: it does after\n"
+               "                        64 empty polls in a row)\n"
                "  -b, --bidir           bandwidth in both directions at once\n"
                "      --timeout MS      give up after MS without a packet (10000)\n"
                "      --json            one JSON object on stdout instead of the table\n");
@@ -115,22 +117,38 @@ static int parse(int argc, char **argv, struct opts *o)
         O_TIMEOUT,
         O_JSON,
         O_BIND,
-        O_LOCAL
+        O_LOCAL,
+        O_SPIN
     };
-    static const struct option lo[] = {{"port", 1, 0, 'p'},       {"bind", 1, 0, O_BIND},
-                                       {"local", 1, 0, O_LOCAL},  {"device", 1, 0, 'd'},
-                                       {"size", 1, 0, 's'},       {"all", 0, 0, 'a'},
-                                       {"max-size", 1, 0, O_MAX}, {"iters", 1, 0, 'n'},
-                                       {"duration", 1, 0, 'D'},   {"warmup", 1, 0, O_WARM},
-                                       {"jettys", 1, 0, 'q'},     {"tx-depth", 1, 0, 't'},
-                                       {"rx-depth", 1, 0, 'r'},   {"post-list", 1, 0, 'l'},
-                                       {"inline", 1, 0, 'I'},     {"order", 1, 0, O_ORDER},
-                                       {"tm", 1, 0, O_TM},        {"cc", 1, 0, O_CC},
-                                       {"lb", 1, 0, O_LB},        {"paths", 1, 0, O_PATHS},
-                                       {"mtu", 1, 0, O_MTU},      {"udp-opts", 1, 0, O_UDPO},
-                                       {"event", 0, 0, 'e'},      {"bidir", 0, 0, 'b'},
-                                       {"json", 0, 0, O_JSON},    {"timeout", 1, 0, O_TIMEOUT},
-                                       {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
+    static const struct option lo[] = {{"port", 1, 0, 'p'},
+                                       {"bind", 1, 0, O_BIND},
+                                       {"local", 1, 0, O_LOCAL},
+                                       {"device", 1, 0, 'd'},
+                                       {"size", 1, 0, 's'},
+                                       {"all", 0, 0, 'a'},
+                                       {"max-size", 1, 0, O_MAX},
+                                       {"iters", 1, 0, 'n'},
+                                       {"duration", 1, 0, 'D'},
+                                       {"warmup", 1, 0, O_WARM},
+                                       {"jettys", 1, 0, 'q'},
+                                       {"tx-depth", 1, 0, 't'},
+                                       {"rx-depth", 1, 0, 'r'},
+                                       {"post-list", 1, 0, 'l'},
+                                       {"inline", 1, 0, 'I'},
+                                       {"order", 1, 0, O_ORDER},
+                                       {"tm", 1, 0, O_TM},
+                                       {"cc", 1, 0, O_CC},
+                                       {"lb", 1, 0, O_LB},
+                                       {"paths", 1, 0, O_PATHS},
+                                       {"mtu", 1, 0, O_MTU},
+                                       {"udp-opts", 1, 0, O_UDPO},
+                                       {"event", 0, 0, 'e'},
+                                       {"bidir", 0, 0, 'b'},
+                                       {"json", 0, 0, O_JSON},
+                                       {"timeout", 1, 0, O_TIMEOUT},
+                                       {"help", 0, 0, 'h'},
+                                       {"spin", 0, 0, O_SPIN},
+                                       {0, 0, 0, 0}};
     struct perf_cfg *c = &o->cfg;
     uint64_t v;
     int ch;
@@ -228,6 +246,9 @@ static int parse(int argc, char **argv, struct opts *o)
         case 'b':
             c->bidir = 1;
             break;
+        case O_SPIN:
+            c->spin = 1;
+            break;
         case O_JSON:
             o->json = true;
             break;
@@ -308,7 +329,10 @@ static void banner(const struct opts *o, const char *peer)
                        "--------------------------------";
     printf("%s\n", rule);
     printf(" softub-perf %s  device %s  peer %s  %s progress\n", perf_test_name(c->test),
-           c->dev == DEV_SHM ? "shm" : "udp", peer, c->event ? "automatic (events)" : "polling");
+           c->dev == DEV_SHM ? "shm" : "udp", peer,
+           c->event  ? "automatic (events)"
+           : c->spin ? "polling (spin)"
+                     : "polling");
     printf(" jettys %u  tx depth %u  rx depth %u  post list %u  inline %u  order %s  tm %s\n",
            c->jettys, c->tx_depth, c->rx_depth, c->post_list, c->inline_sz,
            c->order == 1   ? "ro"
@@ -606,8 +630,11 @@ static int client(struct opts *o)
                 "\"jettys\":%u,\"tx_depth\":%u,\"rx_depth\":%u,\"post_list\":%u,\"inline\":%u,"
                 "\"paths\":%u,\"bidir\":%s,%s\"results\":[",
                 perf_test_name(t), c->dev == DEV_SHM ? "shm" : "udp",
-                c->event ? "event" : "polling", c->jettys, c->tx_depth, c->rx_depth, c->post_list,
-                c->inline_sz, c->paths ? c->paths : 1, c->bidir ? "true" : "false",
+                c->event  ? "event"
+                : c->spin ? "spin"
+                          : "polling",
+                c->jettys, c->tx_depth, c->rx_depth, c->post_list, c->inline_sz,
+                c->paths ? c->paths : 1, c->bidir ? "true" : "false",
                 lat ? (perf_is_half_rtt(t) ? "\"unit\":\"us\",\"latency\":\"half_rtt\","
                                            : "\"unit\":\"us\",\"latency\":\"rtt\",")
                     : "\"unit\":\"MB/s\",");

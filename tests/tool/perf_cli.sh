@@ -88,6 +88,7 @@ run shm_write_bw 5 write_bw -- write_bw -d shm -n 50 -q 2 -l 4
 run event_send_lat 10 send_lat -- send_lat -e -n 20
 run bidir 5 write_bw -- write_bw -b -n 50 -s 1024
 run no_inline 10 write_lat -- write_lat -I 0 -n 20
+run spin 5 send_bw -- send_bw --spin -n 50 -s 1024
 run duration 5 read_bw -- read_bw -D 1 -s 1024
 
 # --json: one object with a results array
