@@ -17,21 +17,10 @@
 #include "core/clock.h"
 #include "core/compiler.h"
 #include "engine/testbed.h"
+#include "sanitized.h"
 
 #define H_MAGIC 0x50445354u /* "PDST" */
 #define H_HDR   20u         /* magic, msg, idx|cnt, len, csum */
-
-/* Whether this build runs under a sanitizer: the big matrix then scales down. */
-#if defined(__SANITIZE_ADDRESS__)
-#define H_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define H_SANITIZED 1
-#endif
-#endif
-#ifndef H_SANITIZED
-#define H_SANITIZED 0
-#endif
 
 /* Transactions per matrix cell: SOFTUB_PDS_TXNS, else 100 000 (10 000 under a sanitizer). */
 static UB_UNUSED uint32_t h_txns(void)
@@ -39,7 +28,7 @@ static UB_UNUSED uint32_t h_txns(void)
     const char *e = getenv("SOFTUB_PDS_TXNS");
     if (e && *e)
         return (uint32_t)strtoul(e, NULL, 10);
-    return H_SANITIZED ? 10000 : 100000;
+    return UB_TEST_SANITIZED ? 10000 : 100000;
 }
 
 struct h_run {
