@@ -204,6 +204,7 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
                                        : ub__clock_monotonic_ns(NULL) +
                                              (uint64_t)timeout_ms * (uint64_t)UB_NS_PER_MS;
+    bool armed = false; /* the latest round let the shm device arm its wake-up */
     for (bool first = true;; first = false) {
         ub__ctx_lock(ctx);
         /*
@@ -219,9 +220,14 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
                 atomic_fetch_add_explicit(&x->drivers, 1, memory_order_relaxed);
                 driver = true;
             }
-            /* Any round may be the last before a sleep: the shm device must wake us. */
-            if (driver && x->shm)
-                ub__shm_set_busy_poll(x->shm, false);
+            /* A round within the spin is followed by another: the shm device need not arm a
+             * wake-up (each costs the peer a write(2) and us a read(2)). The round before a
+             * sleep arms it (below). */
+            if (driver && x->shm) {
+                bool spin = ub__clock_monotonic_ns(NULL) - start < x->spin_ns;
+                ub__shm_set_busy_poll(x->shm, spin);
+                armed = !spin;
+            }
             /* The waiter returns to an application about to react: like a manual round, this
              * one may hold its output for the reaction (a lease bounds the hold, progress.c). */
             x->wait_round = driver;
@@ -266,6 +272,8 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
             sched_yield(); /* on a busy machine the peer may need this CPU to answer */
             continue;
         }
+        if (driver && x->shm && !armed)
+            continue; /* the spin ended after a round that did not arm: one more that does */
         /* Sleep on the event fd (and, when driving, the device) until something happens or
          * the next timer; a device without an fd (loop) is busy-polled. */
         int ms = 0;

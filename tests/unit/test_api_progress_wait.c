@@ -10,6 +10,8 @@
 #include <pthread.h>
 
 #include "unit/api_net_util.h"
+#include "api/api.h"
+#include "dev/shm.h"
 
 #define PINGS 300u
 
@@ -82,6 +84,20 @@ static uint64_t datagrams(struct node *n)
     return st.tx_udp_pkts;
 }
 
+/* FIFO writes to wake a sleeping shm consumer, by both sides so far (0 over udp). */
+static uint64_t wakes(struct node *a, struct node *b)
+{
+    uint64_t n = 0;
+    struct node *both[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        struct ub__shm_stats st;
+        struct ub__dev *shm = ub__ctx_of(both[i]->ctx)->shm;
+        if (shm && ub__shm_stats(shm, &st) == 0)
+            n += st.wake_sent;
+    }
+    return n;
+}
+
 static void wait_pingpong(const char *uri)
 {
     struct side a, b;
@@ -107,8 +123,9 @@ static void wait_pingpong(const char *uri)
     a.recvs = a.sends = b.recvs = 0;
     assert_true(event_wait(&b, 0, 1));
     b.sends = 0;
-    uint64_t d0 = datagrams(&a.n) + datagrams(&b.n);
+    uint64_t d0 = datagrams(&a.n) + datagrams(&b.n), w0 = wakes(&a.n, &b.n);
 
+    uint64_t t0 = t_now();
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, responder_main, &b), 0);
     for (uint32_t i = 0; i < PINGS; i++) {
@@ -118,18 +135,25 @@ static void wait_pingpong(const char *uri)
     }
     /* From here on a's application leaves the library. */
     pthread_join(th, NULL);
+    uint64_t took = t_now() - t0;
     assert_int_equal(a.recvs, PINGS);
     assert_int_equal(b.recvs, PINGS);
     assert_int_equal(b.sends, PINGS);
     assert_int_equal(a.err + b.err, 0);
-    uint64_t dg = datagrams(&a.n) + datagrams(&b.n) - d0;
-    print_message("%s: %lu datagrams for %u pings\n", uri, (unsigned long)dg, PINGS);
+    uint64_t dg = datagrams(&a.n) + datagrams(&b.n) - d0, wk = wakes(&a.n, &b.n) - w0;
+    print_message("%s: %lu datagrams, %lu wake-ups for %u pings\n", uri, (unsigned long)dg,
+                  (unsigned long)wk, PINGS);
     /* Over udp, request and answer each carry the ACK of the other in one datagram: two a
      * ping, four without holding (old automatic progress: exactly 1 200 here). A few more
      * when a side was slow for a lease and its progress thread sent an ACK alone. (shm
      * lanes carry packets one by one: nothing to bundle.) */
     if (strncmp(uri, "udp", 3) == 0)
         assert_true(dg < 7 * PINGS / 2);
+    /* A waiter asks the shm device for a wake-up (which costs the peer a write(2) and itself
+     * a read(2)) only once it has spun spin_us (50) in vain, and so does a progress thread
+     * about to sleep: at most one per 50 us of each of the four threads, however loaded the
+     * machine. Asking in every round of the spin, it cost one per message (600-730 here). */
+    assert_true(wk <= 4 * took / (50 * UB_NS_PER_US) + 8);
 
     /* b's application has left too: its progress thread serves a WRITE and a READ. */
     t_fill(a.n.mem, 20000, 7);
