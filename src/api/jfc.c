@@ -200,7 +200,7 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
      */
     bool drive = manual || (timeout_ms != 0 && dev_fd >= 0);
     bool driver = false;
-    uint64_t start = ub__clock_monotonic_ns(NULL);
+    uint64_t start = ub__clock_monotonic_ns(NULL); /* of the spin: the wait's, or the last work */
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
                                        : ub__clock_monotonic_ns(NULL) +
                                              (uint64_t)timeout_ms * (uint64_t)UB_NS_PER_MS;
@@ -232,8 +232,10 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
              * one may hold its output for the reaction (a lease bounds the hold, progress.c). */
             x->wait_round = driver;
             e->defer = true;
-            if (!skip)
-                ub__ctx_progress_locked(ctx);
+            /* Work without an event for us (a peer's one-sided request served, an ACK):
+             * more may follow, so the spin starts again, as the progress thread's does. */
+            if (!skip && ub__ctx_progress_locked(ctx) > 0)
+                start = ub__clock_monotonic_ns(NULL);
             e->defer = false;
             x->wait_round = false;
         }

@@ -8,12 +8,14 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "unit/api_net_util.h"
 #include "api/api.h"
 #include "dev/shm.h"
 
-#define PINGS 300u
+#define PINGS   300u
+#define SPIN_US 500u
 
 struct side {
     struct node n;
@@ -170,6 +172,85 @@ static void wait_pingpong(const char *uri)
     node_close(&b.n);
 }
 
+/* A passive target: its application only waits (no event ever comes), so its waiter drives. */
+struct passive {
+    struct node *n;
+    atomic_bool stop;
+};
+
+static void *passive_main(void *arg)
+{
+    struct passive *p = arg;
+    while (!atomic_load(&p->stop)) {
+        ub_jfc *fired[4];
+        int m = ub_wait_jfc(p->n->jfce, 4, 10, fired);
+        if (m > 0)
+            ub_ack_jfc(p->n->jfc, (uint32_t)m);
+    }
+    return NULL;
+}
+
+/*
+ * READs, one at a time, of a target whose application waits in ub_wait_jfc: its waiter
+ * serves them, and spins again after each (as the progress thread does after work) instead
+ * of sleeping until the next, which cost every READ a wake-up from sleep (over shm a wake-up
+ * asked of the device: the initiator's write(2), the target's read(2)).
+ */
+static void test_wait_passive_target_shm(void **state)
+{
+    (void)state;
+    struct side a, b;
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
+    /* A spin of 500 us, far more than a READ takes and than a wake-up from sleep, but less
+     * than the target's waits (10 ms), so that a waiter spinning only at the start of its
+     * wait, as before, sleeps between READs. */
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_AUTO, .spin_us = SPIN_US};
+    assert_int_equal(node_open(&a.n, "shm://0", &ca), 0);
+    assert_int_equal(node_open(&b.n, "shm://0", &ca), 0);
+    uint8_t d[NODE_DESC];
+    node_export(&b.n, d);
+    node_import(&a.n, d, &a.p);
+    t_fill(b.n.mem, 64, 3);
+    struct ub_sge sg = {a.n.mem, 8, a.n.seg};
+    struct ub_wr wr = t_rma(UB_OP_READ, &sg, a.p.ts, a.p.base);
+    assert_int_equal(ub_post_jetty_send(a.n.jetty, &wr, NULL), 0); /* connection set-up */
+    assert_true(event_wait(&a, 0, 1));
+
+    struct passive p = {.n = &b.n};
+    atomic_init(&p.stop, false);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, passive_main, &p), 0);
+    /* Between serving READ i and READ i + 1 arriving, the target idles less than from the
+     * post of READ i to the completion of READ i + 1: if that is under the spin, neither side
+     * can have asked for a wake-up in it. */
+    uint64_t w0 = wakes(&a.n, &b.n), posted[2] = {0, 0};
+    uint32_t slow = 0;
+    for (uint32_t i = 0; i < PINGS; i++) {
+        wr.u.rma.addr = a.p.base + 8 * (i % 8);
+        posted[i % 2] = t_now();
+        assert_int_equal(ub_post_jetty_send(a.n.jetty, &wr, NULL), 0);
+        if (!event_wait(&a, 0, i + 2))
+            break;
+        if (i && t_now() - posted[(i + 1) % 2] >= SPIN_US * UB_NS_PER_US)
+            slow++;
+    }
+    uint64_t wk = wakes(&a.n, &b.n) - w0;
+    atomic_store(&p.stop, true);
+    pthread_join(th, NULL);
+    assert_int_equal(a.sends, PINGS + 1);
+    assert_int_equal(a.err, 0);
+    assert_memory_equal(a.n.mem, b.n.mem + 8 * ((PINGS - 1) % 8), 8);
+    print_message("%u READs: %lu wake-ups, %u pairs of READs over %u us\n", PINGS,
+                  (unsigned long)wk, slow, SPIN_US);
+    /* Only packets of such a pair (two READs: requests, responses, at most four) can find
+     * a side asking for a wake-up. About one per READ when the target's waiter slept between
+     * them (180-270 here, with no slow pair). */
+    assert_true(wk <= 4 * slow + 8);
+    node_close(&a.n);
+    node_close(&b.n);
+}
+
 static void test_wait_pingpong_udp(void **state)
 {
     (void)state;
@@ -187,6 +268,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wait_pingpong_udp),
         cmocka_unit_test(test_wait_pingpong_shm),
+        cmocka_unit_test(test_wait_passive_target_shm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
