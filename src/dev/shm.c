@@ -649,7 +649,6 @@ static bool layout_ok(const struct shm_hdr *h, uint64_t size, struct shm_peer *p
     return true;
 }
 
-/* Takes a free lane, or a dead producer's. Returns its index or -1. */
 /*
  * Maps a lane's slots into this process now rather than one page fault at a time as the ring
  * first goes round: otherwise the first few hundred packets through a lane each pay a fault
@@ -676,6 +675,7 @@ static bool lane_prefault(uint8_t *slots, uint32_t nslots, uint32_t slot_size, i
     return rc == 0 || (errno != EFAULT && errno != ENOMEM);
 }
 
+/* Takes a free lane, or a dead producer's. Returns its index or -1. */
 static int claim_lane(struct shm_dev *s, struct shm_lane *lanes, uint32_t n)
 {
     uint32_t me = (uint32_t)getpid();
