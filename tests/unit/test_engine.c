@@ -176,6 +176,19 @@ static void test_malformed_and_unsupported(void **state)
     ub__engine_fini(&e);
 }
 
+/* A sender that bundles (two paths, MTU 2048) and a receiver that logs what it gets. */
+static struct rx_log *bundle_pair(struct ub__engine *tx, struct ub__engine *rx)
+{
+    struct ub__engine_cfg ec = {.seed = 1, .mtu = 2048, .num_paths = 2, .bundle = true};
+    assert_int_equal(ub__engine_init(tx, &ec), 0);
+    ec.bundle = false;
+    assert_int_equal(ub__engine_init(rx, &ec), 0);
+    struct rx_log *log = calloc(1, sizeof(*log));
+    assert_non_null(log);
+    ub__engine_set_upcalls(rx, &upcalls, log);
+    return log;
+}
+
 /*
  * Bundles: small datagrams of one batch to one destination and path leave as one bundle,
  * in order, with the datagram of another destination keeping its place; big ones and other
@@ -186,12 +199,7 @@ static void test_bundles(void **state)
 {
     (void)state;
     struct ub__engine tx, rx;
-    struct ub__engine_cfg ec = {.seed = 1, .mtu = 2048, .num_paths = 2, .bundle = true};
-    assert_int_equal(ub__engine_init(&tx, &ec), 0);
-    ec.bundle = false;
-    assert_int_equal(ub__engine_init(&rx, &ec), 0);
-    struct rx_log *log = calloc(1, sizeof(*log));
-    ub__engine_set_upcalls(&rx, &upcalls, log);
+    struct rx_log *log = bundle_pair(&tx, &rx);
     struct ub__addr a, b;
     ub__addr_loop(&a, 1);
     ub__addr_loop(&b, 2);
@@ -262,12 +270,7 @@ static void test_bundles_any_path(void **state)
 {
     (void)state;
     struct ub__engine tx, rx;
-    struct ub__engine_cfg ec = {.seed = 1, .mtu = 2048, .num_paths = 2, .bundle = true};
-    assert_int_equal(ub__engine_init(&tx, &ec), 0);
-    ec.bundle = false;
-    assert_int_equal(ub__engine_init(&rx, &ec), 0);
-    struct rx_log *log = calloc(1, sizeof(*log));
-    ub__engine_set_upcalls(&rx, &upcalls, log);
+    struct rx_log *log = bundle_pair(&tx, &rx);
     struct ub__addr a;
     ub__addr_loop(&a, 1);
     uint32_t one = UB_PDS_UUD_SIZE + UB_SES_STD_SIZE + 1;
