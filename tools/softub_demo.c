@@ -89,9 +89,11 @@ static bool check(const uint8_t *p, size_t n, uint32_t seed)
         goto out;                                     \
     } while (0)
 
+/* Over loopback udp datagrams of 9000 bytes, as softub-perf uses there (the device's 1452
+ * fits real Ethernet paths): bulk transfers move about twice as fast. */
 static const char *uri_of(const char *dev)
 {
-    return strcmp(dev, "udp") == 0 ? "udp://127.0.0.1:0?paths=8" : "shm://0";
+    return strcmp(dev, "udp") == 0 ? "udp://127.0.0.1:0?paths=8&mtu=9000" : "shm://0";
 }
 
 /* ---- the server (target) ---------------------------------------------------------------- */
@@ -424,8 +426,8 @@ static int client(const char *dev, ub_bootstrap *b, bool quick, pid_t child, str
     char me[96], peer[96];
     ub_context_addr(c.ctx, me, sizeof(me));
     snprintf(peer, sizeof(peer), "server pid %d", (int)child);
-    printf("%s: client %s (manual progress), %s (automatic progress, asleep in ub_wait_jfc)\n", dev,
-           me, peer);
+    printf("%s: client %s (manual progress%s), %s (automatic progress, asleep in ub_wait_jfc)\n",
+           dev, me, strcmp(dev, "udp") == 0 ? ", 8 paths, MTU 9000" : "", peer);
 
     /* Every operation once, verified. */
     struct ub_sge sg = {c.mem, 4096, c.seg};
