@@ -629,6 +629,14 @@ static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
         close(fd);
         return;
     }
+    /* Its datagrams' source, as the kernel would write it back (udp_rx.c rx_src). */
+    union udp_sa src;
+    socklen_t sl = sizeof(src);
+    if (getpeername(fd, &src.sa, &sl)) {
+        close(fd);
+        return;
+    }
+    sa_to_addr(&src, &u->cpeer_rx);
     u->fds[1] = fd;
     u->nsock = 2;
     u->cpeer = *dst;

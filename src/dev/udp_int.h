@@ -103,8 +103,9 @@ struct udp_dev {
     uint32_t nsock; /* sockets to read: np, or 2 with the connected one */
     bool conn_tried, path0_hot;
     uint32_t path0_tick, path0_streak;
-    struct ub__addr cpeer;
-    uint32_t rr; /* socket recv serves first next time */
+    struct ub__addr cpeer;    /* the connected socket's peer, as packets to it say */
+    struct ub__addr cpeer_rx; /* the same, as the kernel says where datagrams come from */
+    uint32_t rr;              /* socket recv serves first next time */
     int fds[UB_UDP_MAX_PATHS];
     uint32_t ovfl[UB_UDP_MAX_PATHS]; /* last SO_RXQ_OVFL count seen per socket */
     struct ub__addr path_addr[UB_UDP_MAX_PATHS];

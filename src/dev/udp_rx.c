@@ -87,7 +87,16 @@ static inline bool single_now(const struct udp_dev *u)
  */
 static int rx_call(struct udp_dev *u, uint32_t s, uint32_t k)
 {
+    /* The connected socket's datagrams all come from its peer (rx_src): the kernel need not
+     * write the address back. */
+    bool conn = s >= u->np;
+    if (conn)
+        for (uint32_t j = 0; j < k; j++)
+            u->rxmsg[j].msg_hdr.msg_name = NULL;
     int r = k == 1 ? sys_recvmsg1(u->fds[s], u->rxmsg) : sys_recvmmsg(u->fds[s], u->rxmsg, k);
+    if (conn)
+        for (uint32_t j = 0; j < k; j++)
+            u->rxmsg[j].msg_hdr.msg_name = &u->rxname[j];
     if (u->np == 1 && u->nsock > 1) { /* the path socket and the connected one */
         if (s == 0) {
             u->path0_hot = r > 0;
@@ -122,11 +131,20 @@ static inline uint32_t rx_limit(const struct udp_dev *u, uint32_t k)
 }
 
 /* Message j of socket s's last receive, whole in pool buffer p: the packet handed out. */
+/* The source of message j received on socket s. */
+static inline void rx_src(const struct udp_dev *u, uint32_t s, uint32_t j, struct ub__addr *a)
+{
+    if (s >= u->np)
+        *a = u->cpeer_rx;
+    else
+        sa_to_addr(&u->rxname[j], a);
+}
+
 static void rx_take(struct udp_dev *u, uint32_t s, uint32_t j, struct ub__pkt *p,
                     const struct rx_meta *m)
 {
     p->len = u->rxmsg[j].msg_len;
-    sa_to_addr(&u->rxname[j], &p->addr);
+    rx_src(u, s, j, &p->addr);
     p->path = sock_path(u, s);
     p->ecn = m->ecn;
     rx_count(u, p);
@@ -195,7 +213,7 @@ static void stage_add(struct udp_dev *u, uint32_t s, uint32_t j, uint8_t *buf, u
     if (g->seg == pool_buf_room(pool))
         u->bulk |= 1ull << s;
     g->left = len ? (len + g->seg - 1) / g->seg : 1;
-    sa_to_addr(&u->rxname[j], &g->src);
+    rx_src(u, s, j, &g->src);
     g->path = sock_path(u, s);
     g->ecn = m->ecn;
     if (g->left > 1) {
@@ -298,7 +316,7 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
         uint32_t seg = m.gro_seg && m.gro_seg < len ? m.gro_seg : len;
         full |= seg == room;
         struct ub__addr src;
-        sa_to_addr(&u->rxname[j], &src);
+        rx_src(u, s, j, &src);
         if (h->msg_flags & MSG_TRUNC) {
             u->st.rx_truncated++;
         } else if (!staging && seg == len && len > room) {
