@@ -130,7 +130,6 @@ static inline uint32_t rx_limit(const struct udp_dev *u, uint32_t k)
     return single_now(u) && k ? 1 : k;
 }
 
-/* Message j of socket s's last receive, whole in pool buffer p: the packet handed out. */
 /* The source of message j received on socket s. */
 static inline void rx_src(const struct udp_dev *u, uint32_t s, uint32_t j, struct ub__addr *a)
 {
@@ -140,6 +139,7 @@ static inline void rx_src(const struct udp_dev *u, uint32_t s, uint32_t j, struc
         sa_to_addr(&u->rxname[j], a);
 }
 
+/* Message j of socket s's last receive, whole in pool buffer p: the packet handed out. */
 static void rx_take(struct udp_dev *u, uint32_t s, uint32_t j, struct ub__pkt *p,
                     const struct rx_meta *m)
 {
