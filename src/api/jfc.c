@@ -246,6 +246,8 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
             int n = take_fired(e, max, jfcs);
             if (owed && !ub__list_empty(&e->fired))
                 ub__jfce_signal(e);
+            if (driver && x->shm)
+                ub__shm_set_busy_poll(x->shm, false); /* whoever sleeps next is woken */
             if (driver)
                 driver_leave(ctx);
             ub__ctx_unlock(ctx);
@@ -259,6 +261,8 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
                 until = d;
         }
         bool done = timeout_ms == 0 || now >= deadline;
+        if (done && driver && x->shm)
+            ub__shm_set_busy_poll(x->shm, false);
         if (done && driver)
             driver_leave(ctx);
         ub__ctx_unlock(ctx);

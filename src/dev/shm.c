@@ -38,6 +38,11 @@
  * mapping later.
  */
 
+#ifndef MADV_POPULATE_READ /* headers older than the kernel feature (Linux 5.14) */
+#define MADV_POPULATE_READ  22
+#define MADV_POPULATE_WRITE 23
+#endif
+
 #define SHM_MAGIC       0x4853425554464f53ull /* "SOFTUBSH" */
 #define SHM_VERSION     1u
 #define SHM_HDR_SIZE    4096u
@@ -653,7 +658,7 @@ static bool layout_ok(const struct shm_hdr *h, uint64_t size, struct shm_peer *p
  * Maps a lane's slots into this process now rather than one page fault at a time as the ring
  * first goes round: otherwise the first few hundred packets through a lane each pay a fault
  * (a small ping-pong ran at 10 us instead of 0.85 for its first 200 round trips). Slots
- * larger than two pages get their first page only, where a small packet lies; a larger one
+ * of two pages or more get their first page only, where a small packet lies; a larger one
  * pays for its other pages once, beside its copy. False when the memory cannot be had (a
  * full tmpfs: touching it would raise SIGBUS); a kernel without MADV_POPULATE_* just faults
  * as before.

@@ -579,12 +579,16 @@ static uint32_t send_window(struct udp_dev *u, struct ub__pkt *const *pkts, uint
         memset(u->done, 0, w);
         /* The window leaves socket by socket: its transmission stamps (pkt->order, ascending
          * as handed over) go out again in that order, so that PDS knows which packet left
-         * after which (its out-of-order count, docs/pds.md). */
+         * after which (its out-of-order count, docs/pds.md). Unstamped packets (ACKs,
+         * control, bundles: order 0) neither give nor take a stamp. */
         uint64_t stamp[TX_WINDOW];
+        uint32_t ns = 0;
         for (uint32_t i = 0; i < w; i++)
-            stamp[i] = pkts[i]->order;
-        for (uint32_t k = 0; k < w; k++)
-            pkts[u->order[k]]->order = stamp[k];
+            if (pkts[i]->order)
+                stamp[ns++] = pkts[i]->order;
+        for (uint32_t k = 0, j = 0; k < w && j < ns; k++)
+            if (pkts[u->order[k]]->order)
+                pkts[u->order[k]]->order = stamp[j++];
 
         *full = false;
         for (uint32_t s = 0, start = 0; s < u->np; start += cnt[s], s++)

@@ -730,10 +730,11 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
         if (s->state == SLOT_INFLIGHT && s->retx == 0 && !(a->flags & UB_PDS_ACK_F_RETX)) {
             rtt = now - s->first_ns;
             ub__pds_rtt_sample(c, rtt);
-        } else if (s->state == SLOT_INFLIGHT && s->retx && (a->flags & UB_PDS_ACK_F_RETX) &&
+        } else if (s->state == SLOT_INFLIGHT && s->retx == 1 && (a->flags & UB_PDS_ACK_F_RETX) &&
                    s->pkt->order > c->acked_order) {
             /* A resent copy's own ACK (a probe's, say): everything that left before it and is
-             * far enough behind is lost. */
+             * far enough behind is lost. Only with one resend: with more, the ACK may answer
+             * an earlier one. */
             c->acked_order = s->pkt->order;
         }
     }
