@@ -83,8 +83,9 @@ static void sort_u32(uint32_t *a, uint32_t n)
  * device of several paths sends each batch path by path, so a batch's packets on the last
  * paths are overtaken by dozens of later PSNs on the first, and a resent packet is overtaken
  * by everything sent before it. Both are found without scanning the window: the first from
- * ooo_scan (below it nothing is in flight but what was resent since, which lowers it, or what
- * left after acked_order; the part up to ooo_hi is scanned again only once acked_order rose)
+ * ooo_scan (below it nothing is in flight but what was resent since, which lowers it; slots
+ * held because they left after acked_order lie in [ooo_scan, ooo_hi), scanned again only once
+ * acked_order rose)
  * up to high_acked - threshold, the second from the heads of the paths whose acknowledged
  * txseq rose (their slots in flight are kept in txseq order). The union is marked in PSN
  * order, exactly as a scan of the whole window from una would.

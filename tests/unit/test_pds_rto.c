@@ -225,7 +225,7 @@ static void test_probe_during_stall(void **state)
     rig_close(&b);
 }
 
-/* Hands everything a emits (acknowledgements) to b at now; returns how many. */
+/* Hands everything `from` emits (acknowledgements) to `to` at now; returns how many. */
 static uint32_t answer(struct rig *from, struct rig *to, uint64_t now)
 {
     struct ub__pkt *q[32];

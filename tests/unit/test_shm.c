@@ -623,10 +623,6 @@ static void engines_across(uint32_t nprod, uint32_t per)
 }
 
 /*
- * A packet with an attached payload (ub__pkt_attach) is flattened before the shm device sees
- * it: the same bytes arrive, and the sender's kept reference no longer points at the source.
- */
-/*
  * The first lap of a ring takes no page faults: attach maps the producer's lane and the
  * consumer maps it when the lane is claimed, instead of one fault per page as the ring first
  * goes round (which cost the first few hundred round trips of a ping-pong 10 us each).
@@ -667,6 +663,10 @@ static void test_first_lap_no_faults(void **state)
     ub__dev_close(c);
 }
 
+/*
+ * A packet with an attached payload (ub__pkt_attach) is flattened before the shm device sees
+ * it: the same bytes arrive, and the sender's kept reference no longer points at the source.
+ */
 static void test_attached_payload_flattened(void **state)
 {
     (void)state;
