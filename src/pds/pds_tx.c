@@ -294,15 +294,34 @@ static void fail_pkt(struct ub__pds *pds, struct ub__pkt *p, int err, uint64_t n
         pds->up->failed(pds->up_arg, cookie, err, now);
 }
 
+/*
+ * c stops naming the device it knew, if it did: another PDC that knows the same device takes
+ * its place (PDCs close rarely, so a scan is fine), else the device has no twin for a while.
+ */
+static void forget_dev(struct ub__pds_ipdc *c)
+{
+    struct ub__pds *pds = c->pds;
+    uint64_t dk = ub__pds_dev_key(&c->peer, c->peer_inc);
+    if (!c->peer_inc_known || ub__hmap_get(&pds->ipdc_by_dev, dk) != c)
+        return;
+    ub__hmap_del(&pds->ipdc_by_dev, dk);
+    pds->dev_gen++;
+    uint64_t k;
+    void *v;
+    for (uint32_t i = 0; (i = ub__hmap_next(&pds->ipdc_by_id, i, &k, &v)) != 0;) {
+        struct ub__pds_ipdc *o = v;
+        if (o != c && o->peer_inc_known && ub__pds_dev_key(&o->peer, o->peer_inc) == dk) {
+            (void)ub__hmap_put(&pds->ipdc_by_dev, dk, o);
+            return;
+        }
+    }
+}
+
 /* c names its target's device from now on, unless another PDC to that device does already. */
 void ub__pds_learn_dev(struct ub__pds_ipdc *c, uint32_t incarnation)
 {
     struct ub__pds *pds = c->pds;
-    if (c->peer_inc_known) { /* the peer restarted under the same address */
-        uint64_t old = ub__pds_dev_key(&c->peer, c->peer_inc);
-        if (ub__hmap_get(&pds->ipdc_by_dev, old) == c)
-            ub__hmap_del(&pds->ipdc_by_dev, old);
-    }
+    forget_dev(c); /* the peer restarted under the same address */
     c->peer_inc_known = true;
     c->peer_inc = incarnation;
     (void)ub__hmap_put(&pds->ipdc_by_dev, ub__pds_dev_key(&c->peer, incarnation), c);
@@ -316,12 +335,7 @@ void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now)
     ub__timer_cancel(pds->timers, &c->idle);
     if (c->on_ready)
         ub__list_remove(&c->ready);
-    if (c->peer_inc_known) {
-        uint64_t dk = ub__pds_dev_key(&c->peer, c->peer_inc);
-        if (ub__hmap_get(&pds->ipdc_by_dev, dk) == c)
-            ub__hmap_del(&pds->ipdc_by_dev, dk);
-        pds->dev_gen++;
-    }
+    forget_dev(c);
     if (ub__hmap_get(&pds->ipdc_by_peer, c->key) == c)
         ub__hmap_del(&pds->ipdc_by_peer, c->key);
     if (pds->last_ipdc == c)

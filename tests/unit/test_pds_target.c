@@ -11,6 +11,9 @@
  * the next one, so the requests of one received batch are acknowledged by one ACK carrying
  * the latest state; without it each request asking for an ACK gets its own. An ACK a packet
  * with K gets (responses on ACKs) is pinned: never rewritten by a later one.
+ *
+ * Twin: ACKs go to the address of an initiator PDC of ours to the same device, and still do
+ * when the PDC that named the device closes while another one knows it too.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,7 +53,9 @@ static void k_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
         ub__pds_dlv_own(r->pds);
     if (i < 64 && (r->rsp_mask >> i) & 1) {
         uint8_t b[UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE];
-        struct ub__ext ext = {.next_hdr = UB_PDS_NH_RSP_DATA, .order_seq = i, .incarnation = 1};
+        struct ub__ext ext = {.next_hdr = UB_PDS_NH_RSP_DATA,
+                              .order_seq = i,
+                              .incarnation = ub__pds_incarnation(r->pds)};
         struct ub__ses_rsp_data sr = {.rc = UB_SES_RC_OK};
         struct ub__wcur w;
         ub__wcur_init(&w, b, sizeof(b));
@@ -79,7 +84,7 @@ static void k_failed(void *arg, uint64_t cookie, int err, uint64_t now)
 
 static const struct ub__pds_upcalls k_up = {k_deliver, k_acked, k_failed};
 
-static void rig_open_cfg(struct krig *r, uint64_t seed, bool coalesce)
+static void rig_open_idle(struct krig *r, uint64_t seed, bool coalesce, uint64_t idle_close_ns)
 {
     memset(r, 0, sizeof(*r));
     assert_int_equal(ub__timers_init(&r->timers, 16), 0);
@@ -88,8 +93,14 @@ static void rig_open_cfg(struct krig *r, uint64_t seed, bool coalesce)
     struct ub__pds_cfg cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.ack_coalesce = coalesce;
+    cfg.idle_close_ns = idle_close_ns;
     assert_int_equal(ub__pds_create(&r->pds, &cfg, &r->timers, &r->pool, &r->rng, NULL), 0);
     ub__pds_set_upcalls(r->pds, &k_up, r);
+}
+
+static void rig_open_cfg(struct krig *r, uint64_t seed, bool coalesce)
+{
+    rig_open_idle(r, seed, coalesce, 0);
 }
 
 static void rig_open(struct krig *r, uint64_t seed)
@@ -104,23 +115,29 @@ static void rig_close(struct krig *r)
     ub__timers_fini(&r->timers);
 }
 
-/* Queues an 8-byte SEND from r to dst and returns the packet PDS hands out for it. */
-static struct ub__pkt *next_req_x(struct krig *r, const struct ub__addr *dst, uint64_t cookie,
-                                  bool ack_req, bool own)
+/* Queues an 8-byte SEND from r to dst at `now` and returns the packet PDS hands out for it. */
+static struct ub__pkt *next_req_m(struct krig *r, const struct ub__addr *dst, uint64_t cookie,
+                                  uint8_t mode, bool ack_req, bool own, uint64_t now)
 {
     struct ub__pkt *p = t_send8_pkt(&r->pool);
     struct ub__pds_tx tx;
     memset(&tx, 0, sizeof(tx));
     tx.dst = dst;
-    tx.mode = UB_PDS_RUD;
+    tx.mode = mode;
     tx.ses_kind = UB_PDS_NH_REQ_STD;
     tx.cookie = cookie;
     tx.ack_req = ack_req;
     tx.own = own;
-    assert_int_equal(ub__pds_send(r->pds, &tx, p, 0), 0);
+    assert_int_equal(ub__pds_send(r->pds, &tx, p, now), 0);
     struct ub__pkt *out[4];
-    assert_int_equal(ub__pds_pull(r->pds, out, 4, 0), 1);
+    assert_int_equal(ub__pds_pull(r->pds, out, 4, now), 1);
     return out[0];
+}
+
+static struct ub__pkt *next_req_x(struct krig *r, const struct ub__addr *dst, uint64_t cookie,
+                                  bool ack_req, bool own)
+{
+    return next_req_m(r, dst, cookie, UB_PDS_RUD, ack_req, own, 0);
 }
 
 static struct ub__pkt *next_req_ar(struct krig *r, const struct ub__addr *dst, uint64_t cookie,
@@ -163,15 +180,20 @@ static void drain(struct krig *r)
             ub__pkt_free(out[i]);
 }
 
-static struct ub__addr inet(uint16_t port)
+static struct ub__addr inet_h(uint8_t host, uint16_t port)
 {
     struct ub__addr a;
     memset(&a, 0, sizeof(a));
     a.family = UB_AF_INET;
     a.port = port;
     a.ip[0] = 10;
-    a.ip[3] = 1;
+    a.ip[3] = host;
     return a;
+}
+
+static struct ub__addr inet(uint16_t port)
+{
+    return inet_h(1, port);
 }
 
 static void test_key_check(void **state)
@@ -356,12 +378,61 @@ static void test_ack_own_pinned(void **state)
     rig_close(&b);
 }
 
+/* The address the single ACK b has queued goes to (and frees it). */
+static uint16_t ack_port(struct krig *b)
+{
+    struct ub__pkt *out[4];
+    assert_int_equal(ub__pds_pull(b->pds, out, 4, 0), 1);
+    uint16_t port = out[0]->addr.port;
+    ub__pkt_free(out[0]);
+    return port;
+}
+
+/*
+ * Where ACKs go: a target PDC ACKs to the address its own node's initiator PDCs use for the
+ * same device (their twin), not to the port a request came from. b has two initiator PDCs to
+ * two ports of a that both learned a's device; when the one that named the device closes, the
+ * other takes over.
+ */
+static void test_ack_twin_survives(void **state)
+{
+    (void)state;
+    struct krig a, b;
+    rig_open(&a, 21);
+    uint64_t idle = 1000000, t1 = idle / 2;
+    rig_open_idle(&b, 22, false, idle);
+    struct ub__addr a_main = inet_h(1, 1000), a_alt = inet_h(1, 1002), ba = inet_h(2, 2000);
+    struct ub__addr a_path = inet_h(1, 1001);
+    /* b's PDC to a_main opens at 0, the one to a_alt at t1: both learn a's device from a
+     * response on an ACK. */
+    a.own_mask = a.rsp_mask = 3;
+    carry(next_req_m(&b, &a_main, 40, UB_PDS_RUD, true, true, 0), &ba, &a);
+    carry(next_req_m(&b, &a_alt, 41, UB_PDS_RUD, true, true, t1), &ba, &a);
+    carry_all(&a, &a_main, &b);
+    assert_int_equal(b.rsp_rx, 2);
+    assert_int_equal(b.acked, 2);
+    /* a's requests come from another of its ports; b ACKs them to the first twin. */
+    carry(next_req_ar(&a, &ba, 0, true), &a_path, &b);
+    assert_int_equal(ack_port(&b), 1000);
+    /* The PDC to a_main closes idle; the younger one names a's device from now on. */
+    ub__timers_expire(&b.timers, idle + 1);
+    carry_all(&b, &ba, &a); /* the close handshake */
+    carry_all(&a, &a_main, &b);
+    assert_int_equal(ub__pds_stats(b.pds)->pdc_closed, 1);
+    carry(next_req_ar(&a, &ba, 1, true), &a_path, &b);
+    assert_int_equal(ack_port(&b), 1002);
+    drain(&a);
+    rig_close(&a);
+    rig_close(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_check),
         cmocka_unit_test(test_ack_coalesce),
         cmocka_unit_test(test_ack_own_pinned),
+        cmocka_unit_test(test_ack_twin_survives),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
