@@ -3,6 +3,8 @@
  * order, NACKs, tail-loss probes, the RTO with backoff and its undo when it was spurious, and
  * the go-back-N and selective marking that schedules the repairs ub__pds_ipdc_emit sends.
  */
+#include <stdlib.h>
+
 #include <softub/errors.h>
 #include "pds/pds_ipdc.h"
 
