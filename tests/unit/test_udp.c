@@ -2,7 +2,8 @@
  * The multipath UDP device over loopback (127.0.0.1 and ::1 only): engines
  * end to end on 8 paths with replies on the matching path, GSO/GRO on and
  * off, ECN both ways, foreign datagrams, a full receive buffer, an empty
- * pool, round-robin fairness, spec parsing and open/send errors.
+ * pool, round-robin fairness, transmission stamps in send order, spec parsing and
+ * open/send errors.
  *
  * Every wait is epoll_wait on a device fd with a timeout inside a loop
  * bounded in iterations and in time; nothing sleeps to synchronise.
@@ -22,6 +23,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -675,6 +677,53 @@ static void test_zero_copy_gather(void **state)
     (void)state;
     zc_run(1);
     zc_run(0);
+}
+
+/* ---- transmission stamps ----------------------------------------------------------------- */
+
+/*
+ * A window of several paths leaves socket by socket, and its transmission stamps (pkt->order)
+ * are handed out again in the order the packets really left, so that PDS can tell which
+ * packet left after which. Unstamped packets (ACKs: order 0) keep 0 and take no stamp.
+ */
+static void test_stamps_in_send_order(void **state)
+{
+    (void)state;
+    struct ub__dev *a = open_spec("127.0.0.1:0?paths=2&gso=0");
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 16, 2048, 64), 0);
+    int pr = plain_sock4();
+    struct ub__addr ra = {.family = UB_AF_INET, .port = plain_port(pr), .ip = {127, 0, 0, 1}};
+    static const uint16_t path[5] = {1, 0, 1, 0, 0};
+    static const uint64_t stamp[5] = {10, 11, 12, 0, 14};
+    struct ub__pkt *pk[5];
+    for (uint32_t i = 0; i < 5; i++) {
+        pk[i] = mk(&pool, &ra, i, 64, path[i]);
+        pk[i]->order = stamp[i];
+        ub__pkt_ref(pk[i]); /* as PDS keeps its packets for retransmission */
+    }
+    struct ub__pkt *w[5];
+    memcpy(w, pk, sizeof(w));
+    assert_int_equal(ub__dev_send(a, w, 5), 5);
+    /* Socket 0's packets (1, 3, 4) left first, then socket 1's (0, 2). */
+    static const uint32_t left[5] = {1, 3, 4, 0, 2};
+    for (uint32_t k = 0; k < 5; k++) {
+        struct pollfd pf = {.fd = pr, .events = POLLIN};
+        assert_int_equal(poll(&pf, 1, 1000), 1);
+        uint8_t d[128];
+        assert_int_equal(recv(pr, d, sizeof(d), MSG_DONTWAIT), 64);
+        uint32_t seq;
+        memcpy(&seq, d, 4);
+        assert_int_equal(seq, left[k]);
+    }
+    static const uint64_t want[5] = {12, 10, 14, 0, 11};
+    for (uint32_t i = 0; i < 5; i++) {
+        assert_int_equal(pk[i]->order, want[i]);
+        ub__pkt_free(pk[i]);
+    }
+    close(pr);
+    ub__pktpool_fini(&pool);
+    ub__dev_close(a);
 }
 
 /* ---- ECN ------------------------------------------------------------------------------------- */
@@ -1521,14 +1570,23 @@ static void test_send_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_parse),  cmocka_unit_test(test_open_errors),
-        cmocka_unit_test(test_send_errors), cmocka_unit_test(test_e2e_ipv4),
-        cmocka_unit_test(test_e2e_ipv6),    cmocka_unit_test(test_gso_gro_matrix),
-        cmocka_unit_test(test_gro_direct),  cmocka_unit_test(test_zero_copy_gather),
-        cmocka_unit_test(test_ecn),         cmocka_unit_test(test_foreign_datagrams),
-        cmocka_unit_test(test_full_rcvbuf), cmocka_unit_test(test_fairness),
-        cmocka_unit_test(test_pool_empty),  cmocka_unit_test(test_truncated),
-        cmocka_unit_test(test_rx_mode),     cmocka_unit_test(test_rx_paths),
+        cmocka_unit_test(test_spec_parse),
+        cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_send_errors),
+        cmocka_unit_test(test_e2e_ipv4),
+        cmocka_unit_test(test_e2e_ipv6),
+        cmocka_unit_test(test_gso_gro_matrix),
+        cmocka_unit_test(test_gro_direct),
+        cmocka_unit_test(test_zero_copy_gather),
+        cmocka_unit_test(test_stamps_in_send_order),
+        cmocka_unit_test(test_ecn),
+        cmocka_unit_test(test_foreign_datagrams),
+        cmocka_unit_test(test_full_rcvbuf),
+        cmocka_unit_test(test_fairness),
+        cmocka_unit_test(test_pool_empty),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_rx_mode),
+        cmocka_unit_test(test_rx_paths),
         cmocka_unit_test(test_connected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
