@@ -44,7 +44,7 @@
 #endif
 
 #define SHM_MAGIC       0x4853425554464f53ull /* "SOFTUBSH" */
-#define SHM_VERSION     1u
+#define SHM_VERSION     2u                    /* 2: slots carry their sequence word */
 #define SHM_HDR_SIZE    4096u
 #define SHM_CACHELINE   64u
 #define SHM_SLOT_HDR    16u
@@ -79,12 +79,24 @@ struct shm_lane {
     alignas(SHM_CACHELINE) _Atomic uint64_t head;  /* consumer: slots consumed */
 };
 
-struct shm_slot {
+/* What a slot says about its datagram; the consumer checks a private copy of it. */
+struct shm_meta {
     uint32_t len;
     uint16_t src; /* sender's endpoint id */
     uint16_t path;
     uint8_t ecn;
-    uint8_t pad[7];
+    uint8_t pad[3];
+};
+
+/*
+ * seq: the slot's lane index + 1 (mod 2^32), stored with release after everything else: the
+ * consumer polls the next slot's own line rather than the tail's, so a small datagram costs
+ * it one cache-line transfer, not two. A slot still holds the previous lap's value (index +
+ * 1 - slots) until rewritten, which never equals the expected one.
+ */
+struct shm_slot {
+    _Atomic uint32_t seq;
+    struct shm_meta m;
 };
 
 _Static_assert(sizeof(struct shm_hdr) <= SHM_HDR_SIZE, "header fits its page");
@@ -147,6 +159,19 @@ static const struct ub__dev_ops shm_ops;
 static inline struct shm_dev *shm_of(const struct ub__dev *dev)
 {
     return UB_CONTAINER_OF(dev, struct shm_dev, dev);
+}
+
+/* Slot `idx` (a lane index, not yet masked) of the lane whose first slot is at `slots`. */
+static inline struct shm_slot *slot_at(uint8_t *slots, uint64_t idx, uint32_t mask,
+                                       uint32_t slot_size)
+{
+    return (struct shm_slot *)(void *)(slots + (idx & mask) * slot_size);
+}
+
+/* Whether slot idx of a lane holds the datagram published under that index. */
+static inline bool slot_full(const struct shm_slot *sl, uint64_t idx, memory_order mo)
+{
+    return atomic_load_explicit(&sl->seq, mo) == (uint32_t)(idx + 1);
 }
 
 static int errno_to_ub(int e)
@@ -766,8 +791,16 @@ static int attach(struct shm_dev *s, uint16_t id, struct shm_peer **out)
     pe.lane = &lanes[li];
     pe.slots = pe.base + slot_off + (uint64_t)li * (pe.mask + 1) * pe.slot_size;
     /* We are the lane's only writer now; acquire pairs with a previous owner's release. */
-    pe.tail = pe.pub = atomic_load_explicit(&pe.lane->tail, memory_order_acquire);
+    pe.tail = atomic_load_explicit(&pe.lane->tail, memory_order_acquire);
     pe.head_cache = atomic_load_explicit(&pe.lane->head, memory_order_acquire);
+    /* A previous owner that died between writing slots and publishing its tail left them
+     * complete and visible (their seq is set): continue after them, never over them. */
+    for (uint32_t k = 0;
+         k <= pe.mask && slot_full(slot_at(pe.slots, pe.tail, pe.mask, pe.slot_size), pe.tail,
+                                   memory_order_acquire);
+         k++)
+        pe.tail++;
+    pe.pub = pe.tail;
     if (!lane_prefault(pe.slots, pe.mask + 1, pe.slot_size, MADV_POPULATE_WRITE)) {
         atomic_store_explicit(&pe.lane->owner, 0, memory_order_release);
         goto fail;
@@ -886,13 +919,13 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
             s->st.tx_full += n - k;
             break;
         }
-        struct shm_slot *sl =
-            (struct shm_slot *)(void *)(cur->slots + (cur->tail & cur->mask) * cur->slot_size);
-        sl->len = p->len;
-        sl->src = s->dev.local.port;
-        sl->path = p->path;
-        sl->ecn = p->ecn;
+        struct shm_slot *sl = slot_at(cur->slots, cur->tail, cur->mask, cur->slot_size);
+        sl->m.len = p->len;
+        sl->m.src = s->dev.local.port;
+        sl->m.path = p->path;
+        sl->m.ecn = p->ecn;
         memcpy(sl + 1, p->data, p->len);
+        atomic_store_explicit(&sl->seq, (uint32_t)(cur->tail + 1), memory_order_release);
         cur->tail++;
         cur->full = 0;
         s->st.tx_pkts++;
@@ -910,35 +943,32 @@ static inline uint32_t pool_room(const struct ub__pktpool *pool)
     return pool->buf_size - pool->headroom;
 }
 
+/* Lane i's next slot, the one its head points at. */
+static inline struct shm_slot *next_slot(const struct shm_dev *s, uint32_t i, uint64_t head)
+{
+    uint32_t mask = s->cfg.slots - 1;
+    return slot_at(s->slots + (uint64_t)i * (mask + 1) * s->slot_size, head, mask, s->slot_size);
+}
+
 /*
- * Takes up to `want` packets from lane i into out. Slots are read after an
- * acquire load of the tail (pairs with the producer's release store) and
- * released with a release store of the head after they are copied out, so
- * the producer never overwrites a slot being read.
+ * Takes up to `want` packets from lane i into out. A slot is read after an
+ * acquire load of its seq (pairs with the producer's release store) and the
+ * lane is released with a release store of the head after the slots are
+ * copied out, so the producer never overwrites a slot being read.
  */
 static uint32_t recv_lane(struct shm_dev *s, uint32_t i, struct ub__pkt **out, uint32_t want,
                           struct ub__pktpool *pool, bool *stalled)
 {
-    struct shm_lane *ln = &s->lanes[i];
     uint64_t h = s->head[i];
-    uint64_t t = atomic_load_explicit(&ln->tail, memory_order_acquire);
-    uint64_t avail = t - h;
-    uint32_t mask = s->cfg.slots - 1;
-    if (avail == 0)
-        return 0;
-    if (avail > mask + 1ull) {
-        /* Only a corrupt producer gets here; its slots cannot be trusted. Skip to its tail. */
-        s->st.rx_corrupt++;
-        s->head[i] = t;
-        atomic_store_explicit(&ln->head, t, memory_order_release);
-        return 0;
-    }
     uint32_t n = 0, room = pool_room(pool);
-    while (h != t && n < want) {
-        const uint8_t *slot = s->slots + ((uint64_t)i * (mask + 1) + (h & mask)) * s->slot_size;
+    /* At most a lap per call, however fast a (broken) producer keeps filling it. */
+    for (uint32_t seen = 0; n < want && seen < s->cfg.slots; seen++) {
+        const struct shm_slot *slot = next_slot(s, i, h);
+        if (!slot_full(slot, h, memory_order_acquire))
+            break;
         /* One snapshot of the header: a writer scribbling on it cannot change what we check. */
-        struct shm_slot sh;
-        memcpy(&sh, slot, sizeof(sh));
+        struct shm_meta sh;
+        memcpy(&sh, &slot->m, sizeof(sh));
         atomic_signal_fence(memory_order_seq_cst);
         if (sh.len > s->cfg.mtu || sh.len > room) {
             s->st.rx_bad_slot++;
@@ -951,7 +981,7 @@ static uint32_t recv_lane(struct shm_dev *s, uint32_t i, struct ub__pkt **out, u
             *stalled = true;
             break;
         }
-        memcpy(p->data, slot + SHM_SLOT_HDR, sh.len);
+        memcpy(p->data, (const uint8_t *)slot + SHM_SLOT_HDR, sh.len);
         p->len = sh.len;
         ub__shm_addr(&p->addr, sh.src);
         p->path = (uint16_t)(sh.path % s->np);
@@ -963,7 +993,7 @@ static uint32_t recv_lane(struct shm_dev *s, uint32_t i, struct ub__pkt **out, u
     }
     if (h != s->head[i]) {
         s->head[i] = h;
-        atomic_store_explicit(&ln->head, h, memory_order_release);
+        atomic_store_explicit(&s->lanes[i].head, h, memory_order_release);
     }
     return n;
 }
@@ -982,7 +1012,8 @@ static void map_lanes(struct shm_dev *s, uint64_t used)
 /*
  * One round-robin pass over the lanes that hold something, each taking an equal share first,
  * then (only if some lane filled its share) whatever is left. It visits the claimed lanes'
- * bits only: an empty poll, the busy poller's common case, costs one tail load per lane.
+ * bits only: an empty poll, the busy poller's common case, costs one load per lane (its next
+ * slot's seq).
  */
 static uint32_t recv_pass(struct shm_dev *s, struct ub__pkt **pkts, uint32_t max,
                           struct ub__pktpool *pool, bool *stalled)
@@ -1001,7 +1032,7 @@ static uint32_t recv_pass(struct shm_dev *s, struct ub__pkt **pkts, uint32_t max
     uint32_t k = 0;
     for (uint64_t m = rot; m; m &= m - 1) {
         uint32_t i = (rr + (uint32_t)__builtin_ctzll(m)) & 63u;
-        if (atomic_load_explicit(&s->lanes[i].tail, memory_order_relaxed) != s->head[i])
+        if (slot_full(next_slot(s, i, s->head[i]), s->head[i], memory_order_relaxed))
             busy[k++] = (uint8_t)i;
     }
     if (!k)
@@ -1026,8 +1057,7 @@ static bool lanes_empty(const struct shm_dev *s)
 {
     uint64_t used = atomic_load_explicit(&s->hdr->used, memory_order_acquire);
     for (uint32_t i = 0; used; i++, used >>= 1)
-        if ((used & 1) &&
-            atomic_load_explicit(&s->lanes[i].tail, memory_order_acquire) != s->head[i])
+        if ((used & 1) && slot_full(next_slot(s, i, s->head[i]), s->head[i], memory_order_acquire))
             return false;
     return true;
 }
@@ -1134,9 +1164,9 @@ bool ub__shm_rx_ready(const struct ub__dev *dev)
     /* Only shared atomics: the lane's published head, not our private copy of it. */
     uint64_t used = atomic_load_explicit(&s->hdr->used, memory_order_acquire);
     for (; used; used &= used - 1) {
-        const struct shm_lane *ln = &s->lanes[__builtin_ctzll(used)];
-        if (atomic_load_explicit(&ln->tail, memory_order_acquire) !=
-            atomic_load_explicit(&ln->head, memory_order_relaxed))
+        uint32_t i = (uint32_t)__builtin_ctzll(used);
+        uint64_t h = atomic_load_explicit(&s->lanes[i].head, memory_order_relaxed);
+        if (slot_full(next_slot(s, i, h), h, memory_order_acquire))
             return true;
     }
     return false;

@@ -162,7 +162,6 @@ struct ub__shm_stats {
 
     uint64_t rx_pkts, rx_bytes;
     uint64_t rx_bad_slot;   /* slots with a length beyond the MTU or the pool buffer: dropped */
-    uint64_t rx_corrupt;    /* lanes whose tail ran more than a ring ahead: contents dropped */
     uint64_t rx_pool_empty; /* recv calls stopped by an empty pool */
 
     uint64_t wake_sent;    /* FIFO writes: a publish found the receiver waiting */
