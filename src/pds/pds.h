@@ -82,6 +82,10 @@ struct ub__pds_cfg {
     uint32_t mtu;          /* bytes of a full packet on the wire; 0 = the engine's MTU (4096) */
     uint64_t cc_init_cwnd; /* bytes; 0 = the algorithm's own start (NSCC: 1.5 BDP) */
     bool trimming;         /* the fabric trims packets (NSCC target delay, REPS freeze) */
+    /* Bytes a paced sender may send at once, beyond its rate's schedule; 0 = one mtu (a
+     * simulated fabric, exact timing). Hosts whose progress loop comes back every few us
+     * need room for what accrued meanwhile, as Linux lets a TSO burst of up to 64 KiB go. */
+    uint32_t pacer_burst;
     /*
      * Receiver credits (RCCC; docs/pds.md). Sender: cc_algo "rccc" (credits alone, 1.5 BDP
      * window) or "NAME+rccc" (e.g. "nscc+rccc": NAME's window AND the credit). Target: always

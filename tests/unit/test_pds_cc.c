@@ -3,7 +3,8 @@
  * fabric has latency but no link rate, so what is asserted is what can be exact: the window PDS
  * enforces follows the congestion context's own trajectory ACK by ACK (a mirror context fed the
  * same events ends in the same state), ECN-marked ACKs cut the window at most once per base
- * RTT, the pacer spaces packets at exactly the rate, the balancers steer away from a path that
+ * RTT, the pacer spaces packets at exactly the rate (and, with a wider burst, keeps the rate
+ * for a sender polled coarsely), the balancers steer away from a path that
  * CE-marks or drops, trimmed packets are NACKed, and equal seeds replay exactly.
  */
 #include <stdarg.h>
@@ -334,6 +335,65 @@ static void test_pacing_exact(void **state)
            " ns)\n",
            1000, size, size, r.arr[999] - LAT - t0);
     ub__testbed_destroy(&r.tb);
+}
+
+/*
+ * A paced sender whose owner comes back only every `gap` ns (a host's progress loop, not an
+ * event-driven fabric) at 1 B/ns with the given pacer burst: the packets it hands out in each
+ * of `rounds` rounds after the first, whose count (the burst after an idle pacer) is not kept.
+ */
+static void paced_rounds(uint32_t burst, uint64_t gap, uint32_t rounds, uint32_t *per_round,
+                         uint32_t *size)
+{
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 16);
+    ec.pds.cc_algo = "dcqcn";
+    ec.pds.link_bps = 8000000000ull; /* 1 B/ns */
+    ec.pds.pacer_burst = burst;
+    ec.pds.window = 1024;
+    static struct run r;
+    run_init(&r, &nc, &ec);
+    offer(&r, 1, UB_PDS_RUD); /* the PDC is set up (no SYN limit) */
+    assert_true(ub__testbed_run(&r.tb, UB_NS_PER_S, 1000000));
+    offer(&r, 1000, UB_PDS_RUD);
+    struct ub__engine *e = &r.tb.nodes[0].eng;
+    uint64_t t = r.tb.now;
+    for (uint32_t k = 0; k <= rounds; k++, t += gap) {
+        struct ub__pkt *out[1024];
+        ub__engine_expire(e, t); /* the pacer's release timer */
+        uint32_t n = ub__pds_pull(e->pds, out, 1024, t);
+        for (uint32_t i = 0; i < n; i++)
+            ub__pkt_free(out[i]);
+        if (k)
+            per_round[k - 1] = n;
+    }
+    *size = wire_size(&r);
+    ub__testbed_destroy(&r.tb);
+}
+
+/*
+ * The pacer's burst bounds what a sender may send at once beyond its schedule. One MTU (the
+ * default, right for a simulated fabric that calls back at each release) lets a sender that
+ * comes back every 20 us send 4 KiB a round although 20 KB accrued: a fifth of its rate, as
+ * DCQCN ran over loopback (0.7 GB/s). With the burst real devices use (64 KiB), what accrued
+ * between rounds goes out.
+ */
+static void test_pacing_burst(void **state)
+{
+    (void)state;
+    uint64_t gap = 20 * UB_NS_PER_US;
+    uint32_t one[4], wide[4], size;
+    paced_rounds(0, gap, 4, one, &size);
+    paced_rounds(65536, gap, 4, wide, &size);
+    printf("  pacing at 1 B/ns, a round every 20 us, packets of %u B: %u %u %u %u a round with "
+           "a 4 KiB burst, %u %u %u %u with 64 KiB\n",
+           size, one[0], one[1], one[2], one[3], wide[0], wide[1], wide[2], wide[3]);
+    uint32_t accrued = (uint32_t)gap / size; /* 1 B/ns */
+    for (int k = 0; k < 4; k++) {
+        assert_true(one[k] <= 4096 / size + 1);
+        assert_true(wide[k] + 1 >= accrued && wide[k] <= accrued + 1);
+    }
 }
 
 /* Per-path counts of first copies, before and after path 2 turns bad. */
@@ -876,17 +936,12 @@ static void test_dest_fc_penalty(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_window_follows_cc),
-        cmocka_unit_test(test_ecn_md_once_per_rtt),
-        cmocka_unit_test(test_ecn_echo),
-        cmocka_unit_test(test_pacing_exact),
-        cmocka_unit_test(test_lb_steers_away),
-        cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_trimmed_nacked),
-        cmocka_unit_test(test_shared_context),
-        cmocka_unit_test(test_caqm_echo),
-        cmocka_unit_test(test_dest_fc_penalty),
-        cmocka_unit_test(test_spurious_rto_undone),
+        cmocka_unit_test(test_window_follows_cc), cmocka_unit_test(test_ecn_md_once_per_rtt),
+        cmocka_unit_test(test_ecn_echo),          cmocka_unit_test(test_pacing_exact),
+        cmocka_unit_test(test_pacing_burst),      cmocka_unit_test(test_lb_steers_away),
+        cmocka_unit_test(test_determinism),       cmocka_unit_test(test_trimmed_nacked),
+        cmocka_unit_test(test_shared_context),    cmocka_unit_test(test_caqm_echo),
+        cmocka_unit_test(test_dest_fc_penalty),   cmocka_unit_test(test_spurious_rto_undone),
         cmocka_unit_test(test_rto_learns_stalls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
