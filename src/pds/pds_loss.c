@@ -206,6 +206,22 @@ static void learn_floor(struct ub__pds_ipdc *c, uint64_t silence)
 }
 
 /*
+ * After an ACK that acknowledged something new, while the series' first RTO waits for its
+ * verdict (frto): if a packet outstanding at the RTO was acknowledged by its original copy,
+ * the RTO was spurious and nothing more is resent (ub__pds_undo_check restores the window);
+ * otherwise only the resent packet got through, and everything else outstanding at the RTO
+ * is lost too.
+ */
+void ub__pds_frto_check(struct ub__pds_ipdc *c, uint64_t now)
+{
+    c->frto = false;
+    if (c->undo_seen)
+        return;
+    for (uint32_t psn = c->una; ub__seq_lt(psn, c->undo_nxt); psn++)
+        mark_lost(c, psn, WHY_RTO, now);
+}
+
+/*
  * After an ACK (orig: provoked by an original copy): was the last RTO spurious (the peer slow,
  * e.g. off the CPU, not the network lossy)? Then its window cut goes, and if this is the
  * first ACK since the RTO the silence it ends sets the RTO floor (learn_floor). What the RTO
@@ -410,7 +426,8 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
      */
     const struct ub__pds_slot *old = slot_of(c, c->una);
     ub__lb_on_timeout(&c->lb, old->pkt ? old->path : UB_LB_EV_UNKNOWN, now);
-    if (!c->undo_armed) { /* the first RTO of a series: what an undo restores */
+    bool first = !c->undo_armed;
+    if (first) { /* the first RTO of a series: what an undo restores */
         c->undo_armed = true;
         c->undo_quiet = true;
         c->undo_quiet_since = c->acked_at;
@@ -426,11 +443,27 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
         }
         ub__cc_on_timeout(&c->ccx->cc, bytes, now);
     }
-    if (gbn(c))
+    if (gbn(c)) {
         go_back(c, c->una, WHY_RTO, now);
-    else
+    } else if (first && fast(c)) {
+        /* The oldest packet only; ub__pds_frto_check decides about the rest at the next ACK
+         * that acknowledges something. A peer off its CPU a little longer than the RTO (a
+         * busy host) costs one resend, not a window of them. Later RTOs of the series (a
+         * long silence, or the resend lost too) resend everything, as do timeout-only modes,
+         * whose repairs come from RTOs alone. */
+        c->frto = true;
+        for (uint32_t psn = c->una; psn != c->nxt; psn++) {
+            uint8_t st = slot_of(c, psn)->state;
+            if (st == SLOT_INFLIGHT || st == SLOT_COVERED) {
+                mark_lost(c, psn, WHY_RTO, now);
+                break;
+            }
+        }
+    } else {
+        c->frto = false;
         for (uint32_t psn = c->una; psn != c->nxt; psn++)
             mark_lost(c, psn, WHY_RTO, now);
+    }
     c->last_progress = now; /* the backed-off RTO counts from this retransmission */
     c->probed = true;       /* no probe until something is acknowledged again */
     rto_at(c, now + c->rto_ns);

@@ -157,7 +157,7 @@ static void start_fresh(struct ub__pds_ipdc *c)
     c->any_acked = false;
     c->retries = 0;
     c->probed = false;
-    c->undo_armed = c->undo_seen = c->undo_quiet = false;
+    c->undo_armed = c->undo_seen = c->undo_quiet = c->frto = false;
     c->gbn_win = pds->cfg.window;
     memset(c->slots, 0, (c->wmask + 1) * sizeof(*c->slots));
 }
@@ -791,6 +791,8 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
         }
     }
     advance_una(c);
+    if (c->frto && news)
+        ub__pds_frto_check(c, now);
     ub__pds_undo_check(c, !(a->flags & UB_PDS_ACK_F_RETX), now);
     if (news)
         progress(c, now);

@@ -321,12 +321,88 @@ static void test_reorder_in_batch(void **state)
     rig_close(&b);
 }
 
+/*
+ * Sends eight packets at 300 us and runs a's timers past its probe and its first RTO, keeping
+ * everything it hands out in q (originals, the probe, the RTO's resend). Returns how many.
+ */
+static uint32_t to_first_rto(struct rig *a, struct rig *b, struct ub__pkt **q, uint64_t *t)
+{
+    for (uint64_t k = 0; k < 8; k++)
+        send_one(a, b, 10 + k, 300 * US);
+    uint32_t n = grab(a, q, 8, 300 * US);
+    assert_int_equal(n, 8);
+    const struct ub__pds_stats *st = ub__pds_stats(a->pds);
+    *t = 300 * US;
+    for (int k = 0; k < 8 && !st->rto_fired; k++) {
+        *t = ub__timers_next(&a->timers);
+        ub__timers_expire(&a->timers, *t);
+        n += grab(a, q + n, 16 - n, *t);
+    }
+    assert_int_equal(st->rto_fired, 1);
+    return n;
+}
+
+/*
+ * The first RTO of a series resends the oldest packet only, and the next ACK that
+ * acknowledges something decides about the rest (F-RTO). A receiver that was only late (its
+ * ACKs acknowledge originals) costs the probe and that one resend, and the window cut is
+ * undone; before, the RTO resent all eight. A flight really lost (the ACK acknowledges only a
+ * resent copy) is resent whole at that ACK.
+ */
+static void test_rto_verdict(void **state)
+{
+    (void)state;
+    for (int lost = 0; lost < 2; lost++) {
+        struct rig a, b;
+        rig_open(&a, 1);
+        rig_open(&b, 2);
+        warm_up(&a, &b);
+        struct ub__pkt *q[16];
+        uint64_t t;
+        uint32_t n = to_first_rto(&a, &b, q, &t);
+        const struct ub__pds_stats *st = ub__pds_stats(a.pds);
+        assert_int_equal(n, 10); /* eight, the probe, one resend at the RTO */
+        assert_int_equal(st->retx_rto, 1);
+        uint64_t now = t + 10 * US;
+        if (!lost) {
+            /* Late: the originals arrive first, then the two copies. */
+            for (uint32_t i = 0; i < n; i++)
+                feed(&b, q[i], now);
+            answer(&b, &a, now + 10 * US);
+            assert_int_equal(carry(&a, NULL, now + 10 * US), 0);
+            assert_int_equal(st->rto_undone, 1);
+            assert_int_equal(st->retx_pkts, 2);
+        } else {
+            /* Lost: only the copies arrive; their ACK (for resent copies only) has the other
+             * seven resent at once. */
+            for (uint32_t i = 0; i < 8; i++)
+                ub__pkt_free(q[i]);
+            feed(&b, q[8], now);
+            feed(&b, q[9], now);
+            answer(&b, &a, now + 10 * US);
+            struct ub__pkt *r[16];
+            uint32_t m = grab(&a, r, 16, now + 10 * US);
+            assert_int_equal(m, 7);
+            for (uint32_t i = 0; i < m; i++)
+                feed(&b, r[i], now + 20 * US);
+            answer(&b, &a, now + 30 * US);
+            assert_int_equal(st->rto_undone, 0);
+            assert_int_equal(st->retx_pkts, 9);
+        }
+        assert_int_equal(a.acked, 2 + 8);
+        assert_int_equal(ub__pds_outstanding(a.pds, &b.addr, UB_PDS_RUD), 0);
+        rig_close(&a);
+        rig_close(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timer_due_after_idle),
         cmocka_unit_test(test_probe_during_stall),
         cmocka_unit_test(test_reorder_in_batch),
+        cmocka_unit_test(test_rto_verdict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
