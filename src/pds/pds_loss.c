@@ -367,6 +367,22 @@ void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t
     ub__pds_mark_ready(c, now);
 }
 
+/* The lowest packet still out (in flight, or covered and waiting for its own ACK) goes again;
+ * go-back-N cannot use a lone repair (the target dropped what followed it): from it on. */
+static void resend_oldest(struct ub__pds_ipdc *c, uint8_t why, uint64_t now)
+{
+    for (uint32_t psn = c->una; psn != c->nxt; psn++) {
+        uint8_t st = slot_of(c, psn)->state;
+        if (st == SLOT_INFLIGHT || st == SLOT_COVERED) {
+            if (gbn(c))
+                go_back(c, psn, why, now);
+            else
+                mark_lost(c, psn, why, now);
+            return;
+        }
+    }
+}
+
 void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
 {
     struct ub__pds_ipdc *c = UB_CONTAINER_OF(t, struct ub__pds_ipdc, rto);
@@ -394,17 +410,7 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
         now < c->last_progress + c->rto_ns) {
         /* Tail-loss probe: resend the lowest unacknowledged packet, asking for an ACK. */
         c->probed = true;
-        for (uint32_t psn = c->una; psn != c->nxt; psn++) {
-            uint8_t st = slot_of(c, psn)->state;
-            if (st == SLOT_INFLIGHT || st == SLOT_COVERED) {
-                /* Go-back-N cannot use a lone repair: the target dropped what followed it. */
-                if (gbn(c))
-                    go_back(c, psn, WHY_PROBE, now);
-                else
-                    mark_lost(c, psn, WHY_PROBE, now);
-                break;
-            }
-        }
+        resend_oldest(c, WHY_PROBE, now);
         rto_at(c, c->last_progress + c->rto_ns);
         ub__pds_mark_ready(c, now);
         return;
@@ -452,13 +458,7 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
          * long silence, or the resend lost too) resend everything, as do timeout-only modes,
          * whose repairs come from RTOs alone. */
         c->frto = true;
-        for (uint32_t psn = c->una; psn != c->nxt; psn++) {
-            uint8_t st = slot_of(c, psn)->state;
-            if (st == SLOT_INFLIGHT || st == SLOT_COVERED) {
-                mark_lost(c, psn, WHY_RTO, now);
-                break;
-            }
-        }
+        resend_oldest(c, WHY_RTO, now);
     } else {
         c->frto = false;
         for (uint32_t psn = c->una; psn != c->nxt; psn++)
