@@ -75,9 +75,9 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 
 # ---- build ------------------------------------------------------------------------------
-log "compare: building softub-perf, raw_udp_pingpong and hiccups in $BUILD"
+log "compare: building softub-perf, raw_udp_pingpong, hiccups and c2c in $BUILD"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" --target softub-perf raw_udp_pingpong hiccups >/dev/null
+cmake --build "$BUILD" --target softub-perf raw_udp_pingpong hiccups c2c >/dev/null
 PERF=$BUILD/softub-perf
 RAW=$BUILD/bench/raw_udp_pingpong
 
@@ -217,16 +217,20 @@ START_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 log "compare: load average at start: $START_LOAD (others' processes skew busy-poll results)"
 # The host's own interruptions of a busy CPU: what the p99.9 column mostly shows.
 HICCUPS=$("$BUILD/bench/hiccups" 1 | awk -F': ' '/^mean per CPU/ {print $2}')
+# Where the host has put the two CPUs right now (a cache line's round trip between them):
+# a virtual machine's CPUs move between cores that share a cache and cores that do not, and
+# every loopback transfer crosses between them (docs/benchmarks.md, "Bulk over udp").
+place() { put "$1" c2c "$("$BUILD/bench/c2c" 2>/dev/null | awk '/ns per/ {print $6}')"; }
 for ((round = 1; round <= ROUNDS; round++)); do
     log "compare: round $round of $ROUNDS"
-    log "compare: raw UDP";        run_raw
-    log "compare: softub udp";     run_softub softub-udp udp
-    log "compare: UCX tcp";        run_ucx ucx-tcp tcp
-    log "compare: fi tcp";         run_fi fi-tcp tcp
-    log "compare: fi udp;ofi_rxd"; run_fi fi-rxd "udp;ofi_rxd"
-    log "compare: softub shm";     run_softub softub-shm shm
-    log "compare: UCX shm";        run_ucx ucx-shm "posix,cma,self"
-    log "compare: fi shm";         run_fi fi-shm shm
+    log "compare: raw UDP";        place raw;        run_raw
+    log "compare: softub udp";     place softub-udp; run_softub softub-udp udp
+    log "compare: UCX tcp";        place ucx-tcp;    run_ucx ucx-tcp tcp
+    log "compare: fi tcp";         place fi-tcp;     run_fi fi-tcp tcp
+    log "compare: fi udp;ofi_rxd"; place fi-rxd;     run_fi fi-rxd "udp;ofi_rxd"
+    log "compare: softub shm";     place softub-shm; run_softub softub-shm shm
+    log "compare: UCX shm";        place ucx-shm;    run_ucx ucx-shm "posix,cma,self"
+    log "compare: fi shm";         place fi-shm;     run_fi fi-shm shm
 done
 END_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -281,6 +285,12 @@ table() {
         "softub-udp rate" "softub-shm p50" "ucx-shm p50" "softub-shm bw1m" "ucx-shm bw1m"; do
         # shellcheck disable=SC2086 # two words: transport, metric
         echo "- ${f/ /.}: $(all $f)"
+    done
+    echo "CPU placement before each transport's runs, per round (bench/c2c: ns per cache-line"
+    echo "round trip between the two CPUs; figures are comparable where these are alike):"
+    local t
+    for t in raw softub-udp ucx-tcp fi-tcp fi-rxd softub-shm ucx-shm fi-shm; do
+        echo "- $t: $(all "$t" c2c)"
     done
     echo
     echo "| ratio | value | target | verdict |"
