@@ -1203,11 +1203,24 @@ static void test_wake_two_processes(void **state)
     ub__pktpool_fini(&pool);
 }
 
-/* ---- a producer killed mid-stream ---------------------------------------------------------- */
-
-static int child_endless(void *arg, int rd, int wr)
+/* Maps c's shared-memory object as a peer with write access would (to scribble on it). */
+static uint8_t *map_object(const struct ub__dev *c, struct ub__shm_layout *lay)
 {
-    (void)arg;
+    assert_int_equal(ub__shm_layout(c, lay), 0);
+    char name[UB_SHM_NAME_MAX];
+    ub__shm_objname(c->local.port, name, sizeof(name));
+    int fd = shm_open(name, O_RDWR, 0);
+    assert_true(fd >= 0);
+    uint8_t *m = mmap(NULL, lay->obj_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    assert_true(m != MAP_FAILED);
+    close(fd);
+    return m;
+}
+
+/* A child's producer: opens a device, tells the parent its id, learns the parent's, and
+ * streams `count` packets to it (bounded by limit_ns). 0 when all went. */
+static int child_stream(int rd, int wr, uint32_t count, uint64_t limit_ns)
+{
     struct ub__dev *d = try_open("shm://");
     struct ub__pktpool pool;
     if (!d || ub__pktpool_init(&pool, 128, 256, 0) != 0)
@@ -1215,9 +1228,16 @@ static int child_endless(void *arg, int rd, int wr)
     uint64_t cid;
     if (!put_u64(wr, d->local.port) || !get_u64(rd, &cid, PIPE_MS))
         return 3;
+    return raw_stream(d, &pool, 0, (uint16_t)cid, 0, count, limit_ns) == count ? 0 : 4;
+}
+
+/* ---- a producer killed mid-stream ---------------------------------------------------------- */
+
+static int child_endless(void *arg, int rd, int wr)
+{
+    (void)arg;
     /* Until killed (bounded: a lost parent must not leave us running). */
-    raw_stream(d, &pool, 0, (uint16_t)cid, 0, UINT32_MAX - 1, 15 * UB_NS_PER_S);
-    return 4;
+    return child_stream(rd, wr, UINT32_MAX - 1, 15 * UB_NS_PER_S);
 }
 
 static void test_producer_killed(void **state)
@@ -1358,14 +1378,7 @@ static void test_stale_reclaim(void **state)
 static int child_ten_then_exit(void *arg, int rd, int wr)
 {
     (void)arg;
-    struct ub__dev *d = try_open("shm://");
-    struct ub__pktpool pool;
-    if (!d || ub__pktpool_init(&pool, 64, 256, 0) != 0)
-        return 2;
-    uint64_t cid;
-    if (!put_u64(wr, d->local.port) || !get_u64(rd, &cid, PIPE_MS))
-        return 3;
-    return raw_stream(d, &pool, 0, (uint16_t)cid, 0, 10, LIMIT_NS) == 10 ? 0 : 4;
+    return child_stream(rd, wr, 10, LIMIT_NS);
 }
 
 /*
@@ -1389,14 +1402,7 @@ static void test_takeover_unpublished(void **state)
     assert_int_equal(reap(&ch), 0);
     /* Its last three slots, as if never published. */
     struct ub__shm_layout lay;
-    assert_int_equal(ub__shm_layout(c, &lay), 0);
-    char name[UB_SHM_NAME_MAX];
-    ub__shm_objname(c->local.port, name, sizeof(name));
-    int fd = shm_open(name, O_RDWR, 0);
-    assert_true(fd >= 0);
-    uint8_t *m = mmap(NULL, lay.obj_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    assert_true(m != MAP_FAILED);
-    close(fd);
+    uint8_t *m = map_object(c, &lay);
     uint64_t tail = 7;
     memcpy(m + lay.lane_off + 64, &tail, 8);
     /* The consumer reads eight, one past the stale tail. */
@@ -1527,14 +1533,7 @@ static void test_garbage(void **state)
     /* Scribble over every slot but its sequence word (the first four bytes, which make it
      * readable): even ones get a plausible length, odd ones are all noise. */
     struct ub__shm_layout lay;
-    assert_int_equal(ub__shm_layout(c, &lay), 0);
-    char name[UB_SHM_NAME_MAX];
-    ub__shm_objname(c->local.port, name, sizeof(name));
-    int fd = shm_open(name, O_RDWR, 0);
-    assert_true(fd >= 0);
-    uint8_t *m = mmap(NULL, lay.obj_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    assert_true(m != MAP_FAILED);
-    close(fd);
+    uint8_t *m = map_object(c, &lay);
     uint64_t r = 0x9e3779b97f4a7c15ull;
     uint32_t slot_size = (uint32_t)(lay.slot_len / 64);
     for (uint64_t i = 0; i < lay.slot_len; i++) {
