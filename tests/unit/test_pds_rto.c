@@ -347,12 +347,13 @@ static uint32_t to_first_rto(struct rig *a, struct rig *b, struct ub__pkt **q, u
  * acknowledges something decides about the rest (F-RTO). A receiver that was only late (its
  * ACKs acknowledge originals) costs the probe and that one resend, and the window cut is
  * undone; before, the RTO resent all eight. A flight really lost (the ACK acknowledges only a
- * resent copy) is resent whole at that ACK.
+ * resent copy) is resent whole at that ACK; and so is it at the series' second RTO when no
+ * ACK came at all (the first RTO's resend lost too).
  */
 static void test_rto_verdict(void **state)
 {
     (void)state;
-    for (int lost = 0; lost < 2; lost++) {
+    for (int lost = 0; lost < 3; lost++) {
         struct rig a, b;
         rig_open(&a, 1);
         rig_open(&b, 2);
@@ -372,6 +373,20 @@ static void test_rto_verdict(void **state)
             assert_int_equal(carry(&a, NULL, now + 10 * US), 0);
             assert_int_equal(st->rto_undone, 1);
             assert_int_equal(st->retx_pkts, 2);
+        } else if (lost == 2) {
+            /* Silence: the second RTO (backed off) resends all eight; then they arrive. */
+            for (uint32_t i = 0; i < n; i++)
+                ub__pkt_free(q[i]);
+            now = ub__timers_next(&a.timers);
+            ub__timers_expire(&a.timers, now);
+            assert_int_equal(st->rto_fired, 2);
+            struct ub__pkt *r[16];
+            uint32_t m = grab(&a, r, 16, now);
+            assert_int_equal(m, 8);
+            for (uint32_t i = 0; i < m; i++)
+                feed(&b, r[i], now + 10 * US);
+            answer(&b, &a, now + 20 * US);
+            assert_int_equal(st->retx_pkts, 2 + 8);
         } else {
             /* Lost: only the copies arrive; their ACK (for resent copies only) has the other
              * seven resent at once. */
