@@ -141,6 +141,12 @@ get() {
 }
 # All values of a figure, for the spread line under the table.
 all() { printf '%s' "${R["$1.$2"]:-}" | sed 's/^ *//'; }
+# Round-by-round ratios of two figures: their values paired in the order they were taken.
+per_round() {
+    paste -d' ' <(all "$1" "$2" | tr ' ' '\n') <(all "$3" "$4" | tr ' ' '\n') |
+        awk '{ a = $1; b = $2; sub(/\*$/, "", a); sub(/\*$/, "", b);
+               printf "%s%s", (NR > 1 ? " " : ""), (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }'
+}
 
 # softub-perf / raw_udp_pingpong latency line: median is column 5, 99.9% column 9.
 lat_cols() { awk '/^ *[0-9]/ {print $5, $9; exit}' "$1"; }
@@ -292,6 +298,12 @@ table() {
     for t in raw softub-udp ucx-tcp fi-tcp fi-rxd softub-shm ucx-shm fi-shm; do
         echo "- $t: $(all "$t" c2c)"
     done
+    echo "The targets' ratios round by round (each round's runs are minutes apart, not more):"
+    echo "- udp p50 / raw: $(per_round softub-udp p50 raw p50)"
+    echo "- udp p50 / UCX tcp: $(per_round softub-udp p50 ucx-tcp p50)"
+    echo "- udp 1 MiB / UCX tcp: $(per_round softub-udp bw1m ucx-tcp bw1m)"
+    echo "- shm p50 / UCX shm: $(per_round softub-shm p50 ucx-shm p50)"
+    echo "- shm 1 MiB / UCX shm: $(per_round softub-shm bw1m ucx-shm bw1m)"
     echo
     echo "| ratio | value | target | verdict |"
     echo "|---|---:|---:|---|"
