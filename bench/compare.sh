@@ -8,7 +8,7 @@
 # Prints one markdown table (8 B latency p50 and p99.9, 64 KiB and 1 MiB bandwidth, 8 B
 # message rate) and the softub/peer ratios against the targets (docs/benchmarks.md).
 #
-#   bench/compare.sh            full run (about ten minutes)
+#   bench/compare.sh            full run (five to ten minutes)
 #   QUICK=1 bench/compare.sh    fewer iterations, one round (a smoke run, about a minute)
 # Every transport runs ROUNDS times (3; QUICK: 1), the rounds one after another so that each
 # transport's runs are spread over the whole run like the others', and the table shows each
