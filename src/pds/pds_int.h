@@ -150,11 +150,13 @@ struct ub__pds_ipdc {
     uint64_t undo_cwnd;
     uint32_t undo_nxt;
     bool undo_armed, undo_seen;
-    /* Selective repair: the series' first RTO resent only the oldest packet; the next ACK
-     * that acknowledges something says whether the rest were lost too (it acknowledges only
-     * resent copies) or just late (an original: the RTO was spurious), as F-RTO does for TCP
+    /* A lone repair waits for its verdict: the series' first RTO (selective repair) or a
+     * tail-loss probe (go-back-N) resent only the oldest packet; the next ACK that
+     * acknowledges something says whether the rest, up to frto_nxt, were lost too (it
+     * acknowledges only resent copies) or just late (an original), as F-RTO does for TCP
      * (RFC 5682). */
     bool frto;
+    uint32_t frto_nxt;
     /* A stall, not a loss: the first ACK after the series' first RTO, provoked by an original
      * copy, proved it spurious. The silence it ended (since the last ACK before the RTO: the
      * peer off its CPU, typically) is what an RTO must outlast: rto_floor, at most

@@ -109,7 +109,7 @@ void ub__pds_detect_losses(struct ub__pds_ipdc *c, bool has_hint, uint32_t hint,
 /* After an ACK (orig: provoked by an original copy): undoes the window cut of a spurious RTO,
  * and learns the RTO floor from a stall. */
 void ub__pds_undo_check(struct ub__pds_ipdc *c, bool orig, uint64_t now);
-void ub__pds_frto_check(struct ub__pds_ipdc *c, uint64_t now);
+void ub__pds_frto_check(struct ub__pds_ipdc *c, bool orig, uint64_t now);
 void ub__pds_rto_fire(struct ub__timer *t, uint64_t now);
 
 /* pds_tx.c */

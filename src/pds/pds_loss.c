@@ -42,6 +42,7 @@ static void go_back(struct ub__pds_ipdc *c, uint32_t from, uint8_t why, uint64_t
 {
     uint32_t w = why == WHY_RTO ? UB_PDS_GBN_MIN_WIN : c->gbn_win / 2;
     c->gbn_win = UB_MAX(w, (uint32_t)UB_PDS_GBN_MIN_WIN);
+    c->frto = false; /* a probe's verdict is moot: everything from here goes again anyway */
     if (why == WHY_FAST && slot_of(c, from)->state == SLOT_INFLIGHT)
         ub__lb_on_nack(&c->lb, slot_of(c, from)->path, now);
     for (uint32_t psn = from; psn != c->nxt; psn++)
@@ -206,18 +207,24 @@ static void learn_floor(struct ub__pds_ipdc *c, uint64_t silence)
 }
 
 /*
- * After an ACK that acknowledged something new, while the series' first RTO waits for its
- * verdict (frto): if a packet outstanding at the RTO was acknowledged by its original copy,
- * the RTO was spurious and nothing more is resent (ub__pds_undo_check restores the window);
- * otherwise only the resent packet got through, and everything else outstanding at the RTO
- * is lost too.
+ * After an ACK that acknowledged something new, while a lone repair waits for its verdict
+ * (frto: the series' first RTO, or a go-back-N probe): if a packet outstanding then was
+ * acknowledged by its original copy (orig, or undo_seen), it was only late and nothing more
+ * is resent (ub__pds_undo_check restores the window after an RTO); otherwise only the
+ * resent copy got through, and everything else outstanding then is lost too (go-back-N:
+ * from una on, as the target dropped what followed the loss).
  */
-void ub__pds_frto_check(struct ub__pds_ipdc *c, uint64_t now)
+void ub__pds_frto_check(struct ub__pds_ipdc *c, bool orig, uint64_t now)
 {
     c->frto = false;
-    if (c->undo_seen)
+    if (orig || c->undo_seen)
         return;
-    for (uint32_t psn = c->una; ub__seq_lt(psn, c->undo_nxt); psn++)
+    if (gbn(c)) { /* only a probe leaves go-back-N a verdict to wait for */
+        if (ub__seq_lt(c->una, c->nxt))
+            go_back(c, c->una, WHY_PROBE, now);
+        return;
+    }
+    for (uint32_t psn = c->una; ub__seq_lt(psn, c->frto_nxt); psn++)
         mark_lost(c, psn, WHY_RTO, now);
 }
 
@@ -367,17 +374,13 @@ void ub__pds_on_nack(struct ub__pds *pds, const struct ub__pds_nack *n, uint64_t
     ub__pds_mark_ready(c, now);
 }
 
-/* The lowest packet still out (in flight, or covered and waiting for its own ACK) goes again;
- * go-back-N cannot use a lone repair (the target dropped what followed it): from it on. */
+/* The lowest packet still out (in flight, or covered and waiting for its own ACK) goes again. */
 static void resend_oldest(struct ub__pds_ipdc *c, uint8_t why, uint64_t now)
 {
     for (uint32_t psn = c->una; psn != c->nxt; psn++) {
         uint8_t st = slot_of(c, psn)->state;
         if (st == SLOT_INFLIGHT || st == SLOT_COVERED) {
-            if (gbn(c))
-                go_back(c, psn, why, now);
-            else
-                mark_lost(c, psn, why, now);
+            mark_lost(c, psn, why, now);
             return;
         }
     }
@@ -410,6 +413,12 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
         now < c->last_progress + c->rto_ns) {
         /* Tail-loss probe: resend the lowest unacknowledged packet, asking for an ACK. */
         c->probed = true;
+        /* Go-back-N: a lone repair too, and the next ACK says whether to go back (the target
+         * drops what follows a lost packet, so a lone repair cannot stand on its own). */
+        if (gbn(c)) {
+            c->frto = true;
+            c->frto_nxt = c->nxt;
+        }
         resend_oldest(c, WHY_PROBE, now);
         rto_at(c, c->last_progress + c->rto_ns);
         ub__pds_mark_ready(c, now);
@@ -458,6 +467,7 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
          * long silence, or the resend lost too) resend everything, as do timeout-only modes,
          * whose repairs come from RTOs alone. */
         c->frto = true;
+        c->frto_nxt = c->nxt;
         resend_oldest(c, WHY_RTO, now);
     } else {
         c->frto = false;

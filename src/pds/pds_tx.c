@@ -752,6 +752,10 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
             c->acked_order = s->pkt->order;
         }
     }
+    /* A lone repair's verdict: this ACK was provoked by the original of a packet outstanding
+     * when the repair went out. */
+    bool frto_orig = c->frto && !(a->flags & UB_PDS_ACK_F_RETX) && ub__seq_le(c->una, ack_psn) &&
+                     ub__seq_lt(ack_psn, c->frto_nxt);
     /* Provoked by an original copy of a packet outstanding at the RTO: it was not lost. */
     if (c->undo_armed && !(a->flags & UB_PDS_ACK_F_RETX) && ub__seq_le(c->una, ack_psn) &&
         ub__seq_lt(ack_psn, c->undo_nxt)) {
@@ -792,7 +796,7 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
     }
     advance_una(c);
     if (c->frto && news)
-        ub__pds_frto_check(c, now);
+        ub__pds_frto_check(c, frto_orig, now);
     ub__pds_undo_check(c, !(a->flags & UB_PDS_ACK_F_RETX), now);
     if (news)
         progress(c, now);

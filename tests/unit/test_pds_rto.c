@@ -28,6 +28,7 @@ struct rig {
     struct ub__pds *pds;
     struct ub__addr addr;
     uint32_t acked;
+    uint8_t mode; /* what send_one sends: UB_PDS_RUD unless a test says otherwise */
 };
 
 static void r_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
@@ -87,7 +88,7 @@ static void send_one(struct rig *a, const struct rig *b, uint64_t cookie, uint64
     struct ub__pds_tx tx;
     memset(&tx, 0, sizeof(tx));
     tx.dst = &b->addr;
-    tx.mode = UB_PDS_RUD;
+    tx.mode = a->mode;
     tx.ses_kind = UB_PDS_NH_REQ_STD;
     tx.ack_req = true;
     tx.cookie = cookie;
@@ -411,13 +412,69 @@ static void test_rto_verdict(void **state)
     }
 }
 
+/*
+ * Go-back-N's tail-loss probe is a lone repair too: the target drops what follows a lost
+ * packet, so the next ACK decides. Late originals (their ACKs arrive): nothing more goes;
+ * before, the probe went back over all eight. Lost originals (the ACK acknowledges only
+ * the probe's copy): everything after it goes again at that ACK.
+ */
+static void test_probe_verdict_rod(void **state)
+{
+    (void)state;
+    for (int lost = 0; lost < 2; lost++) {
+        struct rig a, b;
+        rig_open(&a, 1);
+        rig_open(&b, 2);
+        a.mode = UB_PDS_ROD;
+        warm_up(&a, &b);
+        struct ub__pkt *q[16];
+        for (uint64_t k = 0; k < 8; k++)
+            send_one(&a, &b, 10 + k, 300 * US);
+        uint32_t n = grab(&a, q, 16, 300 * US);
+        assert_int_equal(n, 8);
+        const struct ub__pds_stats *st = ub__pds_stats(a.pds);
+        uint64_t t = 300 * US;
+        for (int k = 0; k < 4 && !st->probes_sent; k++) {
+            t = ub__timers_next(&a.timers);
+            ub__timers_expire(&a.timers, t);
+            n += grab(&a, q + n, 16 - n, t);
+        }
+        assert_int_equal(st->probes_sent, 1);
+        assert_int_equal(st->rto_fired, 0);
+        assert_int_equal(n, 9); /* the eight, and the probe's one copy */
+        uint64_t now = t + 10 * US;
+        if (!lost) {
+            for (uint32_t i = 0; i < n; i++)
+                feed(&b, q[i], now);
+            answer(&b, &a, now + 10 * US);
+            assert_int_equal(carry(&a, NULL, now + 10 * US), 0);
+            assert_int_equal(st->retx_pkts, 1);
+        } else {
+            for (uint32_t i = 0; i < 8; i++)
+                ub__pkt_free(q[i]);
+            feed(&b, q[8], now);
+            answer(&b, &a, now + 10 * US);
+            struct ub__pkt *r[16];
+            uint32_t m = grab(&a, r, 16, now + 10 * US);
+            assert_int_equal(m, 7);
+            for (uint32_t i = 0; i < m; i++)
+                feed(&b, r[i], now + 20 * US);
+            answer(&b, &a, now + 30 * US);
+            assert_int_equal(st->retx_pkts, 8);
+        }
+        assert_int_equal(a.acked, 2 + 8);
+        assert_int_equal(ub__pds_outstanding(a.pds, &b.addr, UB_PDS_ROD), 0);
+        rig_close(&a);
+        rig_close(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_timer_due_after_idle),
-        cmocka_unit_test(test_probe_during_stall),
-        cmocka_unit_test(test_reorder_in_batch),
-        cmocka_unit_test(test_rto_verdict),
+        cmocka_unit_test(test_timer_due_after_idle), cmocka_unit_test(test_probe_during_stall),
+        cmocka_unit_test(test_reorder_in_batch),     cmocka_unit_test(test_rto_verdict),
+        cmocka_unit_test(test_probe_verdict_rod),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
