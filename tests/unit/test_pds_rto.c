@@ -177,6 +177,27 @@ static void feed(struct rig *dst, struct ub__pkt *p, uint64_t now)
 }
 
 /*
+ * Sends eight packets at 300 us and runs a's timers (at most eight firings) until *counter
+ * (one of a's stats) is no longer 0, keeping everything a hands out in q: the originals,
+ * then probes and resends. Returns how many; *t is the last firing's time.
+ */
+static uint32_t eight_until(struct rig *a, struct rig *b, struct ub__pkt **q,
+                            const uint64_t *counter, uint64_t *t)
+{
+    for (uint64_t k = 0; k < 8; k++)
+        send_one(a, b, 10 + k, 300 * US);
+    uint32_t n = grab(a, q, 16, 300 * US);
+    assert_int_equal(n, 8);
+    *t = 300 * US;
+    for (int k = 0; k < 8 && !*counter; k++) {
+        *t = ub__timers_next(&a->timers);
+        ub__timers_expire(&a->timers, *t);
+        n += grab(a, q + n, 16 - n, *t);
+    }
+    return n;
+}
+
+/*
  * A tail-loss probe during a receiver's stall: the probe resends the oldest packet, then the
  * receiver works through its backlog, originals first, acknowledging one packet at a time.
  * The oldest is acknowledged by its original's ACK; its resend's later send order says nothing
@@ -190,22 +211,13 @@ static void test_probe_during_stall(void **state)
     rig_open(&a, 1);
     rig_open(&b, 2);
     warm_up(&a, &b);
-    /* Eight packets reach the receiver's queue; it is off its CPU. */
+    /* Eight packets reach the receiver's queue; it is off its CPU. The probe resends the
+     * oldest, which queues behind them (a timer that fires early only moves). */
     struct ub__pkt *q[16];
-    for (uint64_t k = 0; k < 8; k++)
-        send_one(&a, &b, 10 + k, 300 * US);
-    uint32_t n = grab(&a, q, 16, 300 * US);
-    assert_int_equal(n, 8);
-    /* The probe resends the oldest, which queues behind them (a timer that fires early only
-     * moves). */
     const struct ub__pds_stats *st = ub__pds_stats(a.pds);
-    uint64_t t = 300 * US;
-    for (int k = 0; k < 4 && !st->probes_sent; k++) {
-        t = ub__timers_next(&a.timers);
-        assert_true(t < 550 * US); /* before the RTO (last progress + 250 us) */
-        ub__timers_expire(&a.timers, t);
-        n += grab(&a, q + n, 16 - n, t);
-    }
+    uint64_t t;
+    uint32_t n = eight_until(&a, &b, q, &st->probes_sent, &t);
+    assert_true(t < 550 * US); /* before the RTO (last progress + 250 us) */
     assert_int_equal(st->probes_sent, 1);
     assert_int_equal(n, 9);
     /* The receiver wakes and takes its queue one packet at a time; the sender sends whatever
@@ -322,25 +334,32 @@ static void test_reorder_in_batch(void **state)
     rig_close(&b);
 }
 
-/*
- * Sends eight packets at 300 us and runs a's timers past its probe and its first RTO, keeping
- * everything it hands out in q (originals, the probe, the RTO's resend). Returns how many.
- */
-static uint32_t to_first_rto(struct rig *a, struct rig *b, struct ub__pkt **q, uint64_t *t)
+/* Feeds b what a emitted in q[0..n), hands b's ACKs back, and asserts nothing more goes. */
+static void arrive_late(struct rig *a, struct rig *b, struct ub__pkt **q, uint32_t n, uint64_t now)
 {
-    for (uint64_t k = 0; k < 8; k++)
-        send_one(a, b, 10 + k, 300 * US);
-    uint32_t n = grab(a, q, 8, 300 * US);
-    assert_int_equal(n, 8);
-    const struct ub__pds_stats *st = ub__pds_stats(a->pds);
-    *t = 300 * US;
-    for (int k = 0; k < 8 && !st->rto_fired; k++) {
-        *t = ub__timers_next(&a->timers);
-        ub__timers_expire(&a->timers, *t);
-        n += grab(a, q + n, 16 - n, *t);
-    }
-    assert_int_equal(st->rto_fired, 1);
-    return n;
+    for (uint32_t i = 0; i < n; i++)
+        feed(b, q[i], now);
+    answer(b, a, now + 10 * US);
+    assert_int_equal(carry(a, NULL, now + 10 * US), 0);
+}
+
+/*
+ * The eight originals in q were lost; the copies q[8..n) arrive, and their ACK has the other
+ * seven resent at once, which then arrive.
+ */
+static void copies_only(struct rig *a, struct rig *b, struct ub__pkt **q, uint32_t n, uint64_t now)
+{
+    for (uint32_t i = 0; i < 8; i++)
+        ub__pkt_free(q[i]);
+    for (uint32_t i = 8; i < n; i++)
+        feed(b, q[i], now);
+    answer(b, a, now + 10 * US);
+    struct ub__pkt *r[16];
+    uint32_t m = grab(a, r, 16, now + 10 * US);
+    assert_int_equal(m, 7);
+    for (uint32_t i = 0; i < m; i++)
+        feed(b, r[i], now + 20 * US);
+    answer(b, a, now + 30 * US);
 }
 
 /*
@@ -361,17 +380,15 @@ static void test_rto_verdict(void **state)
         warm_up(&a, &b);
         struct ub__pkt *q[16];
         uint64_t t;
-        uint32_t n = to_first_rto(&a, &b, q, &t);
         const struct ub__pds_stats *st = ub__pds_stats(a.pds);
+        uint32_t n = eight_until(&a, &b, q, &st->rto_fired, &t);
+        assert_int_equal(st->rto_fired, 1);
         assert_int_equal(n, 10); /* eight, the probe, one resend at the RTO */
         assert_int_equal(st->retx_rto, 1);
         uint64_t now = t + 10 * US;
         if (!lost) {
             /* Late: the originals arrive first, then the two copies. */
-            for (uint32_t i = 0; i < n; i++)
-                feed(&b, q[i], now);
-            answer(&b, &a, now + 10 * US);
-            assert_int_equal(carry(&a, NULL, now + 10 * US), 0);
+            arrive_late(&a, &b, q, n, now);
             assert_int_equal(st->rto_undone, 1);
             assert_int_equal(st->retx_pkts, 2);
         } else if (lost == 2) {
@@ -391,17 +408,7 @@ static void test_rto_verdict(void **state)
         } else {
             /* Lost: only the copies arrive; their ACK (for resent copies only) has the other
              * seven resent at once. */
-            for (uint32_t i = 0; i < 8; i++)
-                ub__pkt_free(q[i]);
-            feed(&b, q[8], now);
-            feed(&b, q[9], now);
-            answer(&b, &a, now + 10 * US);
-            struct ub__pkt *r[16];
-            uint32_t m = grab(&a, r, 16, now + 10 * US);
-            assert_int_equal(m, 7);
-            for (uint32_t i = 0; i < m; i++)
-                feed(&b, r[i], now + 20 * US);
-            answer(&b, &a, now + 30 * US);
+            copies_only(&a, &b, q, n, now);
             assert_int_equal(st->rto_undone, 0);
             assert_int_equal(st->retx_pkts, 9);
         }
@@ -428,38 +435,18 @@ static void test_probe_verdict_rod(void **state)
         a.mode = UB_PDS_ROD;
         warm_up(&a, &b);
         struct ub__pkt *q[16];
-        for (uint64_t k = 0; k < 8; k++)
-            send_one(&a, &b, 10 + k, 300 * US);
-        uint32_t n = grab(&a, q, 16, 300 * US);
-        assert_int_equal(n, 8);
+        uint64_t t;
         const struct ub__pds_stats *st = ub__pds_stats(a.pds);
-        uint64_t t = 300 * US;
-        for (int k = 0; k < 4 && !st->probes_sent; k++) {
-            t = ub__timers_next(&a.timers);
-            ub__timers_expire(&a.timers, t);
-            n += grab(&a, q + n, 16 - n, t);
-        }
+        uint32_t n = eight_until(&a, &b, q, &st->probes_sent, &t);
         assert_int_equal(st->probes_sent, 1);
         assert_int_equal(st->rto_fired, 0);
         assert_int_equal(n, 9); /* the eight, and the probe's one copy */
         uint64_t now = t + 10 * US;
         if (!lost) {
-            for (uint32_t i = 0; i < n; i++)
-                feed(&b, q[i], now);
-            answer(&b, &a, now + 10 * US);
-            assert_int_equal(carry(&a, NULL, now + 10 * US), 0);
+            arrive_late(&a, &b, q, n, now);
             assert_int_equal(st->retx_pkts, 1);
         } else {
-            for (uint32_t i = 0; i < 8; i++)
-                ub__pkt_free(q[i]);
-            feed(&b, q[8], now);
-            answer(&b, &a, now + 10 * US);
-            struct ub__pkt *r[16];
-            uint32_t m = grab(&a, r, 16, now + 10 * US);
-            assert_int_equal(m, 7);
-            for (uint32_t i = 0; i < m; i++)
-                feed(&b, r[i], now + 20 * US);
-            answer(&b, &a, now + 30 * US);
+            copies_only(&a, &b, q, n, now);
             assert_int_equal(st->retx_pkts, 8);
         }
         assert_int_equal(a.acked, 2 + 8);
