@@ -386,6 +386,14 @@ static void resend_oldest(struct ub__pds_ipdc *c, uint8_t why, uint64_t now)
     }
 }
 
+/* The oldest packet goes again, and the verdict on the rest waits for the next ACK. */
+static void lone_repair(struct ub__pds_ipdc *c, uint8_t why, uint64_t now)
+{
+    c->frto = true;
+    c->frto_nxt = c->nxt;
+    resend_oldest(c, why, now);
+}
+
 void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
 {
     struct ub__pds_ipdc *c = UB_CONTAINER_OF(t, struct ub__pds_ipdc, rto);
@@ -413,13 +421,12 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
         now < c->last_progress + c->rto_ns) {
         /* Tail-loss probe: resend the lowest unacknowledged packet, asking for an ACK. */
         c->probed = true;
-        /* Go-back-N: a lone repair too, and the next ACK says whether to go back (the target
-         * drops what follows a lost packet, so a lone repair cannot stand on its own). */
-        if (gbn(c)) {
-            c->frto = true;
-            c->frto_nxt = c->nxt;
-        }
-        resend_oldest(c, WHY_PROBE, now);
+        /* Go-back-N: the next ACK says whether to go back (the target drops what follows a
+         * lost packet, so a lone repair cannot stand on its own there). */
+        if (gbn(c))
+            lone_repair(c, WHY_PROBE, now);
+        else
+            resend_oldest(c, WHY_PROBE, now);
         rto_at(c, c->last_progress + c->rto_ns);
         ub__pds_mark_ready(c, now);
         return;
@@ -466,9 +473,7 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
          * busy host) costs one resend, not a window of them. Later RTOs of the series (a
          * long silence, or the resend lost too) resend everything, as do timeout-only modes,
          * whose repairs come from RTOs alone. */
-        c->frto = true;
-        c->frto_nxt = c->nxt;
-        resend_oldest(c, WHY_RTO, now);
+        lone_repair(c, WHY_RTO, now);
     } else {
         c->frto = false;
         for (uint32_t psn = c->una; psn != c->nxt; psn++)
