@@ -121,8 +121,10 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
      * and congestion control's window (1.5 x rate x base RTT) must cover them. */
     if (x->kind == UB_CTX_UDP || x->kind == UB_CTX_MULTI)
         ec.pds.base_rtt_ns = UB_API_UDP_BASE_RTT_NS;
-    if (x->kind != UB_CTX_LOOP)
+    if (x->kind != UB_CTX_LOOP) {
         ec.pds.pacer_burst = UB_API_PACER_BURST;
+        ec.pds.pacer_burst_ns = UB_API_PACER_BURST_NS;
+    }
     /* Real devices: an ACK, a response and the next request to a peer share one datagram. */
     const char *nb = getenv("SOFTUB_BUNDLE");
     ec.bundle = (x->kind == UB_CTX_UDP || x->kind == UB_CTX_MULTI) && !(nb && strcmp(nb, "0") == 0);

@@ -28,6 +28,7 @@ enum ub__ctx_kind { UB_CTX_LOOP = 1, UB_CTX_UDP, UB_CTX_SHM, UB_CTX_MULTI };
 #define UB_API_DRIVER_LEASE_NS 500000
 #define UB_API_UDP_BASE_RTT_NS 50000 /* unloaded RTT over kernel UDP (congestion control) */
 #define UB_API_PACER_BURST     65536 /* a real device's pacing burst (ub__pds_cfg.pacer_burst) */
+#define UB_API_PACER_BURST_NS  20000 /* ... or this long at the rate (pacer_burst_ns) */
 #define UB_API_ZC_MIN          2048  /* request payloads attached, not copied, from this size */
 
 /*

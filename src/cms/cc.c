@@ -14,6 +14,7 @@ void ub__pacer_init(struct ub__pacer *p, uint64_t rate, uint64_t burst)
 {
     p->rate = rate;
     p->burst = burst;
+    p->burst_ns = 0;
     p->tat = 0;
     p->frac = 0;
 }
@@ -34,7 +35,7 @@ uint64_t ub__pacer_next_send_time(const struct ub__pacer *p, uint64_t bytes, uin
     if (p->rate == 0)
         return now;
     uint64_t cost = ub__sat_add(ub__muldiv(bytes, UB_NS_PER_S, 1), p->frac) / p->rate;
-    uint64_t tau = ub__muldiv(p->burst, UB_NS_PER_S, p->rate);
+    uint64_t tau = ub__max64(ub__muldiv(p->burst, UB_NS_PER_S, p->rate), p->burst_ns);
     uint64_t allowance = ub__max64(tau, cost);
     uint64_t t = ub__sat_sub(ub__sat_add(p->tat, cost), allowance);
     return ub__max64(t, now);
@@ -108,6 +109,7 @@ int ub__cc_init(struct ub__cc *cc, const struct ub__cc_algo *algo,
     cc->credit = (int64_t)(cc->p.init_credit ? cc->p.init_credit : maxwnd);
     algo->init(cc);
     ub__pacer_init(&cc->pacer, cc->rate, cc->p.pacer_burst);
+    cc->pacer.burst_ns = cc->p.pacer_burst_ns;
     return 0;
 }
 

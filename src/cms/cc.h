@@ -30,15 +30,17 @@ struct ub__ext;
 /* ---- pacer ---------------------------------------------------------------- */
 /*
  * A GCRA token bucket: packets leave at `rate` bytes/s with at most `burst`
- * bytes ahead of schedule at any instant (always at least one packet). The
- * schedule is exact over any run length (the sub-nanosecond remainder is
- * carried, never rounded away). Rate 0 means unpaced.
+ * bytes, or `burst_ns` worth of the rate if that is more, ahead of schedule at
+ * any instant (always at least one packet). The schedule is exact over any run
+ * length (the sub-nanosecond remainder is carried, never rounded away). Rate 0
+ * means unpaced.
  */
 struct ub__pacer {
-    uint64_t rate;  /* bytes/s, 0 = unpaced */
-    uint64_t burst; /* bytes */
-    uint64_t tat;   /* theoretical arrival time of the next byte, ns */
-    uint64_t frac;  /* remainder of tat, in units of 1/rate ns (< rate) */
+    uint64_t rate;     /* bytes/s, 0 = unpaced */
+    uint64_t burst;    /* bytes */
+    uint64_t burst_ns; /* ... or this long at the rate, if more (ub__pacer_init: 0) */
+    uint64_t tat;      /* theoretical arrival time of the next byte, ns */
+    uint64_t frac;     /* remainder of tat, in units of 1/rate ns (< rate) */
 };
 
 void ub__pacer_init(struct ub__pacer *p, uint64_t rate, uint64_t burst);
@@ -70,6 +72,7 @@ struct ub__cc_params {
     uint64_t dcqcn_rai_bps;  /* 0 = 40 Mbit/s */
     uint64_t dcqcn_rhai_bps; /* 0 = 10 x rai */
     uint32_t pacer_burst;    /* bytes; 0 = one mtu */
+    uint64_t pacer_burst_ns; /* ... or this long at the current rate, if more; 0 = bytes only */
 };
 
 /* What one ACK says. PDS fills it from the ACK / ACK_CC and its send records. */

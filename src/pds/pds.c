@@ -118,6 +118,7 @@ int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct u
         .init_cwnd = pds->cfg.cc_init_cwnd,
         .trimming = pds->cfg.trimming,
         .pacer_burst = pds->cfg.pacer_burst,
+        .pacer_burst_ns = pds->cfg.pacer_burst_ns,
         .qa_gate = -1,
         .rccc = pds->rccc,
         .init_credit =

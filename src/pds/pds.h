@@ -86,6 +86,9 @@ struct ub__pds_cfg {
      * simulated fabric, exact timing). Hosts whose progress loop comes back every few us
      * need room for what accrued meanwhile, as Linux lets a TSO burst of up to 64 KiB go. */
     uint32_t pacer_burst;
+    /* ... or, if more, what the rate accrues in this long (0: bytes only). A loop that comes
+     * back every 10-20 us under load loses, at 100 Gbit/s, more than 64 KiB a round. */
+    uint64_t pacer_burst_ns;
     /*
      * Receiver credits (RCCC; docs/pds.md). Sender: cc_algo "rccc" (credits alone, 1.5 BDP
      * window) or "NAME+rccc" (e.g. "nscc+rccc": NAME's window AND the credit). Target: always

@@ -520,6 +520,16 @@ static void test_pacer(void **state)
                                      101000, 102000, 103000, 104000};
     for (int i = 0; i < 8; i++)
         assert_int_equal(times[i], want[i]);
+    /* ... or 10 us at the rate, which is more: 10 packets at once, then paced */
+    ub__pacer_init(&pc, 1000000000ULL, 4000);
+    pc.burst_ns = 10000;
+    t = 100000;
+    for (int i = 0; i < 12; i++) {
+        uint64_t when = ub__pacer_next_send_time(&pc, 1000, t);
+        assert_int_equal(when, i < 10 ? 100000 : 100000 + 1000 * (uint64_t)(i - 9));
+        ub__pacer_on_send(&pc, 1000, when);
+        t = when;
+    }
     /* unpaced */
     ub__pacer_init(&pc, 0, 0);
     assert_int_equal(ub__pacer_next_send_time(&pc, 9000, 77), 77);

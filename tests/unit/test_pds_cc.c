@@ -339,18 +339,20 @@ static void test_pacing_exact(void **state)
 
 /*
  * A paced sender whose owner comes back only every `gap` ns (a host's progress loop, not an
- * event-driven fabric) at 1 B/ns with the given pacer burst: the packets it hands out in each
- * of `rounds` rounds after the first, whose count (the burst after an idle pacer) is not kept.
+ * event-driven fabric) at `bpns` B/ns with the given pacer burst (bytes, and time at the
+ * rate): the packets it hands out in each of `rounds` rounds after the first, whose count (the
+ * burst after an idle pacer) is not kept.
  */
-static void paced_rounds(uint32_t burst, uint64_t gap, uint32_t rounds, uint32_t *per_round,
-                         uint32_t *size)
+static void paced_rounds(uint64_t bpns, uint32_t burst, uint64_t burst_ns, uint64_t gap,
+                         uint32_t rounds, uint32_t *per_round, uint32_t *size)
 {
     struct ub__loopnet_cfg nc;
     struct ub__engine_cfg ec;
     cfg_default(&nc, &ec, 16);
     ec.pds.cc_algo = "dcqcn";
-    ec.pds.link_bps = 8000000000ull; /* 1 B/ns */
+    ec.pds.link_bps = 8000000000ull * bpns;
     ec.pds.pacer_burst = burst;
+    ec.pds.pacer_burst_ns = burst_ns;
     ec.pds.window = 1024;
     static struct run r;
     run_init(&r, &nc, &ec);
@@ -358,9 +360,9 @@ static void paced_rounds(uint32_t burst, uint64_t gap, uint32_t rounds, uint32_t
     assert_true(ub__testbed_run(&r.tb, UB_NS_PER_S, 1000000));
     offer(&r, 1000, UB_PDS_RUD);
     struct ub__engine *e = &r.tb.nodes[0].eng;
+    struct ub__pkt *out[1024];
     uint64_t t = r.tb.now;
     for (uint32_t k = 0; k <= rounds; k++, t += gap) {
-        struct ub__pkt *out[1024];
         ub__engine_expire(e, t); /* the pacer's release timer */
         uint32_t n = ub__pds_pull(e->pds, out, 1024, t);
         for (uint32_t i = 0; i < n; i++)
@@ -384,8 +386,8 @@ static void test_pacing_burst(void **state)
     (void)state;
     uint64_t gap = 20 * UB_NS_PER_US;
     uint32_t one[4], wide[4], size;
-    paced_rounds(0, gap, 4, one, &size);
-    paced_rounds(65536, gap, 4, wide, &size);
+    paced_rounds(1, 0, 0, gap, 4, one, &size);
+    paced_rounds(1, 65536, 0, gap, 4, wide, &size);
     printf("  pacing at 1 B/ns, a round every 20 us, packets of %u B: %u %u %u %u a round with "
            "a 4 KiB burst, %u %u %u %u with 64 KiB\n",
            size, one[0], one[1], one[2], one[3], wide[0], wide[1], wide[2], wide[3]);
@@ -393,6 +395,29 @@ static void test_pacing_burst(void **state)
     for (int k = 0; k < 4; k++) {
         assert_true(one[k] <= 4096 / size + 1);
         assert_true(wide[k] + 1 >= accrued && wide[k] <= accrued + 1);
+    }
+}
+
+/*
+ * At 8 B/ns (64 Gbit/s) a round every 10 us accrues 80 KB: a burst of 32 KiB lets 40 % of it
+ * go, as 64 KiB did for DCQCN and C-AQM at 100 Gbit/s over loopback (1 MiB WRITEs at 4.1
+ * GB/s where NSCC, unpaced, ran 6.6). A burst of 10 us at the rate, the byte floor
+ * unchanged, lets all of it go. (Two rounds: a PDC keeps at most 1024 packets in flight.)
+ */
+static void test_pacing_burst_time(void **state)
+{
+    (void)state;
+    uint64_t gap = 10 * UB_NS_PER_US;
+    uint32_t bytes[2], timed[2], size;
+    paced_rounds(8, 32768, 0, gap, 2, bytes, &size);
+    paced_rounds(8, 32768, gap, gap, 2, timed, &size);
+    printf("  pacing at 8 B/ns, a round every 10 us, packets of %u B: %u %u a round with a "
+           "32 KiB burst, %u %u with 10 us\n",
+           size, bytes[0], bytes[1], timed[0], timed[1]);
+    uint32_t accrued = (uint32_t)(8 * gap) / size;
+    for (int k = 0; k < 2; k++) {
+        assert_true(bytes[k] <= 32768 / size + 1);
+        assert_true(timed[k] + 1 >= accrued && timed[k] <= accrued + 1);
     }
 }
 
@@ -935,12 +960,19 @@ static void test_dest_fc_penalty(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_window_follows_cc), cmocka_unit_test(test_ecn_md_once_per_rtt),
-        cmocka_unit_test(test_ecn_echo),          cmocka_unit_test(test_pacing_exact),
-        cmocka_unit_test(test_pacing_burst),      cmocka_unit_test(test_lb_steers_away),
-        cmocka_unit_test(test_determinism),       cmocka_unit_test(test_trimmed_nacked),
-        cmocka_unit_test(test_shared_context),    cmocka_unit_test(test_caqm_echo),
-        cmocka_unit_test(test_dest_fc_penalty),   cmocka_unit_test(test_spurious_rto_undone),
+        cmocka_unit_test(test_window_follows_cc),
+        cmocka_unit_test(test_ecn_md_once_per_rtt),
+        cmocka_unit_test(test_ecn_echo),
+        cmocka_unit_test(test_pacing_exact),
+        cmocka_unit_test(test_pacing_burst),
+        cmocka_unit_test(test_pacing_burst_time),
+        cmocka_unit_test(test_lb_steers_away),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_trimmed_nacked),
+        cmocka_unit_test(test_shared_context),
+        cmocka_unit_test(test_caqm_echo),
+        cmocka_unit_test(test_dest_fc_penalty),
+        cmocka_unit_test(test_spurious_rto_undone),
         cmocka_unit_test(test_rto_learns_stalls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
