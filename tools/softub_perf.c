@@ -458,6 +458,11 @@ static void print_transport(const struct ub_context_stats *st)
     printf(" # packets sent %" PRIu64 ", received %" PRIu64 ", retransmitted %" PRIu64
            ", dropped by the receive socket %" PRIu64 "\n",
            st->tx_pkts, st->rx_pkts, st->retransmits, st->dev_rx_drops);
+    printf(" # retransmitted after RTOs %" PRIu64 " (RTOs %" PRIu64 ", %" PRIu64
+           " of them spurious), fast %" PRIu64 ", on NACKs %" PRIu64 ", as probes %" PRIu64
+           "; CE marks received %" PRIu64 ", echoed to us %" PRIu64 "\n",
+           st->retx_rto, st->rto_fired, st->rto_undone, st->retx_fast, st->retx_nack,
+           st->retx_probe, st->rx_ce, st->acks_ecn_rx);
 }
 
 static int server(struct opts *o)
@@ -701,8 +706,12 @@ static int client(struct opts *o)
     if (o->json) {
         jappend(&js,
                 "],\"transport\":{\"tx_pkts\":%" PRIu64 ",\"rx_pkts\":%" PRIu64
-                ",\"retransmits\":%" PRIu64 ",\"rx_drops\":%" PRIu64 "}}\n",
-                st.tx_pkts, st.rx_pkts, st.retransmits, st.dev_rx_drops);
+                ",\"retransmits\":%" PRIu64 ",\"rx_drops\":%" PRIu64 ",\"retx_rto\":%" PRIu64
+                ",\"retx_fast\":%" PRIu64 ",\"retx_nack\":%" PRIu64 ",\"retx_probe\":%" PRIu64
+                ",\"rto_fired\":%" PRIu64 ",\"rto_undone\":%" PRIu64 ",\"rx_ce\":%" PRIu64
+                ",\"acks_ecn_rx\":%" PRIu64 "}}\n",
+                st.tx_pkts, st.rx_pkts, st.retransmits, st.dev_rx_drops, st.retx_rto, st.retx_fast,
+                st.retx_nack, st.retx_probe, st.rto_fired, st.rto_undone, st.rx_ce, st.acks_ecn_rx);
         if (js.buf)
             fputs(js.buf, stdout);
     } else {

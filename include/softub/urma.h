@@ -142,6 +142,14 @@ struct ub_context_stats {
      * single copies executed, bytes moved, refused, failed at run time. */
     uint64_t cma_reqs, cma_fallbacks;
     uint64_t cma_done, cma_bytes, cma_refused, cma_errors;
+    /* Why the transport retransmitted (`retransmits` is their sum): after an RTO, fast
+     * (SACK and out-of-order evidence), on a NACK, as a tail-loss probe. RTOs fired, and
+     * those the originals' late acknowledgements showed spurious (the peer was slow). */
+    uint64_t retx_rto, retx_fast, retx_nack, retx_probe;
+    uint64_t rto_fired, rto_undone;
+    /* Congestion signals: data packets that arrived CE-marked (this side as target), ACKs
+     * that echoed a mark back (this side as initiator). */
+    uint64_t rx_ce, acks_ecn_rx;
 };
 int ub_context_stats(ub_context *ctx, struct ub_context_stats *out);
 

@@ -486,6 +486,14 @@ UB_EXPORT int ub_context_stats(ub_context *ctx, struct ub_context_stats *out)
     if (ctx->eng.pds) {
         const struct ub__pds_stats *ps = ub__pds_stats(ctx->eng.pds);
         out->retransmits = ps->retx_pkts;
+        out->retx_rto = ps->retx_rto;
+        out->retx_fast = ps->retx_fast;
+        out->retx_nack = ps->retx_nack;
+        out->retx_probe = ps->retx_probe;
+        out->rto_fired = ps->rto_fired;
+        out->rto_undone = ps->rto_undone;
+        out->rx_ce = ps->rx_ce;
+        out->acks_ecn_rx = ps->acks_ecn_rx;
         out->peers_failed = ps->pdc_failed;
         out->rx_malformed += ps->rx_malformed;
     }

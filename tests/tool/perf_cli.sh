@@ -63,10 +63,13 @@ run() {
             if (NF != c) { n++; next }
             for (i = 1; i <= NF; i++) if ($i !~ /^[0-9]+(\.[0-9]+)?$/) { n++; next } }
           END { print n + 0 }' "$WORK/$name.out")
-    # The transport footer of each side: what it sent, received and repaired (both sent).
+    # The transport footer of each side: what it sent, received and repaired (both sent), and
+    # why it repaired and which congestion marks it saw.
     local foot re='^ # packets sent [1-9][0-9]*, received [1-9][0-9]*, retransmitted [0-9]+, dropped by the receive socket [0-9]+$'
+    local re2='^ # retransmitted after RTOs [0-9]+ \(RTOs [0-9]+, [0-9]+ of them spurious\), fast [0-9]+, on NACKs [0-9]+, as probes [0-9]+; CE marks received [0-9]+, echoed to us [0-9]+$'
     foot=$(($(grep -cE "$re" "$WORK/$name.out") + $(grep -cE "$re" "$WORK/$name.srv")))
-    if [ "$rc" != 0 ] || [ "$lines" -lt 1 ] || [ "$bad" != 0 ] || [ "$foot" != 2 ]; then
+    foot=$((foot + $(grep -cE "$re2" "$WORK/$name.out") + $(grep -cE "$re2" "$WORK/$name.srv")))
+    if [ "$rc" != 0 ] || [ "$lines" -lt 1 ] || [ "$bad" != 0 ] || [ "$foot" != 4 ]; then
         echo "FAIL $name (rc $rc, $lines result lines, $bad malformed, $foot footers)"
         sed 's/^/  out: /' "$WORK/$name.out"
         sed 's/^/  err: /' "$WORK/$name.err" "$WORK/$name.srv"
@@ -98,7 +101,7 @@ if start_server "$WORK/json.srv" atomic_lat; then
 fi
 wait "$SRV" || true
 SRV=""
-if printf '%s' "$json" | grep -q '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\],"transport":{"tx_pkts":[1-9][0-9]*,"rx_pkts":[0-9]*,"retransmits":[0-9]*,"rx_drops":[0-9]*}}$'; then
+if printf '%s' "$json" | grep -q '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\],"transport":{"tx_pkts":[1-9][0-9]*,"rx_pkts":[0-9]*,"retransmits":[0-9]*,"rx_drops":[0-9]*,"retx_rto":[0-9]*,"retx_fast":[0-9]*,"retx_nack":[0-9]*,"retx_probe":[0-9]*,"rto_fired":[0-9]*,"rto_undone":[0-9]*,"rx_ce":[0-9]*,"acks_ecn_rx":[0-9]*}}$'; then
     echo "ok   json"
 else
     echo "FAIL json: $json"

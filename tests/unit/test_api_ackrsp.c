@@ -139,6 +139,32 @@ static void test_ackrsp_lost(void **state)
     assert_int_equal(DIP(retx_pkts), 1);
     assert_int_equal(DIP(acks_rsp_rx), 1);
     assert_int_equal(DI(rx_stale_rsp), 0);
+    /* The application sees the repair and why: one tail-loss probe, no RTO. */
+    struct ub_context_stats st;
+    assert_int_equal(ub_context_stats(T.ctx[0], &st), 0);
+    assert_int_equal(st.retransmits, 1);
+    assert_int_equal(st.retx_probe, 1);
+    assert_int_equal(st.retx_rto + st.retx_fast + st.retx_nack, 0);
+    assert_int_equal(st.rto_fired, 0);
+    pw_teardown();
+}
+
+/* The request arrives CE-marked: its own ACK echoes the mark, and both sides' public counters
+ * say so (the target received one mark, the initiator had one echoed). */
+static void test_ackrsp_ce(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    tnet_impair(&T, 0, 1, UB_IMPAIR_CE_NTH, 0, 0);
+    post_writes(1, 5);
+    collect_ok(1);
+    struct ub_context_stats si, st;
+    assert_int_equal(ub_context_stats(T.ctx[0], &si), 0);
+    assert_int_equal(ub_context_stats(T.ctx[1], &st), 0);
+    assert_int_equal(st.rx_ce, 1);
+    assert_int_equal(si.acks_ecn_rx, 1);
+    assert_int_equal(si.rx_ce + st.acks_ecn_rx, 0);
+    assert_int_equal(si.retransmits, 0);
     pw_teardown();
 }
 
@@ -372,12 +398,19 @@ static void test_ackrsp_packed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ackrsp_clean),      cmocka_unit_test(test_ackrsp_lost),
-        cmocka_unit_test(test_ackrsp_covered),    cmocka_unit_test(test_ackrsp_lossy),
-        cmocka_unit_test(test_ackrsp_dup),        cmocka_unit_test(test_ackrsp_reorder),
-        cmocka_unit_test(test_ackrsp_atomic),     cmocka_unit_test(test_ackrsp_read),
-        cmocka_unit_test(test_ackrsp_old_target), cmocka_unit_test(test_ackrsp_old_initiator),
-        cmocka_unit_test(test_ackrsp_busy),       cmocka_unit_test(test_ackrsp_packed),
+        cmocka_unit_test(test_ackrsp_clean),
+        cmocka_unit_test(test_ackrsp_lost),
+        cmocka_unit_test(test_ackrsp_ce),
+        cmocka_unit_test(test_ackrsp_covered),
+        cmocka_unit_test(test_ackrsp_lossy),
+        cmocka_unit_test(test_ackrsp_dup),
+        cmocka_unit_test(test_ackrsp_reorder),
+        cmocka_unit_test(test_ackrsp_atomic),
+        cmocka_unit_test(test_ackrsp_read),
+        cmocka_unit_test(test_ackrsp_old_target),
+        cmocka_unit_test(test_ackrsp_old_initiator),
+        cmocka_unit_test(test_ackrsp_busy),
+        cmocka_unit_test(test_ackrsp_packed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
