@@ -132,7 +132,4 @@ const char *perf_test_name(enum perf_test t);
 int perf_test_parse(const char *s);
 uint64_t perf_now_ns(void);
 
-/* ---- perf_knobs.c: what the public attributes do not carry yet ---- */
-int perf_set_cc_lb(ub_context *ctx, const char *cc, const char *lb);
-
 #endif

@@ -72,11 +72,13 @@ int perf_setup(struct perf_ep *e)
     memset(&ca, 0, sizeof(ca));
     ca.progress = c->event ? UB_PROGRESS_AUTO : UB_PROGRESS_MANUAL;
     ca.mtu = c->mtu;
+    ca.cc = c->cc[0] ? c->cc : NULL;
+    ca.lb = c->lb[0] ? c->lb : NULL;
     int rc = ub_context_open(uri, &ca, &e->ctx);
+    if (rc == UB_EINVAL && (ca.cc || ca.lb))
+        return fail("congestion control / load balancer", rc);
     if (rc)
         return fail(uri, rc);
-    if ((c->cc[0] || c->lb[0]) && (rc = perf_set_cc_lb(e->ctx, c->cc, c->lb)) != 0)
-        return fail("congestion control / load balancer", rc);
     size_t top = c->sweep ? c->max_size : c->size;
     if (top < 8)
         top = 8;

@@ -92,6 +92,17 @@ struct ub_context_attr {
      * bytes; UB_PACK_OFF: one packet per request. SOFTUB_PACK=0 turns it off process-wide.
      */
     uint32_t pack_max;
+    /*
+     * Congestion control and load balancing of the context's transport (docs/algorithms.md),
+     * by name; NULL: the transport's defaults ("nscc", "reps"). cc: "none" (the fixed packet
+     * window alone), "nscc", "dcqcn", "caqm", "rccc" (receiver credits alone), or
+     * "NAME+rccc" (NAME's window gated by receiver credits). lb: "single", "oblivious",
+     * "random", "reps", "bitmap" (at most 256 paths). ROD's PDCs always use one path.
+     * ub_context_open fails with UB_EINVAL for a name it does not know. The strings are
+     * copied: they need not outlive the open.
+     */
+    const char *cc;
+    const char *lb;
 };
 #define UB_CMA_OFF  0xffffffffu
 #define UB_PACK_OFF 0xffffffffu

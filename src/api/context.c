@@ -105,6 +105,19 @@ static void failure_bound(const struct ub_context_attr *a, struct ub__pds_cfg *p
     pc->idle_close_ns = 100 * UB_NS_PER_MS > rto_max ? 100 * UB_NS_PER_MS : rto_max;
 }
 
+/* Copies an algorithm's name into buf (c.attr then points at it); UB_EINVAL if too long. */
+static int algo_name(const char **name, char *buf, size_t cap)
+{
+    if (!*name)
+        return 0;
+    size_t n = strnlen(*name, cap);
+    if (n == cap)
+        return UB_EINVAL;
+    memcpy(buf, *name, n + 1);
+    *name = buf;
+    return 0;
+}
+
 /* Everything after the device is open: engine, tables, SES. Frees x and dev on failure. */
 static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint64_t seed_salt)
 {
@@ -117,6 +130,11 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
     uint32_t dpaths = ub__dev_num_paths(ctx->dev);
     ec.num_paths = attr->num_paths && attr->num_paths < dpaths ? attr->num_paths : dpaths;
     failure_bound(attr, &ec.pds);
+    if (algo_name(&ctx->attr.cc, x->cc_name, sizeof(x->cc_name)) ||
+        algo_name(&ctx->attr.lb, x->lb_name, sizeof(x->lb_name)))
+        return UB_EINVAL;
+    ec.pds.cc_algo = ctx->attr.cc; /* NULL: the transport's default */
+    ec.pds.lb_algo = ctx->attr.lb;
     /* Two kernel UDP stacks are in every round trip: tens of microseconds, not a NIC's 12,
      * and congestion control's window (1.5 x rate x base RTT) must cover them. */
     if (x->kind == UB_CTX_UDP || x->kind == UB_CTX_MULTI)

@@ -92,6 +92,7 @@ static inline void ub__lock_release(struct ub__lock *l)
 
 struct ub__ctx {
     struct ub_context c; /* first: (ub_context *) and (struct ub__ctx *) are the same address */
+    char cc_name[32], lb_name[16]; /* ub_context_attr.cc and .lb, copied (c.attr points here) */
     struct ub__lock lock;
     struct ub__clock clock;
     enum ub__ctx_kind kind;

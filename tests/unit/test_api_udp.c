@@ -117,6 +117,52 @@ static void blast(struct node *a, struct node *b, const struct peer *p)
     assert_memory_equal(b->mem, a->mem, 1u << 20);
 }
 
+/*
+ * Congestion control and load balancing by name (ub_context_attr.cc, .lb): unknown or
+ * overlong names refuse the open; known ones reach every PDC (here DCQCN and the bitmap
+ * balancer, named from a buffer overwritten after the open: the context keeps a copy), and
+ * traffic runs over them.
+ */
+static void test_cc_lb_attrs(void **state)
+{
+    (void)state;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    ub_context *c;
+    ca.cc = "cubic";
+    assert_int_equal(ub_context_open(URI, &ca, &c), UB_EINVAL);
+    ca.cc = "dcqcn+rccc+rccc";
+    assert_int_equal(ub_context_open(URI, &ca, &c), UB_EINVAL);
+    ca.cc = "an-algorithm-name-longer-than-any";
+    assert_int_equal(ub_context_open(URI, &ca, &c), UB_EINVAL);
+    ca.cc = NULL;
+    ca.lb = "ecmp";
+    assert_int_equal(ub_context_open(URI, &ca, &c), UB_EINVAL);
+
+    char cc[16] = "dcqcn", lb[16] = "bitmap";
+    ca.cc = cc;
+    ca.lb = lb;
+    struct node a, b;
+    assert_int_equal(node_open(&a, URI, &ca), 0);
+    assert_int_equal(node_open(&b, URI, &ca), 0);
+    memset(cc, 'x', sizeof(cc) - 1);
+    memset(lb, 'x', sizeof(lb) - 1);
+    assert_string_equal(a.ctx->attr.cc, "dcqcn");
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    blast(&a, &b, &p);
+    bool collision;
+    const struct ub__pds_ipdc *ipdc =
+        ub__pds_ipdc_find(a.ctx->eng.pds, &b.ctx->addr, UB_PDS_RUD, &collision);
+    assert_non_null(ipdc);
+    assert_non_null(ipdc->ccx);
+    assert_ptr_equal(ipdc->ccx->cc.algo, &ub__cc_dcqcn);
+    assert_ptr_equal(ipdc->lb.algo, &ub__lb_bitmap);
+    node_close(&a);
+    node_close(&b);
+}
+
 /* The UDP port of ctx's path 0, from its address string. */
 static uint16_t ctx_port(ub_context *ctx)
 {
@@ -328,11 +374,11 @@ static void test_across_processes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_op),         cmocka_unit_test(test_ipv6),
-        cmocka_unit_test(test_bad_uris),         cmocka_unit_test(test_malformed_foreign),
-        cmocka_unit_test(test_tiny_rcvbuf),      cmocka_unit_test(test_zero_copy),
-        cmocka_unit_test(test_across_processes), cmocka_unit_test(test_peer_killed),
-        cmocka_unit_test(test_peer_restarted),
+        cmocka_unit_test(test_every_op),          cmocka_unit_test(test_ipv6),
+        cmocka_unit_test(test_bad_uris),          cmocka_unit_test(test_cc_lb_attrs),
+        cmocka_unit_test(test_malformed_foreign), cmocka_unit_test(test_tiny_rcvbuf),
+        cmocka_unit_test(test_zero_copy),         cmocka_unit_test(test_across_processes),
+        cmocka_unit_test(test_peer_killed),       cmocka_unit_test(test_peer_restarted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
