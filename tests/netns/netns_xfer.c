@@ -416,8 +416,11 @@ static void *sender(void *arg)
                 x->fail_seen_ns = now;
                 x->tx_pds_at_fail = *ub__pds_stats(e->pds);
             }
-            /* At most a window ahead, so first_tx is (nearly) the first transmission. */
-            while (next < x->o.packets && next - x->nacked - x->nfailed < X_OFFER &&
+            /* At most a window ahead, so first_tx is (nearly) the first transmission. Nothing
+             * new while the failure command runs (tens of ms): on a fast host the rest of the
+             * transfer could otherwise finish before the failure takes effect. */
+            while (atomic_load(&x->fail_state) != 1 && next < x->o.packets &&
+                   next - x->nacked - x->nfailed < X_OFFER &&
                    send_one(x, e, &bc.local, next, now) == 0)
                 x->first_tx[next++] = now;
             ub__drive_once(e, dev, now, &x->tx_drive);
