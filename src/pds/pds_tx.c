@@ -89,12 +89,18 @@ static void ccx_detach(struct ub__pds_ipdc *c)
  * always go when nothing is in flight, so a window below one packet cannot deadlock) and the
  * pacer. When only the pacer holds it back, the context's timer is armed for the moment it
  * allows, so output resumes on time and the engine's next deadline says when.
+ *
+ * An RTO's lone repair goes whatever the window, as TCP's retransmission after an RTO does:
+ * the RTO has just taken every byte in flight off the window (NSCC: down to one MTU) while
+ * the packets not resent still count as in flight, so the repair would otherwise wait for
+ * the next, backed-off RTO.
  */
-static bool ccx_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
+static bool ccx_allows(struct ub__pds_ipdc *c, uint64_t bytes, bool lone, uint64_t now)
 {
     struct ub__pds_ccx *x = c->ccx;
+    uint64_t inflight = lone ? 0 : x->inflight;
     ub__cc_on_tick(&x->cc, now); /* lazy rate timers (DCQCN): exact whenever called */
-    if (ub__cc_can_send(&x->cc, x->inflight, bytes, now))
+    if (ub__cc_can_send(&x->cc, inflight, bytes, now))
         return true;
     uint64_t at = ub__cc_next_send_time(&x->cc, bytes, now);
     if (at > now) {
@@ -111,16 +117,22 @@ static bool ccx_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
         c->pds->st.cc_blocked++;
         return false;
     }
-    if (x->inflight == 0)
+    if (inflight == 0)
         return true;
     c->pds->st.cc_blocked++;
     return false;
 }
 
 /* Without a congestion context (a lossless peer, cc "none") only the PDC's window counts. */
-static inline bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t now)
+static inline bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, bool lone, uint64_t now)
 {
-    return !c->ccx || ccx_allows(c, bytes, now);
+    return !c->ccx || ccx_allows(c, bytes, lone, now);
+}
+
+/* Whether the repair of psn is the lone one an RTO asked for (pds_loss.c lone_repair). */
+static inline bool lone_at(const struct ub__pds_ipdc *c, uint32_t psn)
+{
+    return c->lone_go && c->lone_psn == psn;
 }
 
 static uint16_t alloc_id(struct ub__pds *pds)
@@ -157,7 +169,7 @@ static void start_fresh(struct ub__pds_ipdc *c)
     c->any_acked = false;
     c->retries = 0;
     c->probed = false;
-    c->undo_armed = c->undo_seen = c->undo_quiet = c->frto = false;
+    c->undo_armed = c->undo_seen = c->undo_quiet = c->frto = c->lone_go = false;
     c->gbn_win = pds->cfg.window;
     memset(c->slots, 0, (c->wmask + 1) * sizeof(*c->slots));
 }
@@ -377,7 +389,7 @@ bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now)
         uint32_t psn;
         if (!next_lost(c, repair_end(c), &psn))
             return false;
-        return cc_allows(c, ub__pkt_wire_len(slot_of(c, psn)->pkt), now);
+        return cc_allows(c, ub__pkt_wire_len(slot_of(c, psn)->pkt), lone_at(c, psn), now);
     }
     if (!c->qlen || c->state == IPDC_CLOSING)
         return false;
@@ -387,7 +399,7 @@ bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now)
     /* Before the target answers, a SYN's 12-bit offset bounds how far we may run ahead. */
     if (c->state == IPDC_SYN && c->nxt - c->start_psn >= UB_PDS_SYN_SPAN)
         return false;
-    return cc_allows(c, ub__pkt_wire_len(c->q_head) + req_header_size(c->mode), now);
+    return cc_allows(c, ub__pkt_wire_len(c->q_head) + req_header_size(c->mode), false, now);
 }
 
 /* The PDS header of a data packet, as it goes out this time, written at b. */
@@ -528,11 +540,14 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
     uint32_t psn;
     while (n < max && next_lost(c, end, &psn)) {
         struct ub__pds_slot *s = slot_of(c, psn);
-        if (!cc_allows(c, ub__pkt_wire_len(s->pkt), now))
+        bool lone = lone_at(c, psn);
+        if (!cc_allows(c, ub__pkt_wire_len(s->pkt), lone, now))
             break;
         struct ub__pkt *p = transmit(c, psn, true, now);
         if (!p)
             break;
+        if (lone)
+            c->lone_go = false;
         s->state = SLOT_INFLIGHT;
         c->nlost--;
         path_link(c, psn);

@@ -419,6 +419,69 @@ static void test_rto_verdict(void **state)
     }
 }
 
+/* A SEND of `bytes` zeros behind its SES standard header. */
+static void send_big(struct rig *a, const struct rig *b, uint64_t cookie, uint32_t bytes,
+                     uint64_t now)
+{
+    struct ub__pkt *p = ub__pkt_alloc(&a->pool);
+    assert_non_null(p);
+    struct ub__ses_std h = {
+        .opcode = UB_SES_OP_SEND, .flags = UB_SES_F_SOM | UB_SES_F_EOM, .request_length = bytes};
+    struct ub__wcur w;
+    ub__wcur_init(&w, ub__pkt_put(p, UB_SES_STD_SIZE), UB_SES_STD_SIZE);
+    assert_int_equal(ub__ses_std_encode(&h, &w), 0);
+    memset(ub__pkt_put(p, bytes), 0, bytes);
+    struct ub__pds_tx tx;
+    memset(&tx, 0, sizeof(tx));
+    tx.dst = &b->addr;
+    tx.mode = UB_PDS_RUD;
+    tx.ses_kind = UB_PDS_NH_REQ_STD;
+    tx.cookie = cookie;
+    assert_int_equal(ub__pds_send(a->pds, &tx, p, now), 0);
+}
+
+/*
+ * The RTO's lone repair with a full congestion window: NSCC takes every byte in flight off the
+ * window at the RTO (down to one MTU) while the seven packets not resent still count as in
+ * flight. The repair goes all the same, at the RTO, as TCP's retransmission after an RTO
+ * does; the target's ACK of the copy alone says the rest were lost, and the whole window is
+ * repaired before the second RTO would have been due (before: nothing went at the first RTO,
+ * the repair waited 2 ms for the second).
+ */
+static void test_rto_full_window(void **state)
+{
+    (void)state;
+    struct rig a, b;
+    struct ub__pds_cfg cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.link_bps = 100000000000ull;
+    cfg.base_rtt_ns = 10 * US;
+    cfg.cc_init_cwnd = 8 * 3200; /* exactly eight packets of 3000 payload bytes */
+    rig_open_cfg(&a, 1, &cfg);
+    rig_open(&b, 2);
+    for (uint64_t k = 0; k < 8; k++)
+        send_big(&a, &b, 10 + k, 3000, 0);
+    assert_int_equal(carry(&a, NULL, 0), 8); /* all lost */
+    const struct ub__pds_stats *st = ub__pds_stats(a.pds);
+    uint64_t t = ub__timers_next(&a.timers); /* no RTT sample: no probe, the first RTO */
+    ub__timers_expire(&a.timers, t);
+    assert_int_equal(st->rto_fired, 1);
+    assert_int_equal(carry(&a, &b, t), 1); /* the lone repair, at the RTO */
+    assert_int_equal(st->retx_rto, 1);
+    uint64_t now = t;
+    for (int round = 0; round < 64 && a.acked < 8; round++) {
+        now += 10 * US;
+        carry(&b, &a, now);
+        carry(&a, &b, now);
+    }
+    assert_int_equal(a.acked, 8);
+    assert_int_equal(st->rto_fired, 1);
+    assert_int_equal(st->retx_pkts, 8);
+    assert_true(now < 3 * t);
+    rig_close(&a);
+    rig_close(&b);
+}
+
 /*
  * Go-back-N's tail-loss probe is a lone repair too: the target drops what follows a lost
  * packet, so the next ACK decides. Late originals (their ACKs arrive): nothing more goes;
@@ -461,7 +524,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timer_due_after_idle), cmocka_unit_test(test_probe_during_stall),
         cmocka_unit_test(test_reorder_in_batch),     cmocka_unit_test(test_rto_verdict),
-        cmocka_unit_test(test_probe_verdict_rod),
+        cmocka_unit_test(test_probe_verdict_rod),    cmocka_unit_test(test_rto_full_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
