@@ -157,10 +157,9 @@ struct ub__pds_ipdc {
      * (RFC 5682). */
     bool frto;
     uint32_t frto_nxt;
-    /* The packet resend_oldest resent last; lone_go: an RTO's lone repair, which may go
-     * whatever the congestion window (pds_tx.c ccx_allows) until it has gone. */
+    /* An RTO's lone repair is due: the next repair to go may pass the congestion window
+     * (pds_tx.c ccx_allows). */
     bool lone_go;
-    uint32_t lone_psn;
     /* A stall, not a loss: the first ACK after the series' first RTO, provoked by an original
      * copy, proved it spurious. The silence it ended (since the last ACK before the RTO: the
      * peer off its CPU, typically) is what an RTO must outlast: rto_floor, at most

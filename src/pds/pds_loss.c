@@ -381,7 +381,6 @@ static void resend_oldest(struct ub__pds_ipdc *c, uint8_t why, uint64_t now)
         uint8_t st = slot_of(c, psn)->state;
         if (st == SLOT_INFLIGHT || st == SLOT_COVERED) {
             mark_lost(c, psn, why, now);
-            c->lone_psn = psn;
             return;
         }
     }
@@ -392,11 +391,12 @@ static void lone_repair(struct ub__pds_ipdc *c, uint8_t why, uint64_t now)
 {
     c->frto = true;
     c->frto_nxt = c->nxt;
-    c->lone_psn = c->nxt; /* none yet */
     resend_oldest(c, why, now);
-    /* An RTO's repair goes whatever the window (pds_tx.c ccx_allows); a probe's waits for it:
-     * probes past a full window, one per PTO, repaired a lossy burst packet by packet. */
-    c->lone_go = why == WHY_RTO && c->lone_psn != c->nxt;
+    /* After an RTO one repair goes whatever the window (pds_tx.c ccx_allows), the lowest one
+     * waiting (an earlier repair the window held back comes first); a probe's repair waits
+     * for the window: probes past a full window, one per PTO, repaired a lossy burst packet
+     * by packet. */
+    c->lone_go = why == WHY_RTO && c->nlost;
 }
 
 void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)

@@ -129,12 +129,6 @@ static inline bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, bool lone, 
     return !c->ccx || ccx_allows(c, bytes, lone, now);
 }
 
-/* Whether the repair of psn is the lone one an RTO asked for (pds_loss.c lone_repair). */
-static inline bool lone_at(const struct ub__pds_ipdc *c, uint32_t psn)
-{
-    return c->lone_go && c->lone_psn == psn;
-}
-
 static uint16_t alloc_id(struct ub__pds *pds)
 {
     for (;;) {
@@ -389,7 +383,7 @@ bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now)
         uint32_t psn;
         if (!next_lost(c, repair_end(c), &psn))
             return false;
-        return cc_allows(c, ub__pkt_wire_len(slot_of(c, psn)->pkt), lone_at(c, psn), now);
+        return cc_allows(c, ub__pkt_wire_len(slot_of(c, psn)->pkt), c->lone_go, now);
     }
     if (!c->qlen || c->state == IPDC_CLOSING)
         return false;
@@ -540,14 +534,12 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
     uint32_t psn;
     while (n < max && next_lost(c, end, &psn)) {
         struct ub__pds_slot *s = slot_of(c, psn);
-        bool lone = lone_at(c, psn);
-        if (!cc_allows(c, ub__pkt_wire_len(s->pkt), lone, now))
+        if (!cc_allows(c, ub__pkt_wire_len(s->pkt), c->lone_go, now))
             break;
         struct ub__pkt *p = transmit(c, psn, true, now);
         if (!p)
             break;
-        if (lone)
-            c->lone_go = false;
+        c->lone_go = false;
         s->state = SLOT_INFLIGHT;
         c->nlost--;
         path_link(c, psn);
