@@ -419,25 +419,17 @@ static void test_rto_verdict(void **state)
     }
 }
 
-/* A SEND of `bytes` zeros behind its SES standard header. */
+/* A SEND of `bytes` zeros. */
 static void send_big(struct rig *a, const struct rig *b, uint64_t cookie, uint32_t bytes,
                      uint64_t now)
 {
-    struct ub__pkt *p = ub__pkt_alloc(&a->pool);
-    assert_non_null(p);
-    struct ub__ses_std h = {
-        .opcode = UB_SES_OP_SEND, .flags = UB_SES_F_SOM | UB_SES_F_EOM, .request_length = bytes};
-    struct ub__wcur w;
-    ub__wcur_init(&w, ub__pkt_put(p, UB_SES_STD_SIZE), UB_SES_STD_SIZE);
-    assert_int_equal(ub__ses_std_encode(&h, &w), 0);
-    memset(ub__pkt_put(p, bytes), 0, bytes);
     struct ub__pds_tx tx;
     memset(&tx, 0, sizeof(tx));
     tx.dst = &b->addr;
     tx.mode = UB_PDS_RUD;
     tx.ses_kind = UB_PDS_NH_REQ_STD;
     tx.cookie = cookie;
-    assert_int_equal(ub__pds_send(a->pds, &tx, p, now), 0);
+    assert_int_equal(ub__pds_send(a->pds, &tx, t_send_pkt(&a->pool, bytes), now), 0);
 }
 
 /*
