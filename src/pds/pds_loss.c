@@ -217,6 +217,7 @@ static void learn_floor(struct ub__pds_ipdc *c, uint64_t silence)
 void ub__pds_frto_check(struct ub__pds_ipdc *c, bool orig, uint64_t now)
 {
     c->frto = false;
+    c->lone_go = false; /* spurious: no repair needed; lost: the flight leaves the window */
     if (orig || c->undo_seen)
         return;
     if (gbn(c)) { /* only a probe leaves go-back-N a verdict to wait for */
