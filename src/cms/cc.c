@@ -10,11 +10,11 @@
 #include "wire/ext.h"
 
 /* ---- pacer ---------------------------------------------------------------- */
-void ub__pacer_init(struct ub__pacer *p, uint64_t rate, uint64_t burst)
+void ub__pacer_init(struct ub__pacer *p, uint64_t rate, uint64_t burst, uint64_t burst_ns)
 {
     p->rate = rate;
     p->burst = burst;
-    p->burst_ns = 0;
+    p->burst_ns = burst_ns;
     p->tat = 0;
     p->frac = 0;
 }
@@ -108,8 +108,7 @@ int ub__cc_init(struct ub__cc *cc, const struct ub__cc_algo *algo,
     cc->credit_max = maxwnd;
     cc->credit = (int64_t)(cc->p.init_credit ? cc->p.init_credit : maxwnd);
     algo->init(cc);
-    ub__pacer_init(&cc->pacer, cc->rate, cc->p.pacer_burst);
-    cc->pacer.burst_ns = cc->p.pacer_burst_ns;
+    ub__pacer_init(&cc->pacer, cc->rate, cc->p.pacer_burst, cc->p.pacer_burst_ns);
     return 0;
 }
 

@@ -38,12 +38,12 @@ struct ub__ext;
 struct ub__pacer {
     uint64_t rate;     /* bytes/s, 0 = unpaced */
     uint64_t burst;    /* bytes */
-    uint64_t burst_ns; /* ... or this long at the rate, if more (ub__pacer_init: 0) */
+    uint64_t burst_ns; /* ... or this long at the rate, if more (0: bytes only) */
     uint64_t tat;      /* theoretical arrival time of the next byte, ns */
     uint64_t frac;     /* remainder of tat, in units of 1/rate ns (< rate) */
 };
 
-void ub__pacer_init(struct ub__pacer *p, uint64_t rate, uint64_t burst);
+void ub__pacer_init(struct ub__pacer *p, uint64_t rate, uint64_t burst, uint64_t burst_ns);
 /* Changes the rate from now on (the backlog already scheduled is kept). */
 void ub__pacer_set_rate(struct ub__pacer *p, uint64_t rate, uint64_t now);
 /* Earliest time >= now at which a packet of `bytes` may leave. */

@@ -490,7 +490,7 @@ static void test_pacer(void **state)
 {
     (void)state;
     struct ub__pacer pc;
-    ub__pacer_init(&pc, 1000000000ULL, 1000); /* 1 byte/ns, 1-packet burst */
+    ub__pacer_init(&pc, 1000000000ULL, 1000, 0); /* 1 byte/ns, 1-packet burst */
     uint64_t t = 5000;
     for (int i = 0; i < 10; i++) {
         uint64_t when = ub__pacer_next_send_time(&pc, 1000, t);
@@ -499,7 +499,7 @@ static void test_pacer(void **state)
         t = when; /* ask again right away */
     }
     /* a rate with a remainder: 3 bytes/ns, 1000-byte packets every 333.33 ns */
-    ub__pacer_init(&pc, 3000000000ULL, 1000);
+    ub__pacer_init(&pc, 3000000000ULL, 1000, 0);
     t = 0;
     for (int i = 0; i < 3000; i++) {
         uint64_t when = ub__pacer_next_send_time(&pc, 1000, t);
@@ -508,7 +508,7 @@ static void test_pacer(void **state)
         t = when;
     }
     /* burst allowance 4000 bytes: after idle, 4 packets at once, then paced */
-    ub__pacer_init(&pc, 1000000000ULL, 4000);
+    ub__pacer_init(&pc, 1000000000ULL, 4000, 0);
     uint64_t times[8];
     t = 100000;
     for (int i = 0; i < 8; i++) {
@@ -521,8 +521,7 @@ static void test_pacer(void **state)
     for (int i = 0; i < 8; i++)
         assert_int_equal(times[i], want[i]);
     /* ... or 10 us at the rate, which is more: 10 packets at once, then paced */
-    ub__pacer_init(&pc, 1000000000ULL, 4000);
-    pc.burst_ns = 10000;
+    ub__pacer_init(&pc, 1000000000ULL, 4000, 10000);
     t = 100000;
     for (int i = 0; i < 12; i++) {
         uint64_t when = ub__pacer_next_send_time(&pc, 1000, t);
@@ -531,7 +530,7 @@ static void test_pacer(void **state)
         t = when;
     }
     /* unpaced */
-    ub__pacer_init(&pc, 0, 0);
+    ub__pacer_init(&pc, 0, 0, 0);
     assert_int_equal(ub__pacer_next_send_time(&pc, 9000, 77), 77);
     /* through the cc: DCQCN at line rate paces 4096-byte packets 327.68 ns apart */
     struct ub__cc cc;
