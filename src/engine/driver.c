@@ -5,6 +5,11 @@ int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
 {
     struct ub__pkt *batch[UB_DRIVE_BATCH];
     int moved = 0;
+    if (ub__engine_rx_later(e)) { /* what a yield left: before anything newer */
+        moved = (int)ub__ring_count(&e->rx_later);
+        if (ub__engine_input_later(e, now))
+            return moved;
+    }
     for (;;) {
         int n = ub__dev_recv(dev, batch, UB_DRIVE_BATCH, &e->pool);
         if (n < 0) {
@@ -15,9 +20,9 @@ int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
         if (n == 0)
             break;
         st->rx_batches++;
-        ub__engine_input(e, batch, (uint32_t)n, now);
+        bool yielded = ub__engine_input(e, batch, (uint32_t)n, now);
         moved += n;
-        if (n < UB_DRIVE_BATCH)
+        if (yielded || n < UB_DRIVE_BATCH)
             break;
     }
     return moved;

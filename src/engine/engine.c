@@ -39,6 +39,9 @@ int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
     rc = ub__ring_init(&e->held, e->cfg.txq_cap);
     if (rc)
         goto fail_held;
+    rc = ub__ring_init(&e->rx_later, UB_ENGINE_YIELD_REST);
+    if (rc)
+        goto fail_later;
     e->cfg.pds.num_paths = e->cfg.pds.num_paths ? e->cfg.pds.num_paths : e->cfg.num_paths;
     e->cfg.pds.mtu = e->cfg.pds.mtu ? e->cfg.pds.mtu : e->cfg.mtu; /* congestion control's MTU */
     rc = ub__pds_create(&e->pds, &e->cfg.pds, &e->timers, &e->pool, &e->rng, e->cfg.log);
@@ -46,6 +49,8 @@ int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
         goto fail_pds;
     return 0;
 fail_pds:
+    ub__ring_fini(&e->rx_later);
+fail_later:
     ub__ring_fini(&e->held);
 fail_held:
     ub__ring_fini(&e->txq);
@@ -61,6 +66,9 @@ void ub__engine_fini(struct ub__engine *e)
     if (e->pds) /* a context may have torn PDS down early (ub_context_close) */
         ub__pds_destroy(e->pds, 0);
     struct ub__pkt *p;
+    while ((p = ub__ring_pop(&e->rx_later)) != NULL)
+        ub__pkt_free(p);
+    ub__ring_fini(&e->rx_later);
     while ((p = ub__ring_pop(&e->held)) != NULL)
         ub__pkt_free(p);
     ub__ring_fini(&e->held);
@@ -161,8 +169,9 @@ static void input_bundle(struct ub__engine *e, struct ub__pkt *p, uint64_t now)
     p->wire_len = wire;
 }
 
-void ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n, uint64_t now)
+bool ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n, uint64_t now)
 {
+    e->rx_yield = false;
     for (uint32_t i = 0; i < n; i++) {
         struct ub__pkt *p = pkts[i];
         if (ub__bundle_is(p->data, p->len))
@@ -170,7 +179,26 @@ void ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_
         else
             input_one(e, p, now);
         ub__pkt_free(p);
+        if (!e->rx_yield)
+            continue;
+        e->rx_yield = false;
+        if (n - i - 1 > UB_ENGINE_YIELD_REST)
+            continue; /* a stream's batch: worked through whole */
+        for (uint32_t j = i + 1; j < n; j++)
+            ub__ring_push(&e->rx_later, pkts[j]); /* room: emptied before any input */
+        e->stats.rx_yields++;
+        return true;
     }
+    return false;
+}
+
+bool ub__engine_input_later(struct ub__engine *e, uint64_t now)
+{
+    struct ub__pkt *batch[UB_ENGINE_YIELD_REST], *p;
+    uint32_t n = 0;
+    while ((p = ub__ring_pop(&e->rx_later)) != NULL)
+        batch[n++] = p;
+    return ub__engine_input(e, batch, n, now);
 }
 
 static bool bundle_member(const struct ub__pkt *p)

@@ -5,7 +5,8 @@
  * real device, a test bed, the simulator's host) moves packets and time:
  *
  *   ub__engine_input(e, pkts, n, now)   received datagrams in; the engine
- *                                       takes the references
+ *                                       takes the references (and may keep
+ *                                       the last few for later: a yield)
  *   ub__engine_output(e, pkts, max, now) datagrams to transmit out, in
  *                                       order; the caller gets the references
  *   ub__engine_next_deadline(e)         when the engine next wants to run
@@ -65,6 +66,9 @@ struct ub__engine_cfg {
 #define UB_ENGINE_HEADROOM      64          /* lower layers may prepend (TSS) without a copy */
 #define UB_ENGINE_BUNDLE_MEMBER 1024        /* packets up to this size are bundled */
 #define UB_ENGINE_HOLD_MAX_NS   10000000ull /* a refused shm datagram is retried this long */
+/* A yield is honoured only when at most this many received datagrams are left behind:
+ * a ping-pong's batch (the request, a response, an ACK), never a stream's. */
+#define UB_ENGINE_YIELD_REST 4
 
 /*
  * What the engine counted. Every received packet lands in exactly one rx_* outcome (the
@@ -84,6 +88,7 @@ struct ub__engine_stats {
     uint64_t timers_fired;
     uint64_t tx_bundles, tx_bundled; /* bundles sent, packets inside them */
     uint64_t rx_bundles, rx_bundled; /* well-formed bundles received, packets inside them */
+    uint64_t rx_yields; /* input stopped early for the layer above; the rest kept for later */
 };
 
 /* A received datagram, as a service sees it. The bytes are valid during the upcall only. */
@@ -112,6 +117,15 @@ struct ub__engine {
     const struct ub__engine_upcalls *up;
     void *up_arg;
     struct ub__pds *pds; /* reliable delivery (and PDS-level UUD) */
+    /*
+     * Set by the layer above during an upcall: what it waits for has just arrived (a
+     * completion its application polls for). Input stops after that datagram if at most
+     * UB_ENGINE_YIELD_REST are left, which wait in rx_later and go in first next time: the
+     * application answers before the rest of its batch (its own request's response, an
+     * ACK) is worked through, which takes that work off a ping-pong's round trip.
+     */
+    bool rx_yield;
+    struct ub__ring rx_later;
 };
 
 int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg);
@@ -120,10 +134,19 @@ void ub__engine_fini(struct ub__engine *e);
 
 void ub__engine_set_upcalls(struct ub__engine *e, const struct ub__engine_upcalls *up, void *arg);
 
-void ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n, uint64_t now);
+/* Returns whether it yielded (the datagrams after the one that asked are in rx_later). */
+bool ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n, uint64_t now);
+/* Inputs what a yield left in rx_later; returns whether it yielded again. */
+bool ub__engine_input_later(struct ub__engine *e, uint64_t now);
 uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t max, uint64_t now);
 uint64_t ub__engine_next_deadline(const struct ub__engine *e);
 void ub__engine_expire(struct ub__engine *e, uint64_t now);
+
+/* Whether a yield left received datagrams for ub__engine_input_later. */
+static inline bool ub__engine_rx_later(const struct ub__engine *e)
+{
+    return ub__ring_count(&e->rx_later) != 0;
+}
 
 /* Whether ub__engine_output has something to hand out now. */
 static inline bool ub__engine_pending(const struct ub__engine *e)

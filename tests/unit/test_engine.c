@@ -453,6 +453,88 @@ static void test_requeue(void **state)
     ub__engine_fini(&e);
 }
 
+/* A service that asks the engine to yield after a datagram whose immediate data is 1. */
+struct yield_log {
+    struct ub__engine *e;
+    uint32_t n;
+    uint64_t imm[16];
+};
+
+static void on_dgram_yield(void *arg, const struct ub__dgram_in *d, uint64_t now)
+{
+    (void)now;
+    struct yield_log *l = arg;
+    if (l->n < 16)
+        l->imm[l->n++] = d->header_data;
+    if (d->header_data == 1)
+        l->e->rx_yield = true;
+}
+
+/* n datagrams out of e (immediate data imm[i]), handed back as received. */
+static void yield_batch(struct ub__engine *e, const uint64_t *imm, uint32_t n,
+                        struct ub__pkt **pkts)
+{
+    struct ub__addr dst;
+    ub__addr_loop(&dst, 1);
+    uint8_t b = 0;
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(ub__engine_dgram_send(e, &dst, 0, 0, imm[i], &b, 1, 0), 0);
+    assert_int_equal(ub__engine_output(e, pkts, n, 0), n);
+}
+
+/*
+ * The layer above asks for a yield during an upcall: input stops after that datagram when at
+ * most UB_ENGINE_YIELD_REST are left, which go in first, in order, next time; with more left
+ * (a stream's batch) the request lapses and the batch is worked through.
+ */
+static void test_yield(void **state)
+{
+    (void)state;
+    struct ub__engine e;
+    struct ub__engine_cfg ec = {.seed = 1, .bundle = false};
+    assert_int_equal(ub__engine_init(&e, &ec), 0);
+    struct yield_log l = {.e = &e};
+    struct ub__engine_upcalls up = {.dgram = on_dgram_yield};
+    ub__engine_set_upcalls(&e, &up, &l);
+    struct ub__pkt *pkts[UB_ENGINE_YIELD_REST + 2];
+
+    const uint64_t four[] = {7, 1, 8, 9};
+    yield_batch(&e, four, 4, pkts);
+    assert_true(ub__engine_input(&e, pkts, 4, 0));
+    assert_int_equal(l.n, 2);
+    assert_true(ub__engine_rx_later(&e));
+    assert_int_equal(e.stats.rx_yields, 1);
+    assert_false(ub__engine_input_later(&e, 0));
+    assert_false(ub__engine_rx_later(&e));
+    const uint64_t want[] = {7, 1, 8, 9};
+    assert_int_equal(l.n, 4);
+    assert_memory_equal(l.imm, want, sizeof(want));
+
+    /* A yield asked again among what was left: the rest waits again. */
+    l.n = 0;
+    const uint64_t again[] = {1, 1, 5};
+    yield_batch(&e, again, 3, pkts);
+    assert_true(ub__engine_input(&e, pkts, 3, 0));
+    assert_true(ub__engine_input_later(&e, 0));
+    assert_false(ub__engine_input_later(&e, 0));
+    assert_int_equal(l.n, 3);
+    assert_int_equal(l.imm[2], 5);
+
+    /* One more left than a yield may leave behind: no yield. */
+    l.n = 0;
+    uint64_t many[UB_ENGINE_YIELD_REST + 2] = {1};
+    yield_batch(&e, many, UB_ENGINE_YIELD_REST + 2, pkts);
+    assert_false(ub__engine_input(&e, pkts, UB_ENGINE_YIELD_REST + 2, 0));
+    assert_int_equal(l.n, UB_ENGINE_YIELD_REST + 2);
+    assert_false(ub__engine_rx_later(&e));
+    assert_int_equal(e.stats.rx_yields, 3);
+
+    /* What is left when the engine goes is freed with it (the pool checks). */
+    yield_batch(&e, four, 4, pkts);
+    assert_true(ub__engine_input(&e, pkts, 4, 0));
+    ub__engine_fini(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_bundles_any_path),
         cmocka_unit_test(test_testbed_deterministic),
         cmocka_unit_test(test_testbed_time),
+        cmocka_unit_test(test_yield),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
