@@ -395,6 +395,7 @@ int ub__ctx_progress_locked(ub_context *ctx)
      * hold output again. */
     if (x->tx_held || (may_hold && ub__engine_pending(&ctx->eng))) {
         x->tx_held = false;
+        x->answered = false; /* held output left without a post */
         n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
     }
     ctx->drive.rounds++;
@@ -402,11 +403,16 @@ int ub__ctx_progress_locked(ub_context *ctx)
     n += ub__drive_recv(&ctx->eng, ctx->dev, now, &ctx->drive);
     if (ub__engine_next_deadline(&ctx->eng) <= now)
         ub__engine_expire(&ctx->eng, now);
+    /* A round about to be held keeps the responses it made out of PDS too: they go after the
+     * application's answer (ub__ctx_send_out). */
+    bool react = may_hold && cq_records(ctx) > cq0;
+    ctx->ses.prsp_hold = react;
     ub__ses_pump(&ctx->ses, now);
+    ctx->ses.prsp_hold = false;
     /* Asked once: with nothing to send, neither the hold nor the sends below do anything. */
-    bool pending = ub__engine_pending(&ctx->eng);
-    if (may_hold && pending && cq_records(ctx) > cq0) {
-        ub__ctx_hold(ctx);
+    bool pending = ub__engine_pending(&ctx->eng) || ctx->ses.prsp_n;
+    if (react && pending) {
+        ub__ctx_hold(ctx); /* or, failing, sent the lot */
         if (x->tx_held)
             return n < 0 ? 1 : n + 1;
     }
@@ -433,7 +439,7 @@ void ub__ctx_send_locked(ub_context *ctx, uint64_t now)
     if (x->kind == UB_CTX_LOOP)
         ub__loopnet_set_time(ctx->net->net, now);
     x->tx_held = false;
-    ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
+    ub__ctx_send_out(ctx, now);
 }
 
 UB_EXPORT int ub_progress(ub_context *ctx)
@@ -461,10 +467,11 @@ UB_EXPORT int ub_context_next_timeout_ms(ub_context *ctx)
     ub__ctx_lock(ctx);
     uint64_t d = ub__engine_next_deadline(&ctx->eng);
     uint64_t now = ub__ctx_now(ctx);
-    /* Held output goes with the next round; an shm device that asks for a wake-up and
-     * finds packets waiting (busy polling asked for none) needs a round now too. */
-    bool pending =
-        ub__engine_pending(&ctx->eng) || x->tx_held || (x->shm && ub__shm_arm(x->shm) > 0);
+    /* Held output goes with the next round, as does input a poll's round left for later (a
+     * yield); an shm device that asks for a wake-up and finds packets waiting (busy polling
+     * asked for none) needs a round now too. */
+    bool pending = ub__engine_pending(&ctx->eng) || x->tx_held || ub__engine_rx_later(&ctx->eng) ||
+                   (x->shm && ub__shm_arm(x->shm) > 0);
     ub__ctx_unlock(ctx);
     if (pending || d <= now)
         return 0;

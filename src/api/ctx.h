@@ -104,7 +104,10 @@ struct ub__ctx {
      * keeps its output (ACKs, responses) for the application's reaction (usually its next
      * post), so one datagram carries both; a watchdog thread sends what stays held.
      */
-    bool tx_held;  /* under lock */
+    bool tx_held; /* under lock */
+    /* Under lock: the last held output left with a post, so the application answers what it
+     * receives (a ping-pong); ub_poll_jfc's rounds may then yield (engine.h). */
+    bool answered;
     bool hold_off; /* never hold: automatic progress, loop fabric, SOFTUB_HOLD=0 */
     bool hold_started;
     atomic_uint_fast64_t hold_gen; /* holds so far */
@@ -148,6 +151,8 @@ void ub__ctx_hold(ub_context *ctx);
 void ub__ctx_flush_held(ub_context *ctx);
 /* The same, at a time the caller just read from the context's clock. */
 void ub__ctx_flush_held_at(ub_context *ctx, uint64_t now);
+/* Sends what waits to go, the responses kept back while output was held last. */
+void ub__ctx_send_out(ub_context *ctx, uint64_t now);
 /* Ends the watchdog (context close). */
 void ub__hold_stop(struct ub__ctx *x);
 /* pthread_create with every signal blocked in the new thread (they are the application's). */

@@ -47,6 +47,24 @@ void ub__ctx_flush_held_at(ub_context *ctx, uint64_t now)
     if (!x->tx_held)
         return;
     x->tx_held = false;
+    x->answered = false; /* a post that flushes says otherwise after */
+    ub__ctx_send_out(ctx, now);
+}
+
+/*
+ * The responses a held round made wait in the transaction layer (ses.prsp_hold) until the
+ * application's answer is with PDS: the answer leaves first, and the peer, which waits for
+ * it, can act on it before working through the responses (a yield, engine.h). Over shm
+ * the answer is even on its way before the responses are built; elsewhere they share its
+ * datagram (a bundle), after it.
+ */
+void ub__ctx_send_out(ub_context *ctx, uint64_t now)
+{
+    if (ctx->ses.prsp_n) {
+        if (ctx->dev == ub__ctx_of(ctx)->shm)
+            ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
+        ub__ses_rsp_flush(&ctx->ses, now);
+    }
     ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
 }
 

@@ -87,7 +87,13 @@ UB_EXPORT int ub_poll_jfc(ub_jfc *c, int max, struct ub_cr *cr)
         struct ub__dev *shm = ub__ctx_of(ctx)->shm;
         if (shm)
             ub__shm_set_busy_poll(shm, true);
+        /* An application that answers what it receives gets its record before the rest of
+         * its batch is worked through (at most a few datagrams: the next poll's). Over shm
+         * only: a udp ping-pong's batch is one datagram (a bundle), and a stream in both
+         * directions lost 5 % of its rate to the extra rounds. */
+        c->yield = ub__ctx_of(ctx)->answered && shm && ctx->dev == shm;
         ub__ctx_progress_locked(ctx);
+        c->yield = false;
         if (shm)
             ub__shm_set_busy_poll(shm, false);
     }
@@ -256,7 +262,10 @@ UB_EXPORT int ub_wait_jfc(ub_jfce *e, int max, int timeout_ms, ub_jfc **jfcs)
         uint64_t now = ub__clock_monotonic_ns(NULL);
         uint64_t until = deadline;
         if (drive) {
-            uint64_t d = ub__engine_pending(&ctx->eng) ? now : ub__engine_next_deadline(&ctx->eng);
+            /* Output to send, or input a poll's round left (a yield): no sleep. */
+            uint64_t d = ub__engine_pending(&ctx->eng) || ub__engine_rx_later(&ctx->eng)
+                             ? now
+                             : ub__engine_next_deadline(&ctx->eng);
             if (d < until)
                 until = d;
         }

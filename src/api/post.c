@@ -8,6 +8,7 @@ static int post_send_impl(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
     if (!jfs)
         return UB_EINVAL;
     ub_context *ctx = jfs->ctx;
+    struct ub__ctx *x = ub__ctx_of(ctx);
     uint64_t now = ub__ctx_now(ctx);
     int rc = 0;
     for (; wr; wr = wr->next) {
@@ -18,7 +19,12 @@ static int post_send_impl(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
             break;
         }
     }
+    /* Held output: this post answers what the last round received. The responses held
+     * stay back (ub__ctx_send_out sends them after these requests). */
+    bool answer = x->tx_held;
+    ctx->ses.prsp_hold = answer;
     ub__ses_pump(&ctx->ses, now);
+    ctx->ses.prsp_hold = false;
     /*
      * Automatic progress: the packets go out now rather than at the thread's next round, with
      * whatever a waiter's round held. Only the sending: receiving is for that thread or a
@@ -30,6 +36,8 @@ static int post_send_impl(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
     } else {
         ub__ctx_flush_held_at(ctx, now); /* the request joins the ACKs and responses held */
     }
+    if (answer)
+        x->answered = true;
     return rc;
 }
 

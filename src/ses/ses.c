@@ -187,6 +187,6 @@ void ub__ses_pump_work(struct ub__tl *s, uint64_t now)
     }
     if (!ub__list_empty(&s->cmaq))
         ub__ses_cma_pump(s, now);
-    if (s->prsp_n)
+    if (s->prsp_n && !s->prsp_hold)
         ub__ses_rsp_flush(s, now); /* the responses of this round, packed per initiator */
 }

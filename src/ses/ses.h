@@ -146,6 +146,7 @@ struct ub_jfc {
     uint32_t users;
     ub_jfce *jfce;
     bool armed, sol_only;
+    bool yield;      /* a poll's round: its first record here lets the engine yield (engine.h) */
     uint32_t events; /* delivered through the JFCE, not yet acknowledged */
     uint32_t pending_events;
     struct ub__list fired_link;
@@ -423,6 +424,7 @@ struct ub__tl {
     uint32_t next_pack;
     struct ub__addr prsp_dst; /* target: the initiator the responses in prsp go to */
     uint32_t prsp_n, prsp_bytes;
+    bool prsp_hold; /* the pump leaves prsp as it is (held output: src/api/hold.c) */
     struct ub__prsp prsp[UB_SES_PACK_RECS];
     struct ub__rxmsg *msg_cache[UB_SES_MSG_CACHE]; /* target: freed messages, for reuse */
     uint32_t nmsg_cache;

@@ -44,6 +44,9 @@ void ub__jfc_push(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool soli
     e->owner = owner;
     e->solicited = solicited;
     jfc->count++;
+    /* A message the poller answers (its own requests' completions mostly come in streams). */
+    if (jfc->yield && cr->opcode >= UB_CR_OP_RECV)
+        jfc->ctx->eng.rx_yield = true;
     if (jfc->armed && jfc->jfce && (!jfc->sol_only || solicited || cr->status != UB_CR_SUCCESS))
         fire_event(jfc);
 }

@@ -4,7 +4,7 @@
  * of several paths (whose requests come from several ports); with holding off
  * (SOFTUB_HOLD=0) they do not. An application that takes a completion and then stops
  * calling the library still has its ACKs sent (the watchdog), so its peer's requests
- * complete.
+ * complete. Over shm the answer leaves before the response and is taken before it.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -135,6 +135,68 @@ static void test_pingpong_paths(void **state)
     }
 }
 
+/* Takes n's records; returns how many were RECVs, counting the others in *sends. */
+static int take_records(struct node *n, uint32_t *sends, int *k)
+{
+    struct ub_cr cr[8];
+    *k = ub_poll_jfc(n->jfc, 8, cr);
+    assert_true(*k >= 0);
+    int recvs = 0;
+    for (int j = 0; j < *k; j++) {
+        assert_int_equal(cr[j].status, UB_CR_SUCCESS);
+        if (cr[j].opcode == UB_CR_OP_RECV)
+            recvs++;
+        else
+            (*sends)++;
+    }
+    return recvs;
+}
+
+/*
+ * Over shm a side answers before it sends the response to what it answers (hold.c), and a
+ * side that answers what it receives gets the answer from its poll before the rest of the
+ * batch is worked through (a yield, engine.h): from the second ping on, the poll that finds
+ * the RECV returns it alone, and the completion of the side's own last SEND comes with its
+ * next poll, made right after it answered (a process waiting for the next answer polls).
+ * Sent the other way round, or worked through whole, both would come together.
+ */
+static void test_pingpong_shm_answer_first(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_up_uri(&p, "shm://0", "shm://0");
+    for (uint32_t i = 0; i < 16; i++) {
+        assert_int_equal(node_post_recv(&p.a, ub_jetty_jfr(p.a.jetty), 0, 0, 0), 0);
+        assert_int_equal(node_post_recv(&p.b, ub_jetty_jfr(p.b.jetty), 0, 0, 0), 0);
+    }
+    struct node *side[2] = {&p.a, &p.b};
+    struct peer *to[2] = {&p.pa, &p.pb};
+    uint32_t alone = 0, sends = 0, turns = 2 * 64;
+    int k;
+    post_send(&p.a, &p.pa, 0);
+    for (uint32_t i = 0; i < turns; i++) {
+        struct node *n = side[(i + 1) % 2];
+        if (i < 2) { /* connection set-up: the peer's progress is needed */
+            uint64_t end = t_now() + N_WAIT_NS;
+            while (take_records(n, &sends, &k) == 0) {
+                ub_progress(side[i % 2]->ctx);
+                assert_true(t_now() < end);
+            }
+        } else { /* the peer's post sent everything: the first poll finds the RECV */
+            assert_int_equal(take_records(n, &sends, &k), 1);
+            alone += k == 1;
+        }
+        assert_int_equal(node_post_recv(n, ub_jetty_jfr(n->jetty), 0, 0, 0), 0);
+        post_send(n, to[(i + 1) % 2], i + 1);
+        assert_int_equal(take_records(n, &sends, &k), 0);
+    }
+    print_message("%u of %u RECVs alone, %u SEND records\n", alone, turns, sends);
+    assert_int_equal(alone, turns - 2);
+    assert_true(p.a.ctx->eng.stats.rx_yields + p.b.ctx->eng.stats.rx_yields >= turns - 2);
+    assert_true(sends >= turns - 2);
+    pair_down(&p);
+}
+
 static void test_pingpong_unheld(void **state)
 {
     (void)state;
@@ -211,9 +273,12 @@ static void test_watchdog_after_busy(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pingpong_one_datagram), cmocka_unit_test(test_pingpong_paths),
-        cmocka_unit_test(test_pingpong_unheld),       cmocka_unit_test(test_watchdog),
+        cmocka_unit_test(test_pingpong_one_datagram),
+        cmocka_unit_test(test_pingpong_paths),
+        cmocka_unit_test(test_pingpong_unheld),
+        cmocka_unit_test(test_watchdog),
         cmocka_unit_test(test_watchdog_after_busy),
+        cmocka_unit_test(test_pingpong_shm_answer_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
