@@ -191,8 +191,10 @@ static void test_pingpong_shm_answer_first(void **state)
         assert_int_equal(take_records(n, &sends, &k), 0);
     }
     print_message("%u of %u RECVs alone, %u SEND records\n", alone, turns, sends);
-    assert_int_equal(alone, turns - 2);
-    assert_true(p.a.ctx->eng.stats.rx_yields + p.b.ctx->eng.stats.rx_yields >= turns - 2);
+    /* All but the first two, unless the watchdog sent a side's held output first (the test
+     * off its CPU for a millisecond, on a loaded host): then that turn's poll finds both. */
+    assert_true(alone >= turns * 9 / 10);
+    assert_true(p.a.ctx->eng.stats.rx_yields + p.b.ctx->eng.stats.rx_yields >= alone);
     assert_true(sends >= turns - 2);
     pair_down(&p);
 }

@@ -210,7 +210,13 @@ static void test_full_lane_holds_back(void **state)
     assert_memory_equal(b.mem, a.mem, (size_t)K * LEN);
     struct ub_context_stats st;
     ub_context_stats(a.ctx, &st);
-    assert_int_equal(st.retransmits, 0);
+    /* Nothing resent but what passed its hold bound (UB_ENGINE_HOLD_MAX_NS, 10 ms) while
+     * this thread was off its CPU and was dropped for the timer to repair (four of these
+     * tests at once on two CPUs: up to 60 in one run in five). */
+    uint64_t expired = a.ctx->eng.stats.tx_hold_expired;
+    print_message("retransmitted %lu, held packets dropped %lu\n", (unsigned long)st.retransmits,
+                  (unsigned long)expired);
+    assert_true(st.retransmits <= expired);
     assert_true(a.ctx->drive.tx_refused > 0); /* the lane did fill */
     assert_int_equal(a.ctx->drive.tx_dropped, 0);
     node_close(&a);
