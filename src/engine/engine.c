@@ -172,6 +172,8 @@ static void input_bundle(struct ub__engine *e, struct ub__pkt *p, uint64_t now)
 bool ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n, uint64_t now)
 {
     e->rx_yield = false;
+    /* Only with nothing left from before: what is left stays in arrival order, and fits. */
+    bool may_yield = !ub__engine_rx_later(e);
     for (uint32_t i = 0; i < n; i++) {
         struct ub__pkt *p = pkts[i];
         if (ub__bundle_is(p->data, p->len))
@@ -182,10 +184,10 @@ bool ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_
         if (!e->rx_yield)
             continue;
         e->rx_yield = false;
-        if (n - i - 1 > UB_ENGINE_YIELD_REST)
+        if (!may_yield || n - i - 1 > UB_ENGINE_YIELD_REST)
             continue; /* a stream's batch: worked through whole */
         for (uint32_t j = i + 1; j < n; j++)
-            ub__ring_push(&e->rx_later, pkts[j]); /* room: emptied before any input */
+            ub__ring_push(&e->rx_later, pkts[j]);
         e->stats.rx_yields++;
         return true;
     }

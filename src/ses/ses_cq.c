@@ -45,7 +45,7 @@ void ub__jfc_push(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool soli
     e->solicited = solicited;
     jfc->count++;
     /* A message the poller answers (its own requests' completions mostly come in streams). */
-    if (jfc->yield && cr->opcode >= UB_CR_OP_RECV)
+    if (jfc->yield && (cr->opcode == UB_CR_OP_RECV || cr->opcode == UB_CR_OP_RECV_WRITE_IMM))
         jfc->ctx->eng.rx_yield = true;
     if (jfc->armed && jfc->jfce && (!jfc->sol_only || solicited || cr->status != UB_CR_SUCCESS))
         fire_event(jfc);

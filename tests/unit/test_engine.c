@@ -529,6 +529,16 @@ static void test_yield(void **state)
     assert_false(ub__engine_rx_later(&e));
     assert_int_equal(e.stats.rx_yields, 3);
 
+    /* Input from elsewhere while some are left from before: no yield (order, room). */
+    l.n = 0;
+    yield_batch(&e, four, 4, pkts);
+    assert_true(ub__engine_input(&e, pkts, 4, 0));
+    yield_batch(&e, four, 4, pkts);
+    assert_false(ub__engine_input(&e, pkts, 4, 0));
+    assert_int_equal(ub__ring_count(&e.rx_later), 2);
+    assert_false(ub__engine_input_later(&e, 0));
+    assert_int_equal(l.n, 8);
+
     /* What is left when the engine goes is freed with it (the pool checks). */
     yield_batch(&e, four, 4, pkts);
     assert_true(ub__engine_input(&e, pkts, 4, 0));
