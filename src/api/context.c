@@ -406,9 +406,7 @@ int ub__ctx_progress_locked(ub_context *ctx)
     /* A round about to be held keeps the responses it made out of PDS too: they go after the
      * application's answer (ub__ctx_send_out). */
     bool react = may_hold && cq_records(ctx) > cq0;
-    ctx->ses.prsp_hold = react;
-    ub__ses_pump(&ctx->ses, now);
-    ctx->ses.prsp_hold = false;
+    ub__ses_pump_held(&ctx->ses, now, react);
     /* Asked once: with nothing to send, neither the hold nor the sends below do anything. */
     bool pending = ub__engine_pending(&ctx->eng) || ctx->ses.prsp_n;
     if (react && pending) {

@@ -143,6 +143,12 @@ static inline struct ub__ctx *ub__ctx_of(const ub_context *c)
     return (struct ub__ctx *)(uintptr_t)c;
 }
 
+/* Whether the context's one device is shm (not udp, not both): the shm-only latency paths. */
+static inline bool ub__ctx_shm_only(const ub_context *c)
+{
+    return c->dev == ub__ctx_of(c)->shm;
+}
+
 /* ---- hold.c ---- */
 bool ub__hold_enabled(void);
 /* Keeps the engine's output for the application's reaction; the caller holds the lock. */

@@ -61,7 +61,7 @@ void ub__ctx_flush_held_at(ub_context *ctx, uint64_t now)
 void ub__ctx_send_out(ub_context *ctx, uint64_t now)
 {
     if (ctx->ses.prsp_n) {
-        if (ctx->dev == ub__ctx_of(ctx)->shm)
+        if (ub__ctx_shm_only(ctx))
             ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
         ub__ses_rsp_flush(&ctx->ses, now);
     }

@@ -91,7 +91,7 @@ UB_EXPORT int ub_poll_jfc(ub_jfc *c, int max, struct ub_cr *cr)
          * its batch is worked through (at most a few datagrams: the next poll's). Over shm
          * only: a udp ping-pong's batch is one datagram (a bundle), and a stream in both
          * directions lost 5 % of its rate to the extra rounds. */
-        c->yield = ub__ctx_of(ctx)->answered && ctx->dev == shm;
+        c->yield = ub__ctx_of(ctx)->answered && ub__ctx_shm_only(ctx);
         ub__ctx_progress_locked(ctx);
         c->yield = false;
         if (shm)

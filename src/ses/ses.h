@@ -424,7 +424,7 @@ struct ub__tl {
     uint32_t next_pack;
     struct ub__addr prsp_dst; /* target: the initiator the responses in prsp go to */
     uint32_t prsp_n, prsp_bytes;
-    bool prsp_hold; /* the pump leaves prsp as it is (held output: src/api/hold.c) */
+    bool prsp_hold; /* the pump leaves prsp as it is (ub__ses_pump_held) */
     struct ub__prsp prsp[UB_SES_PACK_RECS];
     struct ub__rxmsg *msg_cache[UB_SES_MSG_CACHE]; /* target: freed messages, for reuse */
     uint32_t nmsg_cache;
@@ -481,6 +481,13 @@ static inline void ub__ses_pump(struct ub__tl *s, uint64_t now)
         ub__list_empty(&s->rvq) && ub__list_empty(&s->cmaq) && !s->prsp_n)
         return;
     ub__ses_pump_work(s, now);
+}
+/* The same; with hold, the responses gathered stay in prsp (held output: src/api/hold.c). */
+static inline void ub__ses_pump_held(struct ub__tl *s, uint64_t now, bool hold)
+{
+    s->prsp_hold = hold;
+    ub__ses_pump(s, now);
+    s->prsp_hold = false;
 }
 uint64_t ub__obj_key(uint32_t kind, uint32_t id);
 void ub__async_push(ub_context *ctx, int type, int err, uint64_t arg);
