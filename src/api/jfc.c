@@ -92,8 +92,9 @@ UB_EXPORT int ub_poll_jfc(ub_jfc *c, int max, struct ub_cr *cr)
          * only: a udp ping-pong's batch is one datagram (a bundle), and a stream in both
          * directions lost 5 % of its rate to the extra rounds. */
         c->yield = ub__ctx_of(ctx)->answered && ub__ctx_shm_only(ctx);
+        ctx->eng.rx_one_first = c->yield;
         ub__ctx_progress_locked(ctx);
-        c->yield = false;
+        c->yield = ctx->eng.rx_one_first = false;
         if (shm)
             ub__shm_set_busy_poll(shm, false);
     }

@@ -1,5 +1,11 @@
 #include "engine/driver.h"
 
+/* Notes whether a receive that took anything yielded: the last four, newest in bit 0. */
+static void note_yield(struct ub__engine *e, bool yielded)
+{
+    e->rx_ylog = (uint8_t)((e->rx_ylog << 1 | (yielded ? 1u : 0u)) & 15u);
+}
+
 int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
                    struct ub__drive_stats *st)
 {
@@ -7,24 +13,43 @@ int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
     int moved = 0;
     if (ub__engine_rx_later(e)) { /* what a yield left: before anything newer */
         moved = (int)ub__ring_count(&e->rx_later);
-        if (ub__engine_input_later(e, now))
+        if (ub__engine_input_later(e, now)) {
+            note_yield(e, true);
             return moved;
+        }
     }
-    for (;;) {
-        int n = ub__dev_recv(dev, batch, UB_DRIVE_BATCH, &e->pool);
+    /* Alone: see engine.h. A batch takes the device's backlog: whether it was small. */
+    bool alone = e->rx_one_first && e->rx_small && e->rx_ylog;
+    bool yielded = false;
+    int batched = 0;
+    for (uint32_t max = alone ? 1 : UB_DRIVE_BATCH;; max = UB_DRIVE_BATCH) {
+        int n = ub__dev_recv(dev, batch, max, &e->pool);
         if (n < 0) {
             /* Still run timers and send: sending is what returns buffers to an empty pool. */
             st->dev_errors++;
-            break;
+            return moved;
         }
         if (n == 0)
             break;
         st->rx_batches++;
-        bool yielded = ub__engine_input(e, batch, (uint32_t)n, now);
+        yielded = ub__engine_input(e, batch, (uint32_t)n, now);
         moved += n;
-        if (yielded || n < UB_DRIVE_BATCH)
+        if (max == 1) {
+            e->stats.rx_alone++;
+            if (yielded) { /* the backlog behind it is unknown: the next receive looks */
+                e->rx_small = false;
+                note_yield(e, true);
+                return moved;
+            }
+            continue;
+        }
+        batched += n;
+        if (yielded || (uint32_t)n < max)
             break;
     }
+    if (moved)
+        note_yield(e, yielded);
+    e->rx_small = batched <= UB_ENGINE_YIELD_REST;
     return moved;
 }
 

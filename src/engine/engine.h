@@ -89,6 +89,7 @@ struct ub__engine_stats {
     uint64_t tx_bundles, tx_bundled; /* bundles sent, packets inside them */
     uint64_t rx_bundles, rx_bundled; /* well-formed bundles received, packets inside them */
     uint64_t rx_yields; /* input stopped early for the layer above; the rest kept for later */
+    uint64_t rx_alone;  /* first datagrams taken from the device alone (rx_one_first) */
 };
 
 /* A received datagram, as a service sees it. The bytes are valid during the upcall only. */
@@ -125,6 +126,21 @@ struct ub__engine {
      * ACK) is worked through, which takes that work off a ping-pong's round trip.
      */
     bool rx_yield;
+    /*
+     * Set by the layer above for a round whose poller answers what it receives (it may
+     * yield): while the device's backlog is small (rx_small), the driver takes the first
+     * datagram alone, and the rest only if that one did not yield. A device asked for more
+     * looks at the slot after the request, which a peer that answers first is often still
+     * writing (its response to our last request): over shm with the CPUs far apart that
+     * look cost a cache-line transfer, ~0.1 us, on the round trip's path. After such a
+     * yield the backlog is unknown and the next receive takes a batch: a stream's rounds
+     * stay batched. And only while receives yield (one of the last four that took
+     * anything): a poller whose rounds bring only its own requests' responses would pay a
+     * device call more per round for nothing.
+     */
+    bool rx_one_first;
+    bool rx_small;   /* the last batch receive took at most UB_ENGINE_YIELD_REST datagrams */
+    uint8_t rx_ylog; /* whether the last four receives that took anything yielded (bit 0) */
     struct ub__ring rx_later;
 };
 

@@ -9,6 +9,7 @@
 
 #include <softub/errors.h>
 #include "core/clock.h"
+#include "engine/driver.h"
 #include "engine/testbed.h"
 #include "wire/bundle.h"
 #include "wire/datagram.h"
@@ -545,6 +546,159 @@ static void test_yield(void **state)
     ub__engine_fini(&e);
 }
 
+/* A device that hands out what the test queued and notes how many each receive asked for. */
+struct script_dev {
+    struct ub__dev dev;
+    struct ub__pkt *q[16];
+    uint32_t head, n;
+    uint32_t asked[8], calls;
+};
+
+static int script_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n)
+{
+    (void)dev;
+    (void)pkts;
+    (void)n;
+    return UB_ENOTSUP;
+}
+
+static int script_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
+                       struct ub__pktpool *pool)
+{
+    (void)pool;
+    struct script_dev *d = (struct script_dev *)(void *)dev;
+    if (d->calls < 8)
+        d->asked[d->calls] = max;
+    d->calls++;
+    uint32_t k = 0;
+    for (; k < max && d->head < d->n; k++)
+        pkts[k] = d->q[d->head++];
+    return (int)k;
+}
+
+static int script_fd(const struct ub__dev *dev)
+{
+    (void)dev;
+    return -1;
+}
+
+static uint32_t script_one(const struct ub__dev *dev)
+{
+    (void)dev;
+    return 1;
+}
+
+static const struct ub__dev_ops script_ops = {
+    .name = "script",
+    .send = script_send,
+    .recv = script_recv,
+    .fd = script_fd,
+    .mtu = script_one,
+    .num_paths = script_one,
+};
+
+/* Queues datagrams (immediate data imm[i]) on the scripted device and clears its notes. */
+static void script_queue(struct script_dev *d, struct ub__engine *e, const uint64_t *imm,
+                         uint32_t n)
+{
+    struct ub__pkt *pkts[8];
+    yield_batch(e, imm, n, pkts);
+    if (d->head == d->n)
+        d->head = d->n = 0;
+    for (uint32_t i = 0; i < n; i++)
+        d->q[d->n++] = pkts[i];
+    d->calls = 0;
+}
+
+/*
+ * A poller that answers (rx_one_first) gets the first datagram alone while its receives
+ * yield and the device's backlog is small (a ping-pong): the device is not asked about the
+ * rest until that one was worked through without a yield. After a yield the backlog is
+ * unknown and the next receive batches; a large backlog (a stream) keeps receives batching,
+ * and so do receives that stop yielding.
+ */
+static void test_drive_one_first(void **state)
+{
+    (void)state;
+    struct ub__engine e;
+    struct ub__engine_cfg ec = {.seed = 1, .bundle = false};
+    assert_int_equal(ub__engine_init(&e, &ec), 0);
+    struct yield_log l = {.e = &e};
+    struct ub__engine_upcalls up = {.dgram = on_dgram_yield};
+    ub__engine_set_upcalls(&e, &up, &l);
+    struct script_dev d = {.dev = {.ops = &script_ops}};
+    struct ub__drive_stats st = {0};
+    e.rx_one_first = true;
+
+    /* Nothing known yet: a batch, whose yield (a ping-pong's answer) starts the history. */
+    const uint64_t one[] = {1};
+    script_queue(&d, &e, one, 1);
+    assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 1);
+    assert_int_equal(d.asked[0], UB_DRIVE_BATCH);
+
+    /* The next answer: the device was asked for one, and the rest stays in it. */
+    const uint64_t a[] = {1, 7};
+    script_queue(&d, &e, a, 2);
+    assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 1);
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.asked[0], 1);
+    assert_int_equal(l.n, 2);
+    assert_false(ub__engine_rx_later(&e));
+    assert_int_equal(e.stats.rx_alone, 1);
+
+    /* What waited behind it: a batch (its size unknown), small. */
+    d.calls = 0;
+    assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 1);
+    assert_int_equal(d.asked[0], UB_DRIVE_BATCH);
+
+    /* No yield from the first: the rest follows in a batch, in order. */
+    const uint64_t b[] = {8, 1};
+    script_queue(&d, &e, b, 2);
+    assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 2);
+    assert_int_equal(d.calls, 2);
+    assert_int_equal(d.asked[0], 1);
+    assert_int_equal(d.asked[1], UB_DRIVE_BATCH);
+    const uint64_t want[] = {1, 1, 7, 8, 1};
+    assert_int_equal(l.n, 5);
+    assert_memory_equal(l.imm, want, sizeof(want));
+
+    /* A stream: after the first yield, batches while more than a few wait. */
+    const uint64_t c[] = {1, 2, 3, 4, 5, 6, 7};
+    script_queue(&d, &e, c, 7);
+    assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 1);
+    assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 6);
+    const uint64_t f[] = {1, 9};
+    script_queue(&d, &e, f, 2);
+    assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 2);
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.asked[0], UB_DRIVE_BATCH);
+    assert_true(ub__engine_rx_later(&e)); /* the yield kept 9 for later, as without */
+    assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 1);
+    assert_int_equal(l.n, 14);
+    assert_int_equal(l.imm[13], 9);
+    assert_int_equal(e.stats.rx_alone, 3);
+
+    /* Receives that stop yielding (the responses to the poller's own requests): batches. */
+    const uint64_t resp[] = {7};
+    for (int i = 0; i < 4; i++) {
+        script_queue(&d, &e, resp, 1);
+        assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 1);
+    }
+    script_queue(&d, &e, a, 2);
+    assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 2);
+    assert_int_equal(d.asked[0], UB_DRIVE_BATCH);
+    assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 1); /* 7, left by the yield */
+
+    /* A poller that does not answer: batches, however small the backlog. */
+    e.rx_one_first = false;
+    script_queue(&d, &e, a, 2);
+    assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 2);
+    assert_int_equal(d.asked[0], UB_DRIVE_BATCH);
+    assert_int_equal(ub__drive_recv(&e, &d.dev, 0, &st), 1);
+    assert_int_equal(d.head, d.n); /* all taken */
+    ub__engine_fini(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -557,6 +711,7 @@ int main(void)
         cmocka_unit_test(test_testbed_deterministic),
         cmocka_unit_test(test_testbed_time),
         cmocka_unit_test(test_yield),
+        cmocka_unit_test(test_drive_one_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
