@@ -3,7 +3,7 @@
 /* Notes whether a receive that took anything yielded: the last four, newest in bit 0. */
 static void note_yield(struct ub__engine *e, bool yielded)
 {
-    e->rx_ylog = (uint8_t)((e->rx_ylog << 1 | (yielded ? 1u : 0u)) & 15u);
+    e->rx_ylog = (uint8_t)(((unsigned)e->rx_ylog << 1 | (yielded ? 1u : 0u)) & 15u);
 }
 
 int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
