@@ -104,7 +104,7 @@ static int multi_recv(struct ub__dev *d, struct ub__pkt **pkts, uint32_t max,
     return a + b;
 }
 
-static int multi_fd(const struct ub__dev *d)
+static int multi_fd(struct ub__dev *d)
 {
     return ((const struct multidev *)d)->epfd;
 }

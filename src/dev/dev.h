@@ -38,8 +38,9 @@ struct ub__dev_ops {
      * Returns the count (0 when nothing waits) or a negative error.
      */
     int (*recv)(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struct ub__pktpool *pool);
-    /* A file descriptor that polls readable when recv has work, or -1. */
-    int (*fd)(const struct ub__dev *dev);
+    /* A file descriptor that polls readable when recv has work, or -1. Asked for only by a
+     * caller that may sleep on it: a device may set it up on the first call (udp). */
+    int (*fd)(struct ub__dev *dev);
     /* Largest datagram (softub headers included) the device carries. */
     uint32_t (*mtu)(const struct ub__dev *dev);
     /* Number of distinct paths (entropy values) the device can use. */
@@ -65,7 +66,7 @@ static inline int ub__dev_recv(struct ub__dev *d, struct ub__pkt **pkts, uint32_
     return d->ops->recv(d, pkts, max, pool);
 }
 
-static inline int ub__dev_fd(const struct ub__dev *d)
+static inline int ub__dev_fd(struct ub__dev *d)
 {
     return d->ops->fd(d);
 }

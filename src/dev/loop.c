@@ -365,7 +365,7 @@ static int loop_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
     return (int)n;
 }
 
-static int loop_fd(const struct ub__dev *dev)
+static int loop_fd(struct ub__dev *dev)
 {
     (void)dev;
     return -1;

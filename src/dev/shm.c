@@ -1111,7 +1111,7 @@ static int shm_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
 
 /* ---- the rest of the vtable and helpers --------------------------------------------- */
 
-static int shm_fd(const struct ub__dev *dev)
+static int shm_fd(struct ub__dev *dev)
 {
     return shm_of(dev)->rfd;
 }

@@ -138,6 +138,7 @@ struct ub__udp_stats {
     uint64_t conn_retired;    /* connected sockets closed: 64 datagrams in a row from others */
 
     bool gso, gro;           /* offloads in use now */
+    bool epoll_live;         /* the sockets are in the epoll set (several paths, or fd() asked) */
     bool connected;          /* a socket connected to `peer` is in use */
     struct ub__addr peer;    /* its peer */
     uint32_t num_paths, mtu; /* as configured */

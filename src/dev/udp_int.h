@@ -72,6 +72,9 @@ struct udp_dev {
     struct ub__udp_cfg cfg;
     int family; /* AF_INET or AF_INET6 */
     int epfd;
+    /* The sockets are in epfd: from open with several paths (their receive asks epoll which
+     * are readable), else from the first fd() (udp.c, udp_fd). */
+    bool ep_live;
     uint32_t np;
     uint8_t tos;     /* DSCP and default ECN codepoint, set on every socket */
     uint8_t ecn_def; /* the default codepoint: ECT(0), or Not-ECT with no_ecn */

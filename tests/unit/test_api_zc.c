@@ -110,7 +110,7 @@ static int g_recv(struct ub__dev *d, struct ub__pkt **pkts, uint32_t max, struct
     return (int)k;
 }
 
-static int g_fd(const struct ub__dev *d)
+static int g_fd(struct ub__dev *d)
 {
     return ub__dev_fd(((const struct gdev *)d)->inner);
 }

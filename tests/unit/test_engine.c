@@ -576,7 +576,7 @@ static int script_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
     return (int)k;
 }
 
-static int script_fd(const struct ub__dev *dev)
+static int script_fd(struct ub__dev *dev)
 {
     (void)dev;
     return -1;

@@ -1363,6 +1363,53 @@ static void test_connected(void **state)
     ub__pktpool_fini(&pool);
 }
 
+/*
+ * The sockets of a one-path device join its epoll set only when fd() is first asked (a busy
+ * poller never asks, and every datagram into a socket in an epoll set calls into epoll), and
+ * then nothing is missed: what arrived before shows readable at once, on the path socket and
+ * on the connected one alike. Several paths join at open (their receive asks epoll).
+ */
+static void test_epoll_lazy(void **state)
+{
+    (void)state;
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 16, 2048, 64), 0);
+    /* Without GRO: its staging eventfd, also in the set, may show readable on its own. */
+    struct ub__dev *a = open_spec("127.0.0.1:0?paths=1&gro=0");
+    struct ub__dev *b = open_spec("127.0.0.1:0?paths=1&gro=0");
+    send_lone(a, &pool, b, 1); /* a connects to b, b's path socket holds 1 */
+    expect_from(b, &pool, a, 1);
+    send_lone(b, &pool, a, 2); /* b connects to a: 2 waits in a's connected socket */
+    assert_true(stats_of(a).connected);
+    assert_false(stats_of(a).epoll_live);
+    assert_false(stats_of(b).epoll_live);
+    struct epoll_event ev;
+    int fd = ub__dev_fd(a);
+    assert_true(fd >= 0);
+    assert_true(stats_of(a).epoll_live);
+    assert_int_equal(epoll_wait(fd, &ev, 1, 0), 1); /* 2, which came before the fd */
+    assert_int_equal(ub__dev_fd(a), fd);
+    expect_from(a, &pool, b, 2);
+    assert_int_equal(epoll_wait(fd, &ev, 1, 0), 0);
+    send_lone(b, &pool, a, 3);
+    assert_int_equal(epoll_wait(fd, &ev, 1, 100), 1);
+    expect_from(a, &pool, b, 3);
+    /* A third peer's datagram arrives on the path socket, also in the set. */
+    struct ub__dev *c = open_spec("127.0.0.1:0?paths=1&gro=0");
+    send_lone(c, &pool, a, 4);
+    assert_int_equal(epoll_wait(fd, &ev, 1, 100), 1);
+    expect_from(a, &pool, c, 4);
+
+    struct ub__dev *m = open_spec("127.0.0.1:0?paths=2");
+    assert_true(stats_of(m).epoll_live);
+    ub__dev_close(a);
+    ub__dev_close(b);
+    ub__dev_close(c);
+    ub__dev_close(m);
+    assert_int_equal(pool.avail, pool.count);
+    ub__pktpool_fini(&pool);
+}
+
 /* ---- spec parsing
  * --------------------------------------------------------------------------------- */
 
@@ -1588,6 +1635,7 @@ int main(void)
         cmocka_unit_test(test_rx_mode),
         cmocka_unit_test(test_rx_paths),
         cmocka_unit_test(test_connected),
+        cmocka_unit_test(test_epoll_lazy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
