@@ -471,6 +471,17 @@ static void on_dgram_yield(void *arg, const struct ub__dgram_in *d, uint64_t now
         l->e->rx_yield = true;
 }
 
+static const struct ub__engine_upcalls yield_up = {.dgram = on_dgram_yield};
+
+/* An engine without bundles whose datagrams go to l (on_dgram_yield). */
+static void yield_open(struct ub__engine *e, struct yield_log *l)
+{
+    struct ub__engine_cfg ec = {.seed = 1, .bundle = false};
+    assert_int_equal(ub__engine_init(e, &ec), 0);
+    *l = (struct yield_log){.e = e};
+    ub__engine_set_upcalls(e, &yield_up, l);
+}
+
 /* n datagrams out of e (immediate data imm[i]), handed back as received. */
 static void yield_batch(struct ub__engine *e, const uint64_t *imm, uint32_t n,
                         struct ub__pkt **pkts)
@@ -492,11 +503,8 @@ static void test_yield(void **state)
 {
     (void)state;
     struct ub__engine e;
-    struct ub__engine_cfg ec = {.seed = 1, .bundle = false};
-    assert_int_equal(ub__engine_init(&e, &ec), 0);
-    struct yield_log l = {.e = &e};
-    struct ub__engine_upcalls up = {.dgram = on_dgram_yield};
-    ub__engine_set_upcalls(&e, &up, &l);
+    struct yield_log l;
+    yield_open(&e, &l);
     struct ub__pkt *pkts[UB_ENGINE_YIELD_REST + 2];
 
     const uint64_t four[] = {7, 1, 8, 9};
@@ -621,11 +629,8 @@ static void test_drive_one_first(void **state)
 {
     (void)state;
     struct ub__engine e;
-    struct ub__engine_cfg ec = {.seed = 1, .bundle = false};
-    assert_int_equal(ub__engine_init(&e, &ec), 0);
-    struct yield_log l = {.e = &e};
-    struct ub__engine_upcalls up = {.dgram = on_dgram_yield};
-    ub__engine_set_upcalls(&e, &up, &l);
+    struct yield_log l;
+    yield_open(&e, &l);
     struct script_dev d = {.dev = {.ops = &script_ops}};
     struct ub__drive_stats st = {0};
     e.rx_one_first = true;
