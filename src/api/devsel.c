@@ -56,6 +56,7 @@ struct multidev {
     int epfd;
     uint32_t mtu, paths;
     bool rx_shm_first; /* alternate which device is drained first */
+    bool ep_live;      /* the devices' fds are in epfd: from the first fd() (udp_fd's reason) */
 };
 
 static const struct ub__dev_ops multi_ops;
@@ -106,7 +107,16 @@ static int multi_recv(struct ub__dev *d, struct ub__pkt **pkts, uint32_t max,
 
 static int multi_fd(struct ub__dev *d)
 {
-    return ((const struct multidev *)d)->epfd;
+    struct multidev *m = (struct multidev *)d;
+    struct ub__dev *devs[2] = {m->udp, m->shm};
+    for (int i = 0; !m->ep_live && i < 2; i++) {
+        int fd = ub__dev_fd(devs[i]);
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+        if (fd >= 0 && epoll_ctl(m->epfd, EPOLL_CTL_ADD, fd, &ev) != 0 && errno != EEXIST)
+            return -1;
+    }
+    m->ep_live = true;
+    return m->epfd;
 }
 
 static uint32_t multi_mtu(const struct ub__dev *d)
@@ -148,18 +158,6 @@ int ub__multidev_open(struct ub__dev *udp, struct ub__dev *shm, struct ub__dev *
     if (m->epfd < 0) {
         free(m);
         return UB_EIO;
-    }
-    struct ub__dev *devs[2] = {udp, shm};
-    for (int i = 0; i < 2; i++) {
-        int fd = ub__dev_fd(devs[i]);
-        if (fd < 0)
-            continue;
-        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-        if (epoll_ctl(m->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            close(m->epfd);
-            free(m);
-            return UB_EIO;
-        }
     }
     m->dev.ops = &multi_ops;
     m->dev.local = udp->local;

@@ -7,6 +7,7 @@
 #include "unit/api_net_util.h"
 #include "api/api.h"
 #include "dev/shm.h"
+#include "dev/udp.h"
 
 static void test_across_processes(void **state)
 {
@@ -99,6 +100,40 @@ static bool fd_readable(ub_context *ctx)
 {
     struct pollfd pf = {.fd = ub_context_fd(ctx), .events = POLLIN};
     return poll(&pf, 1, 0) == 1;
+}
+
+/*
+ * A udp + shm context of one udp path: the udp sockets stay out of epoll until the context's
+ * fd is asked for (docs/device-udp.md, "The epoll set, lazily"), and then a udp peer's
+ * request makes that fd readable.
+ */
+static void test_auto_choice_fd_lazy(void **state)
+{
+    (void)state;
+    struct node a, c;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    assert_int_equal(node_open(&a, "udp://127.0.0.1:0?paths=1&shm=1", &ca), 0);
+    assert_int_equal(node_open(&c, "udp://127.0.0.1:0?paths=1", &ca), 0);
+    struct ub__udp_stats us;
+    assert_int_equal(ub__udp_stats(ub__ctx_of(a.ctx)->udp, &us), 0);
+    assert_false(us.epoll_live);
+    int fd = ub_context_fd(a.ctx);
+    assert_true(fd >= 0);
+    assert_int_equal(ub__udp_stats(ub__ctx_of(a.ctx)->udp, &us), 0);
+    assert_true(us.epoll_live);
+    assert_false(fd_readable(a.ctx));
+    uint8_t d[NODE_DESC];
+    node_export(&a, d);
+    struct peer q;
+    node_import(&c, d, &q);
+    struct ub_sge sg = {c.mem, 8, c.seg};
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, q.ts, q.base);
+    assert_int_equal(ub_post_jetty_send(c.jetty, &wr, NULL), 0);
+    ub_progress(c.ctx);
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&pf, 1, 1000), 1);
+    node_close(&a);
+    node_close(&c);
 }
 
 /* One signalled 8 B WRITE from a to b, driven by ub_poll_jfc on both sides only. */
@@ -289,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_across_processes),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_auto_choice),
+        cmocka_unit_test(test_auto_choice_fd_lazy),
         cmocka_unit_test(test_busy_poll_no_wakeups),
         cmocka_unit_test(test_poll_only_sleeper_is_woken),
         cmocka_unit_test(test_full_lane_holds_back),
