@@ -130,7 +130,7 @@ int ub_progress(ub_context *ctx);
  * progress in the application's own epoll loop: call ub_progress when it fires, and at
  * the latest after ub_context_next_timeout_ms). -1 if the device has none (loop).
  */
-int ub_context_fd(const ub_context *ctx);
+int ub_context_fd(ub_context *ctx);
 /* Milliseconds until the context's next timer (-1: none, 0: due now). */
 int ub_context_next_timeout_ms(ub_context *ctx);
 /* The context's address, formatted ("udp:127.0.0.1:4790", "shm:42"); snprintf's result. */

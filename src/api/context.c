@@ -450,11 +450,16 @@ UB_EXPORT int ub_progress(ub_context *ctx)
     return n;
 }
 
-UB_EXPORT int ub_context_fd(const ub_context *ctx)
+UB_EXPORT int ub_context_fd(ub_context *ctx)
 {
     if (!ctx)
         return UB_EINVAL;
-    return ub__dev_fd(ctx->dev);
+    /* Locked: a device may set its fd up now (udp: its sockets join the epoll set), which
+     * must not race a round that adds a socket (udp's connected one). */
+    ub__ctx_lock(ctx);
+    int fd = ub__dev_fd(ctx->dev);
+    ub__ctx_unlock(ctx);
+    return fd;
 }
 
 UB_EXPORT int ub_context_next_timeout_ms(ub_context *ctx)
