@@ -455,7 +455,7 @@ UB_EXPORT int ub_context_fd(ub_context *ctx)
     if (!ctx)
         return UB_EINVAL;
     /* Locked: a device may set its fd up now (udp: its sockets join the epoll set), which
-     * must not race a round that adds a socket (udp's connected one). */
+     * must not race a round that adds udp's connected socket. */
     ub__ctx_lock(ctx);
     int fd = ub__dev_fd(ctx->dev);
     ub__ctx_unlock(ctx);
