@@ -88,11 +88,11 @@ UB_EXPORT int ub_poll_jfc(ub_jfc *c, int max, struct ub_cr *cr)
         if (shm)
             ub__shm_set_busy_poll(shm, true);
         /* An application that answers what it receives gets its record before the rest of
-         * its batch is worked through (at most a few datagrams: the next poll's). Over shm
-         * only: a udp ping-pong's batch is one datagram (a bundle), and a stream in both
-         * directions lost 5 % of its rate to the extra rounds. */
-        c->yield = ub__ctx_of(ctx)->answered && ub__ctx_shm_only(ctx);
-        ctx->eng.rx_one_first = c->yield;
+         * its batch is worked through (at most a few datagrams, or over udp the rest of its
+         * bundle: the next poll's). Only shm's device is asked for one datagram first (a udp
+         * ping-pong's batch is one datagram anyway). */
+        c->yield = ub__ctx_of(ctx)->answered;
+        ctx->eng.rx_one_first = c->yield && ub__ctx_shm_only(ctx);
         ub__ctx_progress_locked(ctx);
         c->yield = ctx->eng.rx_one_first = false;
         if (shm)

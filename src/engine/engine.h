@@ -69,6 +69,9 @@ struct ub__engine_cfg {
 /* A yield is honoured only when at most this many received datagrams are left behind:
  * a ping-pong's batch (the request, a response, an ACK), never a stream's. */
 #define UB_ENGINE_YIELD_REST 4
+/* ... and, unless the driver takes answers alone (shm), only in a ping-pong: at most this
+ * many of our own packets in flight on the last PDC (engine.c, pingpong()). */
+#define UB_ENGINE_PINGPONG_OUT 2u
 
 /*
  * What the engine counted. Every received packet lands in exactly one rx_* outcome (the
@@ -89,6 +92,7 @@ struct ub__engine_stats {
     uint64_t tx_bundles, tx_bundled; /* bundles sent, packets inside them */
     uint64_t rx_bundles, rx_bundled; /* well-formed bundles received, packets inside them */
     uint64_t rx_yields; /* input stopped early for the layer above; the rest kept for later */
+    uint64_t rx_split;  /* of them, in a bundle: its records after the one that yielded */
     uint64_t rx_alone;  /* first datagrams taken from the device alone (rx_one_first) */
 };
 
@@ -123,7 +127,11 @@ struct ub__engine {
      * completion its application polls for). Input stops after that datagram if at most
      * UB_ENGINE_YIELD_REST are left, which wait in rx_later and go in first next time: the
      * application answers before the rest of its batch (its own request's response, an
-     * ACK) is worked through, which takes that work off a ping-pong's round trip.
+     * ACK) is worked through, which takes that work off a ping-pong's round trip. Inside a
+     * bundle it stops after the record when one record is left (a udp ping-pong's ACK behind
+     * the answer): the rest waits as a bundle of its own. Only in a ping-pong (at most
+     * UB_ENGINE_PINGPONG_OUT packets of ours in flight; any with rx_one_first): a stream's
+     * batches stay whole.
      */
     bool rx_yield;
     /*

@@ -499,6 +499,12 @@ uint32_t ub__pds_cc_count(const struct ub__pds *pds)
     return pds->ccx_by_key.count;
 }
 
+uint32_t ub__pds_last_outstanding(const struct ub__pds *pds)
+{
+    const struct ub__pds_ipdc *c = pds->last_ipdc;
+    return c ? c->qlen + (c->nxt - c->una) : 0;
+}
+
 uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
 {
     bool collision;

@@ -274,6 +274,8 @@ uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, 
 /* Whether ub__pds_pull would return something now. */
 bool ub__pds_has_output(const struct ub__pds *pds);
 
+/* Packets queued or in flight on the context the last send went to (0 if none). */
+uint32_t ub__pds_last_outstanding(const struct ub__pds *pds);
 /* Packets queued or in flight towards dst in mode (0 if no context). */
 uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode);
 

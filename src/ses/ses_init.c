@@ -848,8 +848,11 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
          * queued or in flight to that peer (a request waited for, as in a ping-pong): a stream of
          * requests is better served by coalesced ACKs and packed responses than by an ACK of its
          * own per request. */
-        if (s->ack_rsp && busy < s->ack_rsp_busy && last && !w->first_sent && !w->cma &&
-            !w->eager && (w->ses_op != UB_SES_OP_READ || w->len <= UB_SES_PRSP_DATA) &&
+        /* After a yield (engine.h) the rest of the received bundle, usually the ACK of our
+         * last request to that peer, waits: that request is as good as answered. */
+        uint32_t k_busy = s->ack_rsp_busy + (ub__engine_rx_later(e) ? 1u : 0u);
+        if (s->ack_rsp && busy < k_busy && last && !w->first_sent && !w->cma && !w->eager &&
+            (w->ses_op != UB_SES_OP_READ || w->len <= UB_SES_PRSP_DATA) &&
             ub__pds_own_ok(e->pds, &w->dst, w->mode)) {
             tail[8] |= UB_SES_TAIL_K;
             tx.own = true;

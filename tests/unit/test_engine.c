@@ -13,6 +13,7 @@
 #include "engine/testbed.h"
 #include "wire/bundle.h"
 #include "wire/datagram.h"
+#include "wire/ses.h"
 
 struct rx_log {
     uint32_t n;
@@ -265,7 +266,8 @@ static void mark_any_path(struct ub__engine *e, uint32_t any)
 /*
  * Packets any path serves (ACKs) join a bundle whatever their path, and the bundle leaves on
  * the path of its first member that has one; packets that have a path still go only with
- * their path's. In the request-response case (an ACK, then a request) as in a longer batch.
+ * their path's. In the request-response case (an ACK, then a request: the request goes
+ * first) as in a longer batch (in order).
  */
 static void test_bundles_any_path(void **state)
 {
@@ -277,7 +279,8 @@ static void test_bundles_any_path(void **state)
     uint32_t one = UB_PDS_UUD_SIZE + UB_SES_STD_SIZE + 1;
     struct ub__pkt *p[8];
 
-    /* An "ACK" on path 1, then a request on path 0: one datagram, on path 0. */
+    /* An "ACK" on path 1, then a request on path 0: one datagram, on path 0, the request
+     * first (its receiver may act on it before the ACK: a yield). */
     assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 20, "a", 1, 0), 0);
     assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 21, "r", 1, 0), 0);
     mark_any_path(&tx, 1u);
@@ -288,8 +291,8 @@ static void test_bundles_any_path(void **state)
     assert_int_equal(p[0]->flags & UB_PKT_F_ANY_PATH, 0);
     ub__engine_input(&rx, &p[0], 1, 2);
     assert_int_equal(log->n, 2);
-    assert_int_equal(log->imm[0], 20);
-    assert_int_equal(log->imm[1], 21);
+    assert_int_equal(log->imm[0], 21);
+    assert_int_equal(log->imm[1], 20);
 
     /* ACK (path 1), request (path 0), request (path 1), ACK (path 3 = 1): the first request
      * sets the path, the ACKs go with it, the other request leaves alone. */
@@ -554,6 +557,102 @@ static void test_yield(void **state)
     ub__engine_fini(&e);
 }
 
+/* One bundle out of tx of datagrams with immediate data imm[0..n), to the loop address 1. */
+static struct ub__pkt *yield_bundle(struct ub__engine *tx, const uint64_t *imm, uint32_t n)
+{
+    struct ub__addr dst;
+    ub__addr_loop(&dst, 1);
+    struct ub__pkt *p[4];
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(ub__engine_dgram_send(tx, &dst, 0, 0, imm[i], "x", 1, 0), 0);
+    assert_int_equal(ub__engine_output(tx, p, 4, 0), 1);
+    assert_true(ub__bundle_is(p[0]->data, p[0]->len));
+    return p[0];
+}
+
+/*
+ * A yield inside a bundle: when one record is left after the one that asked (a ping-pong's
+ * ACK behind the answer), it waits, as a bundle of its own in the same buffer, for the next
+ * input; more records (a stream's) are worked through. Neither happens while more than
+ * UB_ENGINE_PINGPONG_OUT of our own packets are in flight on the last PDC (a stream in both
+ * directions, whose every yield would only cost a round), unless the driver takes answers
+ * alone (shm).
+ */
+static void test_yield_bundle(void **state)
+{
+    (void)state;
+    struct ub__engine tx, e;
+    struct ub__engine_cfg ec = {.seed = 1, .bundle = true};
+    assert_int_equal(ub__engine_init(&tx, &ec), 0);
+    struct yield_log l;
+    yield_open(&e, &l);
+
+    const uint64_t two[] = {1, 7};
+    struct ub__pkt *b = yield_bundle(&tx, two, 2);
+    assert_true(ub__engine_input(&e, &b, 1, 0));
+    assert_int_equal(l.n, 1);
+    assert_int_equal(e.stats.rx_split, 1);
+    assert_int_equal(ub__ring_count(&e.rx_later), 1);
+    assert_false(ub__engine_input_later(&e, 0));
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.imm[1], 7);
+    assert_int_equal(e.stats.rx_bundles, 1); /* the rest is not a bundle more */
+    assert_int_equal(e.stats.rx_bundled, 2);
+    assert_int_equal(e.stats.rx_malformed, 0);
+
+    /* Two records after it: all three now (the yield, with nothing left, ends the input). */
+    l.n = 0;
+    const uint64_t three[] = {1, 7, 8};
+    b = yield_bundle(&tx, three, 3);
+    assert_true(ub__engine_input(&e, &b, 1, 0));
+    assert_int_equal(l.n, 3);
+    assert_false(ub__engine_rx_later(&e));
+    assert_int_equal(e.stats.rx_split, 1);
+
+    /* Three of our packets in flight on the last PDC: the bundle is worked through, and a
+     * batch of two datagrams does not yield either. */
+    struct ub__addr peer;
+    ub__addr_loop(&peer, 9);
+    for (uint32_t i = 0; i < UB_ENGINE_PINGPONG_OUT + 1; i++) {
+        struct ub__pkt *p = ub__pkt_alloc(&e.pool);
+        assert_non_null(p);
+        struct ub__ses_std s = {
+            .opcode = UB_SES_OP_SEND, .flags = UB_SES_F_SOM | UB_SES_F_EOM, .request_length = 1};
+        struct ub__wcur w;
+        ub__wcur_init(&w, ub__pkt_put(p, UB_SES_STD_SIZE + 1), UB_SES_STD_SIZE + 1);
+        assert_int_equal(ub__ses_std_encode(&s, &w), 0);
+        struct ub__pds_tx t = {.dst = &peer, .mode = UB_PDS_RUD, .ses_kind = UB_PDS_NH_REQ_STD};
+        assert_int_equal(ub__pds_send(e.pds, &t, p, 0), 0);
+    }
+    assert_int_equal(ub__pds_last_outstanding(e.pds), UB_ENGINE_PINGPONG_OUT + 1);
+    l.n = 0;
+    b = yield_bundle(&tx, two, 2);
+    assert_false(ub__engine_input(&e, &b, 1, 0));
+    assert_int_equal(l.n, 2);
+    assert_int_equal(e.stats.rx_split, 1);
+    struct ub__addr dst;
+    ub__addr_loop(&dst, 1);
+    struct ub__pkt *pkts[2];
+    for (uint32_t i = 0; i < 2; i++) { /* one at a time: not bundled */
+        assert_int_equal(ub__engine_dgram_send(&tx, &dst, 0, 0, two[i], "x", 1, 0), 0);
+        assert_int_equal(ub__engine_output(&tx, &pkts[i], 1, 0), 1);
+    }
+    assert_false(ub__engine_input(&e, pkts, 2, 0));
+    assert_int_equal(l.n, 4);
+    assert_false(ub__engine_rx_later(&e));
+
+    /* A driver that takes answers alone (shm) yields whatever is in flight. */
+    e.rx_one_first = true;
+    b = yield_bundle(&tx, two, 2);
+    assert_true(ub__engine_input(&e, &b, 1, 0));
+    assert_int_equal(e.stats.rx_split, 2);
+    assert_false(ub__engine_input_later(&e, 0));
+    assert_int_equal(l.n, 6);
+
+    ub__engine_fini(&tx);
+    ub__engine_fini(&e);
+}
+
 /* A device that hands out what the test queued and notes how many each receive asked for. */
 struct script_dev {
     struct ub__dev dev;
@@ -716,6 +815,7 @@ int main(void)
         cmocka_unit_test(test_testbed_deterministic),
         cmocka_unit_test(test_testbed_time),
         cmocka_unit_test(test_yield),
+        cmocka_unit_test(test_yield_bundle),
         cmocka_unit_test(test_drive_one_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
