@@ -1086,6 +1086,12 @@ void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         return;
     }
     if (r->rc == UB_SES_RC_RNR) {
+        /* While the retry waits out its backoff no attempt is in flight: this RNR answers
+         * another copy of the last attempt's request (an RTO resend), counted already. */
+        if (ub__timer_armed(&w->rnr_timer)) {
+            s->st.rx_stale_rsp++;
+            return;
+        }
         w->rsp_on = false;
         uint32_t limit = w->jfs->attr.rnr_retry;
         if (w->rnr_tries >= limit) {
