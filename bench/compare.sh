@@ -15,7 +15,9 @@
 # figure's median: on a shared machine single busy-poll runs differ by tens of per cent.
 # Environment: BUILD_DIR (build-bench), OUT (also write the markdown there), RUN_TIMEOUT
 # (seconds per server/client pair, 90), KEEP=1 (keep every tool's raw output), SOFTUB_MTU
-# (softub udp datagram size, 9000 for loopback; 1452 is the device's real-network default). Installs ucx-utils and libfabric-bin when missing
+# (softub udp datagram size, 9000 for loopback; 1452 is the device's real-network default),
+# PGO (1: softub-perf built by bench/pgo.sh, profile-guided; 0: the plain Release build).
+# Installs ucx-utils and libfabric-bin when missing
 # (as root, or through sudo). Every run is bounded; servers are killed on exit.
 set -euo pipefail
 
@@ -25,6 +27,7 @@ QUICK=${QUICK:-0}
 OUT=${OUT:-}
 T=${RUN_TIMEOUT:-90}
 SOFTUB_MTU=${SOFTUB_MTU:-9000}
+PGO=${PGO:-1}
 WORK=$(mktemp -d /tmp/softub-compare.XXXXXX)
 HOST=127.0.0.1
 PORT_BASE=$((20000 + ($$ % 2000) * 10))
@@ -79,6 +82,10 @@ log "compare: building softub-perf, raw_udp_pingpong, hiccups and c2c in $BUILD"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" --target softub-perf raw_udp_pingpong hiccups c2c >/dev/null
 PERF=$BUILD/softub-perf
+if [ "$PGO" = 1 ]; then
+    log "compare: softub-perf with profile-guided optimisation (bench/pgo.sh; PGO=0: without)"
+    PERF=$(BUILD_DIR="$ROOT/build-pgo" bash "$ROOT/bench/pgo.sh")
+fi
 RAW=$BUILD/bench/raw_udp_pingpong
 
 # ---- server/client pairs ---------------------------------------------------------------
@@ -259,7 +266,7 @@ table() {
     echo "Machine: $(nproc) CPUs ($cpu), Linux $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ);"
     echo "load average $START_LOAD at start, $END_LOAD at end. Loopback 127.0.0.1 only; softub udp MTU $SOFTUB_MTU."
     echo "A busy CPU lost to the host (bench/hiccups, 1 s, mean per CPU): gaps ${HICCUPS:-not measured}."
-    echo "softub $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?'), UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}'), libfabric $(fi_info --version 2>/dev/null | awk '/libfabric:/ {print $2; exit}')"
+    echo "softub $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')$([ "$PGO" = 1 ] && echo ' (profile-guided build, bench/pgo.sh)'), UCX $(ucx_info -v 2>/dev/null | awk '/Version/ {print $3; exit}'), libfabric $(fi_info --version 2>/dev/null | awk '/libfabric:/ {print $2; exit}')"
     echo
     echo "| transport | 8 B lat p50 (us) | 8 B lat p99.9 (us) | 64 KiB BW (MB/s) | 1 MiB BW (MB/s) | 8 B rate (Mpps) |"
     echo "|---|---:|---:|---:|---:|---:|"
