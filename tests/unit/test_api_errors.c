@@ -53,6 +53,20 @@ static struct ub_wr rma(enum ub_opcode op, ub_tseg *ts, uint64_t addr, struct ub
     return wr;
 }
 
+/* A signalled SEND of sg to tj. */
+static struct ub_wr send_wr(ub_tjetty *tj, struct ub_sge *sg, uint64_t id)
+{
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = UB_OP_SEND;
+    wr.flags = UB_WR_COMPLETE;
+    wr.user_ctx = id;
+    wr.sge = sg;
+    wr.num_sge = 1;
+    wr.tjetty = tj;
+    return wr;
+}
+
 static bool untouched(const uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -190,14 +204,7 @@ static void test_rnr(void **state)
     setup(true);
     ub_tjetty *tj = tnet_import_jetty(&T, 0, 1);
     struct ub_sge sg = {M0, 500, S0};
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_SEND;
-    wr.flags = UB_WR_COMPLETE;
-    wr.user_ctx = 0x77;
-    wr.sge = &sg;
-    wr.num_sge = 1;
-    wr.tjetty = tj;
+    struct ub_wr wr = send_wr(tj, &sg, 0x77);
     /* Blind RNR retries are what a JFS asks for with UB_JFS_F_RNR_RETRY (the default is
      * deferral: test_api_defer.c). */
     struct ub_jfs_attr ra = {.depth = 8, .jfc = T.jfc[0], .flags = UB_JFS_F_RNR_RETRY};
@@ -245,14 +252,7 @@ static void test_rnr_duplicate(void **state)
     setup(true);
     ub_tjetty *tj = tnet_import_jetty(&T, 0, 1);
     struct ub_sge sg = {M0, 64, S0};
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_SEND;
-    wr.flags = UB_WR_COMPLETE;
-    wr.user_ctx = 0x78;
-    wr.sge = &sg;
-    wr.num_sge = 1;
-    wr.tjetty = tj;
+    struct ub_wr wr = send_wr(tj, &sg, 0x78);
     struct ub_jfs_attr ra = {
         .depth = 8, .jfc = T.jfc[0], .rnr_retry = 3, .flags = UB_JFS_F_RNR_RETRY};
     ub_jfs *rj;
