@@ -13,7 +13,7 @@
 #include "engine/testbed.h"
 #include "wire/bundle.h"
 #include "wire/datagram.h"
-#include "wire/ses.h"
+#include "unit/pds_send8.h"
 
 struct rx_log {
     uint32_t n;
@@ -614,15 +614,8 @@ static void test_yield_bundle(void **state)
     struct ub__addr peer;
     ub__addr_loop(&peer, 9);
     for (uint32_t i = 0; i < UB_ENGINE_PINGPONG_OUT + 1; i++) {
-        struct ub__pkt *p = ub__pkt_alloc(&e.pool);
-        assert_non_null(p);
-        struct ub__ses_std s = {
-            .opcode = UB_SES_OP_SEND, .flags = UB_SES_F_SOM | UB_SES_F_EOM, .request_length = 1};
-        struct ub__wcur w;
-        ub__wcur_init(&w, ub__pkt_put(p, UB_SES_STD_SIZE + 1), UB_SES_STD_SIZE + 1);
-        assert_int_equal(ub__ses_std_encode(&s, &w), 0);
         struct ub__pds_tx t = {.dst = &peer, .mode = UB_PDS_RUD, .ses_kind = UB_PDS_NH_REQ_STD};
-        assert_int_equal(ub__pds_send(e.pds, &t, p, 0), 0);
+        assert_int_equal(ub__pds_send(e.pds, &t, t_send8_pkt(&e.pool), 0), 0);
     }
     assert_int_equal(ub__pds_last_outstanding(e.pds), UB_ENGINE_PINGPONG_OUT + 1);
     l.n = 0;
