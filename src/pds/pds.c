@@ -499,10 +499,15 @@ uint32_t ub__pds_cc_count(const struct ub__pds *pds)
     return pds->ccx_by_key.count;
 }
 
+/* Packets of c queued or in flight (0 without a context). */
+static uint32_t outstanding(const struct ub__pds_ipdc *c)
+{
+    return c ? c->qlen + (c->nxt - c->una) : 0;
+}
+
 uint32_t ub__pds_last_outstanding(const struct ub__pds *pds)
 {
-    const struct ub__pds_ipdc *c = pds->last_ipdc;
-    return c ? c->qlen + (c->nxt - c->una) : 0;
+    return outstanding(pds->last_ipdc);
 }
 
 uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
@@ -511,5 +516,5 @@ uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *d
     const struct ub__pds_ipdc *c = ub__pds_last_ipdc(pds, dst, mode);
     if (!c)
         c = ub__pds_ipdc_find(pds, dst, mode, &collision);
-    return c ? c->qlen + (c->nxt - c->una) : 0;
+    return outstanding(c);
 }
