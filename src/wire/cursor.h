@@ -241,12 +241,22 @@ static inline void ub__put_zero(struct ub__wcur *w, size_t n)
  * Big-endian stores and loads at a pointer into room already claimed (ub__wcur_take /
  * ub__rcur_take): for headers of fixed size, one bounds check for the whole header instead of
  * one per field (byte stores may alias the cursor, so per-field checks reload it each time).
- * Compilers turn each into one load or store and a byte swap.
+ * A store is one byte swap and one store where the compiler has the swap: written a byte at a
+ * time, gcc assembles the bytes of a header's fields one by one.
  */
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define UB__ST_SWAP 1
+#endif
+
 static inline void ub__st16(uint8_t *p, uint16_t v)
 {
+#ifdef UB__ST_SWAP
+    v = __builtin_bswap16(v);
+    memcpy(p, &v, sizeof(v));
+#else
     p[0] = (uint8_t)(v >> 8);
     p[1] = (uint8_t)v;
+#endif
 }
 
 static inline void ub__st24(uint8_t *p, uint32_t v)
@@ -258,16 +268,26 @@ static inline void ub__st24(uint8_t *p, uint32_t v)
 
 static inline void ub__st32(uint8_t *p, uint32_t v)
 {
+#ifdef UB__ST_SWAP
+    v = __builtin_bswap32(v);
+    memcpy(p, &v, sizeof(v));
+#else
     p[0] = (uint8_t)(v >> 24);
     p[1] = (uint8_t)(v >> 16);
     p[2] = (uint8_t)(v >> 8);
     p[3] = (uint8_t)v;
+#endif
 }
 
 static inline void ub__st64(uint8_t *p, uint64_t v)
 {
+#ifdef UB__ST_SWAP
+    v = __builtin_bswap64(v);
+    memcpy(p, &v, sizeof(v));
+#else
     ub__st32(p, (uint32_t)(v >> 32));
     ub__st32(p + 4, (uint32_t)v);
+#endif
 }
 
 static inline uint16_t ub__ld16(const uint8_t *p)
