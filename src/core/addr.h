@@ -34,14 +34,21 @@ static inline void ub__addr_loop(struct ub__addr *a, uint16_t port)
     a->port = port;
 }
 
-/* Three words without holes: compared as words, not through a memcmp call (per packet). */
+static inline uint64_t ub__addr_word(const struct ub__addr *a, size_t i)
+{
+    uint64_t v;
+    memcpy(&v, (const unsigned char *)a + 8 * i, sizeof(v));
+    return v;
+}
+
+/* Three words without holes: compared as words, not through a memcmp call (per packet). Each
+ * word loaded on its own: copied whole into arrays, gcc moves both through the stack. */
 static inline bool ub__addr_eq(const struct ub__addr *a, const struct ub__addr *b)
 {
     _Static_assert(sizeof(struct ub__addr) == 24, "three words");
-    uint64_t x[3], y[3];
-    memcpy(x, a, sizeof(x));
-    memcpy(y, b, sizeof(y));
-    return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2])) == 0;
+    return ((ub__addr_word(a, 0) ^ ub__addr_word(b, 0)) |
+            (ub__addr_word(a, 1) ^ ub__addr_word(b, 1)) |
+            (ub__addr_word(a, 2) ^ ub__addr_word(b, 2))) == 0;
 }
 
 uint64_t ub__addr_hash(const struct ub__addr *a, uint64_t seed);
