@@ -347,8 +347,10 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         ub__pds_ctl_push(pds, pkt);
         return 0;
     }
-    struct ub__pds_ipdc *c = ub__pds_last_ipdc(pds, tx->dst, tx->mode);
-    if (!c)
+    struct ub__pds_ipdc *c = tx->pdc;
+    if (c) /* the caller's ub__pds_peer found it: as ub__pds_ipdc_get would */
+        pds->last_ipdc = c;
+    else if (!(c = ub__pds_last_ipdc(pds, tx->dst, tx->mode)))
         c = ub__pds_ipdc_get(pds, tx->dst, tx->mode, now, &rc);
     if (!c || c->qlen >= UB_PDS_DEFAULT_QUEUE) {
         ub__pkt_pull(pkt, ext_len);
@@ -517,4 +519,30 @@ uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *d
     if (!c)
         c = ub__pds_ipdc_find(pds, dst, mode, &collision);
     return outstanding(c);
+}
+
+static void peer_fill(const struct ub__pds *pds, struct ub__pds_ipdc *c, const struct ub__addr *dst,
+                      uint8_t mode, struct ub__pds_peer *out)
+{
+    out->pdc = c;
+    out->outstanding = outstanding(c);
+    out->own_ok = ub__pds_own_ok_in(pds, dst, mode);
+}
+
+/* Not the last PDC: a table lookup, out of the usual path (which then saves no registers). */
+static UB_NOINLINE void peer_find(const struct ub__pds *pds, const struct ub__addr *dst,
+                                  uint8_t mode, struct ub__pds_peer *out)
+{
+    bool collision;
+    peer_fill(pds, ub__pds_ipdc_find(pds, dst, mode, &collision), dst, mode, out);
+}
+
+void ub__pds_peer(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
+                  struct ub__pds_peer *out)
+{
+    struct ub__pds_ipdc *c = ub__pds_last_ipdc(pds, dst, mode);
+    if (c)
+        peer_fill(pds, c, dst, mode, out);
+    else
+        peer_find(pds, dst, mode, out);
 }

@@ -220,6 +220,8 @@ struct ub__pds_tx {
     bool own;
     struct ub__ext ext; /* order tag, stream; incarnation is filled in by PDS */
     uint64_t cookie;    /* returned by acked/failed */
+    /* dst's context in mode from ub__pds_peer just before, or NULL: PDS looks it up. */
+    struct ub__pds_ipdc *pdc;
 };
 
 int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct ub__timers *timers,
@@ -278,6 +280,14 @@ bool ub__pds_has_output(const struct ub__pds *pds);
 uint32_t ub__pds_last_outstanding(const struct ub__pds *pds);
 /* Packets queued or in flight towards dst in mode (0 if no context). */
 uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode);
+/* What a sender asks before each request packet to dst in mode, with one lookup. */
+struct ub__pds_peer {
+    struct ub__pds_ipdc *pdc; /* for ub__pds_tx.pdc; NULL: no context yet */
+    uint32_t outstanding;     /* ub__pds_outstanding */
+    bool own_ok;              /* ub__pds_own_ok */
+};
+void ub__pds_peer(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
+                  struct ub__pds_peer *out);
 
 /*
  * Flattens (ub__pkt_flatten) every packet with this cookie that PDS still holds towards dst

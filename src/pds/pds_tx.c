@@ -14,9 +14,7 @@
 
 bool ub__pds_own_ok(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
 {
-    enum ub__pds_retx r = pds->cfg.retx[mode];
-    return mode == UB_PDS_RUD && (r == UB_PDS_RETX_SEL_FAST || r == UB_PDS_RETX_SEL_TIMEOUT) &&
-           !ub__pds_lossless_peer(&pds->cfg, dst);
+    return ub__pds_own_ok_in(pds, dst, mode);
 }
 
 static uint64_t peer_key(const struct ub__addr *a, uint8_t mode)

@@ -817,7 +817,9 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
     while (!w->first_sent || (!single && w->sent < wire_len)) {
         if (e->pool.avail <= UB_SES_POOL_RESERVE)
             return false;
-        uint32_t busy = ub__pds_outstanding(e->pds, &w->dst, w->mode);
+        struct ub__pds_peer peer;
+        ub__pds_peer(e->pds, &w->dst, w->mode, &peer);
+        uint32_t busy = peer.outstanding;
         if (busy >= UB_SES_PKT_BUDGET)
             return true; /* this peer is busy; others may go on */
         uint32_t n = 0;
@@ -840,6 +842,7 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
             .ses_kind = UB_PDS_NH_REQ_STD,
             .ack_req = last,
             .cookie = ub__ses_wr_cookie(w),
+            .pdc = peer.pdc,
         };
         ub__ses_wr_ext(w, &tx.ext, tail);
         /* A request in one packet whose response the target can make at once: K lets it ride
@@ -852,8 +855,7 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
          * last request to that peer, waits: that request is as good as answered. */
         uint32_t k_busy = s->ack_rsp_busy + (ub__engine_rx_later(e) ? 1u : 0u);
         if (s->ack_rsp && busy < k_busy && last && !w->first_sent && !w->cma && !w->eager &&
-            (w->ses_op != UB_SES_OP_READ || w->len <= UB_SES_PRSP_DATA) &&
-            ub__pds_own_ok(e->pds, &w->dst, w->mode)) {
+            (w->ses_op != UB_SES_OP_READ || w->len <= UB_SES_PRSP_DATA) && peer.own_ok) {
             tail[8] |= UB_SES_TAIL_K;
             tx.own = true;
         }
