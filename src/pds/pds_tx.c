@@ -83,8 +83,8 @@ static void ccx_detach(struct ub__pds_ipdc *c)
 }
 
 /*
- * Whether the congestion context lets a packet of `bytes` go now: the window (a packet may
- * always go when nothing is in flight, so a window below one packet cannot deadlock) and the
+ * cc_allows: whether the congestion context lets a packet of `bytes` go now: the window (a packet
+ * may always go when nothing is in flight, so a window below one packet cannot deadlock) and the
  * pacer. When only the pacer holds it back, the context's timer is armed for the moment it
  * allows, so output resumes on time and the engine's next deadline says when.
  *
@@ -92,14 +92,13 @@ static void ccx_detach(struct ub__pds_ipdc *c)
  * the RTO has just taken every byte in flight off the window (NSCC: down to one MTU) while
  * the packets not resent still count as in flight, so the repair would otherwise wait for
  * the next, backed-off RTO.
+ *
+ * ccx_held: the rest, once ub__cc_can_send said no (out of line: rare on the usual path).
  */
-static bool ccx_allows(struct ub__pds_ipdc *c, uint64_t bytes, bool lone, uint64_t now)
+static UB_NOINLINE bool ccx_held(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t inflight,
+                                 uint64_t now)
 {
     struct ub__pds_ccx *x = c->ccx;
-    uint64_t inflight = lone ? 0 : x->inflight;
-    ub__cc_on_tick(&x->cc, now); /* lazy rate timers (DCQCN): exact whenever called */
-    if (ub__cc_can_send(&x->cc, inflight, bytes, now))
-        return true;
     uint64_t at = ub__cc_next_send_time(&x->cc, bytes, now);
     if (at > now) {
         if (!ub__timer_armed(&x->pace) || x->pace.deadline > at)
@@ -124,7 +123,12 @@ static bool ccx_allows(struct ub__pds_ipdc *c, uint64_t bytes, bool lone, uint64
 /* Without a congestion context (a lossless peer, cc "none") only the PDC's window counts. */
 static inline bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, bool lone, uint64_t now)
 {
-    return !c->ccx || ccx_allows(c, bytes, lone, now);
+    struct ub__pds_ccx *x = c->ccx;
+    if (!x)
+        return true;
+    uint64_t inflight = lone ? 0 : x->inflight;
+    ub__cc_on_tick(&x->cc, now); /* lazy rate timers (DCQCN): exact whenever called */
+    return ub__cc_can_send(&x->cc, inflight, bytes, now) || ccx_held(c, bytes, inflight, now);
 }
 
 static uint16_t alloc_id(struct ub__pds *pds)
