@@ -305,7 +305,7 @@ static struct ub__pkt *bundle_make(struct ub__engine *e, struct ub__pkt *p, stru
      * packet's own buffer serves when nobody else holds it (an ACK, not a packet PDS
      * keeps for retransmission) and has room: no copy of it. */
     uint32_t total = (uint32_t)ub__bundle_size(bytes, cnt), plen = p->len;
-    struct ub__pkt *b = NULL;
+    struct ub__pkt *b = NULL, *last;
     uint8_t *w = NULL;
     if (!e->pool.avail)
         return NULL;
@@ -320,6 +320,23 @@ static struct ub__pkt *bundle_make(struct ub__engine *e, struct ub__pkt *p, stru
         b->next = NULL; /* as a fresh buffer's */
         b->tag = 0;
         b->flags = 0;
+    } else if (cnt == 2 && (last = pk[__builtin_ctzll(mine)])->refcnt == 1 && !last->xlen &&
+               ub__pkt_headroom(last) >= total - last->len) {
+        /* The other one's buffer when it has room in front (an ACK: PDS places it so) and p
+         * is held (a request PDS keeps): p goes before it, the same bytes as below. */
+        uint32_t llen = last->len;
+        b = last;
+        w = ub__pkt_push(b, total - llen);
+        w += ub__bundle_put_hdr(w);
+        w += ub__bundle_put_rec(w, p->data, plen);
+        w[0] = (uint8_t)(llen >> 8);
+        w[1] = (uint8_t)llen;
+        b->next = NULL; /* as a fresh buffer's */
+        b->tag = 0;
+        b->order = 0;
+        b->flags = 0;
+        b->addr = p->addr;
+        mine = 0;
     } else if ((b = ub__pkt_alloc(&e->pool)) != NULL) {
         w = ub__pkt_put(b, total);
         w += ub__bundle_put_hdr(w);
