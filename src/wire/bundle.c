@@ -31,17 +31,3 @@ int ub__bundle_check(const uint8_t *buf, size_t len)
     }
     return n ? n : UB_EBADMSG;
 }
-
-size_t ub__bundle_put_hdr(uint8_t *out)
-{
-    out[0] = UB_BUNDLE_MARK;
-    return UB_BUNDLE_HDR;
-}
-
-size_t ub__bundle_put_rec(uint8_t *out, const uint8_t *rec, size_t rec_len)
-{
-    out[0] = (uint8_t)(rec_len >> 8);
-    out[1] = (uint8_t)rec_len;
-    memcpy(out + UB_BUNDLE_REC_HDR, rec, rec_len);
-    return UB_BUNDLE_REC_HDR + rec_len;
-}

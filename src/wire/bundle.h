@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define UB_BUNDLE_MARK    0xF8u /* type 31 << 3 | version 0 */
 #define UB_BUNDLE_HDR     1u    /* the marker */
@@ -61,9 +62,21 @@ static inline int ub__bundle_next(const uint8_t *buf, size_t len, size_t *off, c
     return 1;
 }
 
-/* Writes the marker at out[0]: the bundle's first byte. */
-size_t ub__bundle_put_hdr(uint8_t *out);
+/* Writes the marker at out[0]: the bundle's first byte. (Inline, as the next: the engine
+ * builds a bundle per answer of a udp ping-pong.) */
+static inline size_t ub__bundle_put_hdr(uint8_t *out)
+{
+    out[0] = UB_BUNDLE_MARK;
+    return UB_BUNDLE_HDR;
+}
+
 /* Writes one record (length, then the bytes) at out; its size. rec_len is 1..65535. */
-size_t ub__bundle_put_rec(uint8_t *out, const uint8_t *rec, size_t rec_len);
+static inline size_t ub__bundle_put_rec(uint8_t *out, const uint8_t *rec, size_t rec_len)
+{
+    out[0] = (uint8_t)(rec_len >> 8);
+    out[1] = (uint8_t)rec_len;
+    memcpy(out + UB_BUNDLE_REC_HDR, rec, rec_len);
+    return UB_BUNDLE_REC_HDR + rec_len;
+}
 
 #endif
