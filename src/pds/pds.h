@@ -270,6 +270,9 @@ void ub__pds_dlv_own(struct ub__pds *pds);
  * an ACK of its own per request measured slower than the response's own packet). */
 bool ub__pds_own_ok(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode);
 int ub__pds_dlv_rsp(struct ub__pds *pds, const uint8_t *rsp, uint32_t len);
+/* ub__pds_dlv_rsp without the copy: where the caller writes the len bytes of the response at
+ * once, or NULL where ub__pds_dlv_rsp fails. */
+uint8_t *ub__pds_dlv_rsp_at(struct ub__pds *pds, uint32_t len);
 
 /* Up to max packets to transmit now (ACKs and control first); the caller owns them. */
 uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now);

@@ -398,13 +398,14 @@ void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now)
 /* The response of the transaction whose packet (with K) is being delivered: onto its ACK. */
 static bool rsp_ride(struct ub__tl *s, const struct ub__prsp *r)
 {
-    uint8_t b[UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + UB_SES_PRSP_DATA];
     uint32_t job = s->eng->cfg.job_id;
     if (job > UB_SES_JOB_ID_MAX || !ub__ses_rc_valid(r->rc) || r->n > UB_SES_PRSP_DATA)
         return false;
-    ub__ses_prsp_put(b, r, job, ub__pds_incarnation(s->eng->pds));
-    if (ub__pds_dlv_rsp(s->eng->pds, b, UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + r->n))
+    /* Written where PDS keeps it for the ACK (and its repeats): no copy in between. */
+    uint8_t *b = ub__pds_dlv_rsp_at(s->eng->pds, UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + r->n);
+    if (!b)
         return false;
+    ub__ses_prsp_put(b, r, job, ub__pds_incarnation(s->eng->pds));
     s->ackr_on = false; /* one response per packet */
     s->st.tx_rsp_ack++;
     return true;
