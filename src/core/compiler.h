@@ -11,6 +11,7 @@
 #define UB_UNLIKELY(x)       __builtin_expect(!!(x), 0)
 #define UB_UNUSED            __attribute__((unused))
 #define UB_NOINLINE          __attribute__((noinline))
+#define UB_ALWAYS_INLINE     inline __attribute__((always_inline))
 #define UB_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #define UB_ARRAY_SIZE(a)     (sizeof(a) / sizeof((a)[0]))
 #define UB_MIN(a, b)         ((a) < (b) ? (a) : (b))

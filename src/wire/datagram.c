@@ -72,9 +72,10 @@ static int fail_before_ses(struct ub__wire_dgram *d, int rc)
 /*
  * The chain after the TSS header (if any): PDS, extension, SES, payload, in r up to end.
  * Every field from pds_off on is written once, on failure too (what was not reached
- * reads 0).
+ * reads 0). Inline: the call cost more than its chain checks, once per datagram.
  */
-static int parse_chain(struct ub__wire_dgram *d, const uint8_t *buf, struct ub__rcur *r, size_t end)
+static UB_ALWAYS_INLINE int parse_chain(struct ub__wire_dgram *d, const uint8_t *buf,
+                                        struct ub__rcur *r, size_t end)
 {
     int rc;
     size_t off = ub__rcur_offset(r);
