@@ -259,9 +259,10 @@ int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wir
  * Responses on ACKs, called by the layer above during a deliver upcall of a RUD request.
  * ub__pds_dlv_own: the packet carried K; it gets an ACK of its own at once (flag OWN, never
  * merged into another), and every later ACK of its PDC says OWN. ub__pds_dlv_rsp: that ACK
- * carries rsp (softub extension, SES response header and data, at most UB_PDS_ACK_RSP_MAX
- * bytes), kept until the initiator's clear PSN passes the packet so that a duplicate is
- * answered with it again. 0, or UB_EINVAL / UB_EBUSY (no room: send it the ordinary way).
+ * carries a response of len bytes (softub extension, SES response header and data, at most
+ * UB_PDS_ACK_RSP_MAX), kept until the initiator's clear PSN passes the packet so that a
+ * duplicate is answered with it again; the caller writes it, at once, where the returned
+ * pointer says. NULL: not this packet or no room (send it the ordinary way).
  */
 void ub__pds_dlv_own(struct ub__pds *pds);
 /* Whether the layer above should send K to dst in mode: this side's PDCs of mode complete
@@ -269,10 +270,7 @@ void ub__pds_dlv_own(struct ub__pds *pds);
  * dst is not a lossless peer (there ACKs are paced every UB_PDS_LOSSLESS_ACK_EVERY packets, and
  * an ACK of its own per request measured slower than the response's own packet). */
 bool ub__pds_own_ok(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode);
-int ub__pds_dlv_rsp(struct ub__pds *pds, const uint8_t *rsp, uint32_t len);
-/* ub__pds_dlv_rsp without the copy: where the caller writes the len bytes of the response at
- * once, or NULL where ub__pds_dlv_rsp fails. */
-uint8_t *ub__pds_dlv_rsp_at(struct ub__pds *pds, uint32_t len);
+uint8_t *ub__pds_dlv_rsp(struct ub__pds *pds, uint32_t len);
 
 /* Up to max packets to transmit now (ACKs and control first); the caller owns them. */
 uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now);

@@ -364,15 +364,11 @@ void ub__pds_dlv_own(struct ub__pds *pds)
     pds->dlv_t->own_peer = true;
 }
 
-/* The cache entry for the response of the request being delivered, or NULL (*rc says why). */
-static struct ub__pds_rspc *dlv_rsp_entry(struct ub__pds *pds, uint32_t len, int *rc)
+uint8_t *ub__pds_dlv_rsp(struct ub__pds *pds, uint32_t len)
 {
     struct ub__pds_tpdc *t = pds->dlv_t;
-    if (!t || !pds->dlv_own || pds->dlv_rsp || !len || len > UB_PDS_ACK_RSP_MAX) {
-        *rc = UB_EINVAL;
+    if (!t || !pds->dlv_own || pds->dlv_rsp || !len || len > UB_PDS_ACK_RSP_MAX)
         return NULL;
-    }
-    *rc = UB_EBUSY;
     if (!t->rspc && !(t->rspc = calloc(UB_PDS_ACK_RSP_CACHE, sizeof(*t->rspc)))) {
         pds->st.rsp_cache_full++;
         return NULL;
@@ -386,24 +382,7 @@ static struct ub__pds_rspc *dlv_rsp_entry(struct ub__pds *pds, uint32_t len, int
     e->psn = pds->dlv_psn;
     e->len = (uint16_t)len;
     pds->dlv_rsp = true;
-    return e;
-}
-
-int ub__pds_dlv_rsp(struct ub__pds *pds, const uint8_t *rsp, uint32_t len)
-{
-    int rc;
-    struct ub__pds_rspc *e = dlv_rsp_entry(pds, len, &rc);
-    if (!e)
-        return rc;
-    memcpy(e->b, rsp, len);
-    return 0;
-}
-
-uint8_t *ub__pds_dlv_rsp_at(struct ub__pds *pds, uint32_t len)
-{
-    int rc;
-    struct ub__pds_rspc *e = dlv_rsp_entry(pds, len, &rc);
-    return e ? e->b : NULL;
+    return e->b;
 }
 
 /* A request's clear PSN (the initiator's una when it sent it): responses below it are done. */

@@ -402,7 +402,7 @@ static bool rsp_ride(struct ub__tl *s, const struct ub__prsp *r)
     if (job > UB_SES_JOB_ID_MAX || !ub__ses_rc_valid(r->rc) || r->n > UB_SES_PRSP_DATA)
         return false;
     /* Written where PDS keeps it for the ACK (and its repeats): no copy in between. */
-    uint8_t *b = ub__pds_dlv_rsp_at(s->eng->pds, UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + r->n);
+    uint8_t *b = ub__pds_dlv_rsp(s->eng->pds, UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + r->n);
     if (!b)
         return false;
     ub__ses_prsp_put(b, r, job, ub__pds_incarnation(s->eng->pds));

@@ -64,7 +64,10 @@ static void own_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
     assert_int_equal(ub__ses_rsp_data_encode(&sr, &w), 0);
     memset(r + UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE, 0, 8);
     h_put32(r + UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE, pid);
-    if (ub__pds_dlv_rsp(pds, r, sizeof(r)) != 0)
+    uint8_t *at = ub__pds_dlv_rsp(pds, sizeof(r));
+    if (at)
+        memcpy(at, r, sizeof(r));
+    else
         O.rsp_sep[pid] = 1;
 }
 
