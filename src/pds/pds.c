@@ -526,7 +526,7 @@ static void peer_fill(const struct ub__pds *pds, struct ub__pds_ipdc *c, const s
 {
     out->pdc = c;
     out->outstanding = outstanding(c);
-    out->own_ok = ub__pds_own_ok_in(pds, dst, mode);
+    out->own_ok = ub__pds_own_ok(pds, dst, mode);
 }
 
 /* Not the last PDC: a table lookup, out of the usual path (which then saves no registers). */

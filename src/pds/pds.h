@@ -265,11 +265,6 @@ int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wir
  * pointer says. NULL: not this packet or no room (send it the ordinary way).
  */
 void ub__pds_dlv_own(struct ub__pds *pds);
-/* Whether the layer above should send K to dst in mode: this side's PDCs of mode complete
- * packets sent with ub__pds_tx.own on their own ACKs only (RUD, selective retransmission), and
- * dst is not a lossless peer (there ACKs are paced every UB_PDS_LOSSLESS_ACK_EVERY packets, and
- * an ACK of its own per request measured slower than the response's own packet). */
-bool ub__pds_own_ok(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode);
 uint8_t *ub__pds_dlv_rsp(struct ub__pds *pds, uint32_t len);
 
 /* Up to max packets to transmit now (ACKs and control first); the caller owns them. */
@@ -286,7 +281,11 @@ uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *d
 struct ub__pds_peer {
     struct ub__pds_ipdc *pdc; /* for ub__pds_tx.pdc; NULL: no context yet */
     uint32_t outstanding;     /* ub__pds_outstanding */
-    bool own_ok;              /* ub__pds_own_ok */
+    /* Whether the layer above should send K to dst in mode: this side's PDCs of mode complete
+     * packets sent with ub__pds_tx.own on their own ACKs only (RUD, selective retransmission),
+     * and dst is not a lossless peer (there ACKs are paced every UB_PDS_LOSSLESS_ACK_EVERY
+     * packets, and an ACK of its own per request measured slower than the response's own). */
+    bool own_ok;
 };
 void ub__pds_peer(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                   struct ub__pds_peer *out);

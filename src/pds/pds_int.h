@@ -329,9 +329,9 @@ static inline struct ub__pds_ipdc *ub__pds_last_ipdc(const struct ub__pds *pds,
     return c && c->mode == mode && ub__addr_eq(&c->peer, dst) ? c : NULL;
 }
 
-/* ub__pds_own_ok, inline for ub__pds_peer. */
-static inline bool ub__pds_own_ok_in(const struct ub__pds *pds, const struct ub__addr *dst,
-                                     uint8_t mode)
+/* ub__pds_peer.own_ok. */
+static inline bool ub__pds_own_ok(const struct ub__pds *pds, const struct ub__addr *dst,
+                                  uint8_t mode)
 {
     enum ub__pds_retx r = pds->cfg.retx[mode];
     return mode == UB_PDS_RUD && (r == UB_PDS_RETX_SEL_FAST || r == UB_PDS_RETX_SEL_TIMEOUT) &&

@@ -12,11 +12,6 @@
 #include "core/seq.h"
 #include "pds/pds_ipdc.h"
 
-bool ub__pds_own_ok(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
-{
-    return ub__pds_own_ok_in(pds, dst, mode);
-}
-
 static uint64_t peer_key(const struct ub__addr *a, uint8_t mode)
 {
     return ub__addr_hash(a, mode);
