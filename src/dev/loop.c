@@ -342,7 +342,6 @@ static int loop_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
             }
             memcpy(c->data, p->data, p->len);
             c->len = p->len;
-            c->flags = p->flags;
             ub__pkt_free(p);
             p = c;
             port->st.rx_copied++;
@@ -352,6 +351,7 @@ static int loop_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
         dir->st.delivered++;
         dir->st.delivered_bytes += p->len;
         p->next = NULL;
+        p->flags = 0; /* the sender's owner bits (PDS's, the engine's) are not the receiver's */
         ub__addr_loop(&p->addr, e.src);
         p->path = e.path;
         p->ecn = e.ecn;

@@ -117,6 +117,7 @@ static void test_in_order_metadata(void **state)
         b[i] = mk(&f, 1, i, LEN);
         b[i]->path = (uint16_t)(i % 7); /* beyond 4 paths: taken modulo */
         b[i]->ecn = (uint8_t)(i % 4);
+        b[i]->flags = (uint8_t)(i % 4); /* a sender's owner bits */
     }
     assert_int_equal(ub__dev_send(f.dev[0], b, 60), 60);
     assert_int_equal(ub__dev_send(f.dev[0], b + 60, 40), 40);
@@ -139,6 +140,7 @@ static void test_in_order_metadata(void **state)
         assert_int_equal(r[i]->path, (i % 7) % 4);
         assert_int_equal(r[i]->ecn, i % 4);
         assert_int_equal(r[i]->ts, 11000);
+        assert_int_equal(r[i]->flags, 0);
         ub__pkt_free(r[i]);
     }
     assert_int_equal(ub__loopnet_next_deadline(f.net), UB_TIME_NEVER);
@@ -211,11 +213,14 @@ static void test_shared_buffer_copied(void **state)
     struct ub__loopnet_cfg cfg = {.ports = 2};
     fx_init(&f, &cfg, 2);
     struct ub__pkt *p = mk(&f, 1, 77, LEN);
-    ub__pkt_ref(p); /* the sender keeps it for retransmission */
+    p->flags = 0x03; /* the sender's owner bits */
+    ub__pkt_ref(p);  /* the sender keeps it for retransmission */
     send1(&f, 0, p);
     struct ub__pkt *r;
     assert_int_equal(ub__dev_recv(f.dev[1], &r, 1, &f.pool), 1);
     assert_ptr_not_equal(r, p);
+    assert_int_equal(r->flags, 0);
+    assert_int_equal(p->flags, 0x03);
     assert_int_equal(r->len, p->len);
     assert_memory_equal(r->data, p->data, LEN);
     assert_int_equal(r->addr.port, 0);
