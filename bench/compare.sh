@@ -80,7 +80,7 @@ fi
 # ---- build ------------------------------------------------------------------------------
 log "compare: building softub-perf, raw_udp_pingpong, hiccups and c2c in $BUILD"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" --target softub-perf raw_udp_pingpong hiccups c2c >/dev/null
+cmake --build "$BUILD" --target softub-perf raw_udp_pingpong hiccups c2c turnstamp >/dev/null
 PERF=$BUILD/softub-perf
 if [ "$PGO" = 1 ]; then
     log "compare: softub-perf with profile-guided optimisation (bench/pgo.sh; PGO=0: without)"
@@ -191,6 +191,25 @@ run_raw() {
     return 0
 }
 
+# Where a udp turn goes: the raw ping-pong and softub udp once more with bench/turnstamp
+# preloaded; the client's medians (its own work, the send call, the receive that found the
+# data) are kept for the lines under the table.
+run_turns() {
+    local L=(env "LD_PRELOAD=$BUILD/bench/libturnstamp.so")
+    if pair raw-turn udp "${L[@]}" "$RAW" -p PORT -n "$LAT_N" -w 1000 -- "${L[@]}" "$RAW" -p PORT -n "$LAT_N" -w 1000 "$HOST"; then
+        put raw turn "$(turn_cols "$WORK/raw-turn.err")"
+    fi
+    if pair softub-udp-turn tcp "$PERF" send_lat --bind "$HOST" -p PORT --timeout 10000 -- "${L[@]}" "$PERF" send_lat -p PORT --timeout 10000 -d udp --mtu "$SOFTUB_MTU" -s 8 -n "$LAT_N" --warmup 1000 "$HOST"; then
+        put softub-udp turn "$(turn_cols "$WORK/softub-udp-turn.err")"
+    fi
+    return 0
+}
+# turnstamp's medians in microseconds: "user/send/receive".
+turn_cols() {
+    awk '$1 == "turnstamp:" && ($2 == "user" || $2 == "send" || $2 == "receive") { v[$2] = $8 }
+        END { if (length(v) == 3) printf "%.2f/%.2f/%.2f", v["user"] / 1000, v["send"] / 1000, v["receive"] / 1000 }' "$1"
+}
+
 run_ucx() {
     local tr=$1 tls=$2 v
     local U=(env "UCX_TLS=$tls" UCX_NET_DEVICES=lo UCX_WARN_UNUSED_ENV_VARS=n ucx_perftest)
@@ -245,6 +264,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
     log "compare: UCX shm";        place ucx-shm;    run_ucx ucx-shm "posix,cma,self"
     log "compare: fi shm";         place fi-shm;     run_fi fi-shm shm
 done
+log "compare: where a udp turn goes (bench/turnstamp)"; run_turns
 END_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- the table --------------------------------------------------------------------------
@@ -311,6 +331,11 @@ table() {
     echo "- udp 1 MiB / UCX tcp: $(per_round softub-udp bw1m ucx-tcp bw1m)"
     echo "- shm p50 / UCX shm: $(per_round softub-shm p50 ucx-shm p50)"
     echo "- shm 1 MiB / UCX shm: $(per_round softub-shm bw1m ucx-shm bw1m)"
+    echo "Where a udp turn goes (bench/turnstamp, one more run each, the client's medians in us:"
+    echo "its own work from the answer's arrival to its next send / the send call / the receive"
+    echo "call that found the answer):"
+    echo "- raw UDP: $(all raw turn)"
+    echo "- softub udp: $(all softub-udp turn)"
     echo
     echo "| ratio | value | target | verdict |"
     echo "|---|---:|---:|---|"
