@@ -318,8 +318,7 @@ static struct ub__pkt *bundle_make(struct ub__engine *e, struct ub__pkt *p, stru
         b = p;
         w = ub__pkt_push(b, UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR);
         w += ub__bundle_put_hdr(w);
-        w[0] = (uint8_t)(plen >> 8);
-        w[1] = (uint8_t)plen;
+        ub__bundle_put_len(w, plen); /* p's bytes follow, in place */
         w = ub__pkt_put(b, total - plen - (UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR));
         b->next = NULL; /* as a fresh buffer's */
         b->tag = 0;
@@ -333,9 +332,8 @@ static struct ub__pkt *bundle_make(struct ub__engine *e, struct ub__pkt *p, stru
         w = ub__pkt_push(b, total - llen);
         w += ub__bundle_put_hdr(w);
         w += ub__bundle_put_rec(w, p->data, plen);
-        w[0] = (uint8_t)(llen >> 8);
-        w[1] = (uint8_t)llen;
-        b->next = NULL; /* as a fresh buffer's */
+        ub__bundle_put_len(w, llen); /* the ACK's bytes follow, in place */
+        b->next = NULL;              /* as a fresh buffer's */
         b->tag = 0;
         b->order = 0;
         b->flags = 0;

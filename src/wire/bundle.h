@@ -70,13 +70,20 @@ static inline size_t ub__bundle_put_hdr(uint8_t *out)
     return UB_BUNDLE_HDR;
 }
 
-/* Writes one record (length, then the bytes) at out; its size. rec_len is 1..65535. */
-static inline size_t ub__bundle_put_rec(uint8_t *out, const uint8_t *rec, size_t rec_len)
+/* Writes a record's length at out (the record's bytes follow, written or already there). */
+static inline size_t ub__bundle_put_len(uint8_t *out, size_t rec_len)
 {
     out[0] = (uint8_t)(rec_len >> 8);
     out[1] = (uint8_t)rec_len;
-    memcpy(out + UB_BUNDLE_REC_HDR, rec, rec_len);
-    return UB_BUNDLE_REC_HDR + rec_len;
+    return UB_BUNDLE_REC_HDR;
+}
+
+/* Writes one record (length, then the bytes) at out; its size. rec_len is 1..65535. */
+static inline size_t ub__bundle_put_rec(uint8_t *out, const uint8_t *rec, size_t rec_len)
+{
+    size_t h = ub__bundle_put_len(out, rec_len);
+    memcpy(out + h, rec, rec_len);
+    return h + rec_len;
 }
 
 #endif
