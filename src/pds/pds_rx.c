@@ -216,12 +216,6 @@ static const struct ub__addr *ack_dest(struct ub__pds_tpdc *t)
 }
 
 /*
- * Sends the ACK of the PDC's latest state. pin: an ACK that answers its trigger (last_psn) on
- * its own (a request with K, or a duplicate): never rewritten by a later one, it carries the
- * response cached for that PSN if there is one. A pinned ACK may still absorb an unpinned one
- * queued before it (the newer state says everything the older did).
- */
-/*
  * A fresh ACK's buffer starts up to UB_PDS_ACK_FRONT bytes further in, keeping the tailroom an
  * ACK with a response needs: the engine then bundles a small request sent with it (a
  * ping-pong's answer) into the ACK's own buffer, in front of it, instead of copying both.
@@ -236,6 +230,12 @@ static void ack_place(struct ub__pkt *p)
     }
 }
 
+/*
+ * Sends the ACK of the PDC's latest state. pin: an ACK that answers its trigger (last_psn) on
+ * its own (a request with K, or a duplicate): never rewritten by a later one, it carries the
+ * response cached for that PSN if there is one. A pinned ACK may still absorb an unpinned one
+ * queued before it (the newer state says everything the older did).
+ */
 static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
 {
     struct ub__pds *pds = t->pds;
