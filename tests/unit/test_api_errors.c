@@ -162,14 +162,7 @@ static void test_lengths_and_ops(void **state)
     struct ub_rwr rw = {.user_ctx = 3, .sge = &rsg, .num_sge = 1};
     assert_int_equal(ub_post_jetty_recv(T.jetty[1], &rw, NULL), 0);
     struct ub_sge sg = {M0, 1000, S0};
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_SEND;
-    wr.flags = UB_WR_COMPLETE;
-    wr.user_ctx = 0x77;
-    wr.sge = &sg;
-    wr.num_sge = 1;
-    wr.tjetty = tj;
+    struct ub_wr wr = send_wr(tj, &sg, 0x77);
     memset(M0, 1, 1000);
     assert_int_equal(run_wr(jfs, &wr), UB_CR_REM_LEN_ERR);
     struct ub_cr cr;
