@@ -138,9 +138,6 @@ static void input_one(struct ub__engine *e, struct ub__pkt *p, uint64_t now)
         e->stats.rx_unsupported++;
 }
 
-/* A received packet that is what a yield left of a bundle (the engine's own flag bit). */
-#define RX_F_REST 0x01u
-
 /*
  * Whether a yield is worth its extra round: in a ping-pong the application waits for what
  * it answers with little of its own in flight: its last request, whose ACK is likely what
@@ -171,10 +168,10 @@ static bool last_rec(const uint8_t *data, size_t len, size_t off)
  */
 static bool input_bundle(struct ub__engine *e, struct ub__pkt *p, uint64_t now, bool split)
 {
-    /* The rest of a bundle split here was checked with it, and nothing changed it since. */
-    bool checked = p == e->rx_rest;
+    /* The rest of a bundle split here: checked and counted with it, unchanged since. */
+    bool rest = p == e->rx_rest;
     e->rx_rest = NULL;
-    if (!checked && ub__bundle_check(p->data, p->len) < 0) {
+    if (!rest && ub__bundle_check(p->data, p->len) < 0) {
         e->stats.rx_pkts++;
         e->stats.rx_bytes += p->len;
         e->stats.rx_malformed++;
@@ -183,7 +180,7 @@ static bool input_bundle(struct ub__engine *e, struct ub__pkt *p, uint64_t now, 
     }
     uint8_t *data = p->data;
     uint32_t len = p->len, wire = p->wire_len;
-    if (!(p->flags & RX_F_REST))
+    if (!rest)
         e->stats.rx_bundles++;
     size_t off = 0, rlen;
     const uint8_t *rec;
@@ -200,7 +197,6 @@ static bool input_bundle(struct ub__engine *e, struct ub__pkt *p, uint64_t now, 
             p->data = data + used;
             p->len = len - used;
             p->wire_len = wire ? wire - used : 0;
-            p->flags |= RX_F_REST;
             e->rx_rest = p;
             e->stats.rx_split++;
             return true;

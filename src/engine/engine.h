@@ -150,7 +150,7 @@ struct ub__engine {
     bool rx_small;   /* the last batch receive took at most UB_ENGINE_YIELD_REST datagrams */
     uint8_t rx_ylog; /* whether the last four receives that took anything yielded (bit 0) */
     struct ub__ring rx_later;
-    const struct ub__pkt *rx_rest; /* in rx_later: the rest of a bundle checked whole */
+    const struct ub__pkt *rx_rest; /* in rx_later: a split bundle's rest, checked, counted */
 };
 
 int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg);
