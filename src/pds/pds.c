@@ -512,15 +512,6 @@ uint32_t ub__pds_last_outstanding(const struct ub__pds *pds)
     return outstanding(pds->last_ipdc);
 }
 
-uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
-{
-    bool collision;
-    const struct ub__pds_ipdc *c = ub__pds_last_ipdc(pds, dst, mode);
-    if (!c)
-        c = ub__pds_ipdc_find(pds, dst, mode, &collision);
-    return outstanding(c);
-}
-
 static void peer_fill(const struct ub__pds *pds, struct ub__pds_ipdc *c, const struct ub__addr *dst,
                       uint8_t mode, struct ub__pds_peer *out)
 {
@@ -545,4 +536,11 @@ void ub__pds_peer(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t
         peer_fill(pds, c, dst, mode, out);
     else
         peer_find(pds, dst, mode, out);
+}
+
+uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
+{
+    struct ub__pds_peer p;
+    ub__pds_peer(pds, dst, mode, &p);
+    return p.outstanding;
 }
