@@ -321,8 +321,8 @@ static struct ub__pkt *bundle_make(struct ub__engine *e, struct ub__pkt *p, stru
         b->flags = 0;
     } else if (cnt == 2 && (last = pk[__builtin_ctzll(mine)])->refcnt == 1 && !last->xlen &&
                ub__pkt_headroom(last) >= total - last->len) {
-        /* The other one's buffer when it has room in front (an ACK: PDS places it so) and p
-         * is held (a request PDS keeps): p goes before it, the same bytes as below. */
+        /* The other one's buffer when p is held (a request PDS keeps) and that one is not
+         * (an ACK): p goes in front of it (UB_ENGINE_HEADROOM), the same bytes as below. */
         uint32_t llen = last->len;
         b = last;
         w = ub__pkt_push(b, total - llen);

@@ -63,7 +63,10 @@ struct ub__engine_cfg {
 #define UB_ENGINE_DEFAULT_PATHS 1
 #define UB_ENGINE_DEFAULT_POOL  4096
 #define UB_ENGINE_DEFAULT_TXQ   1024
-#define UB_ENGINE_HEADROOM      64          /* lower layers may prepend (TSS) without a copy */
+/* Room in front of every packet: lower layers may prepend (TSS) without a copy (64), and a
+ * bundle is built in its last member's buffer, the packets before it copied in front (256: a
+ * ping-pong's answer before the ACK it goes with, engine.c bundle_make). */
+#define UB_ENGINE_HEADROOM      (64 + 256)
 #define UB_ENGINE_BUNDLE_MEMBER 1024        /* packets up to this size are bundled */
 #define UB_ENGINE_HOLD_MAX_NS   10000000ull /* a refused shm datagram is retried this long */
 /* A yield is honoured only when at most this many received datagrams are left behind:

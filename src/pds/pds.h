@@ -207,7 +207,6 @@ struct ub__pds;
 /* Responses on ACKs: the most bytes (softub extension + SES header + data) one ACK carries, and
  * how many a target PDC keeps for re-sending (a ring indexed by PSN, a power of two). */
 #define UB_PDS_ACK_RSP_MAX   112
-#define UB_PDS_ACK_FRONT     256 /* room kept in front of an ACK (pds_rx.c ack_place) */
 #define UB_PDS_ACK_RSP_CACHE 64
 
 /* What the layer above asks to send: SES header + payload bytes, and how. */

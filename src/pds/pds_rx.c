@@ -216,21 +216,6 @@ static const struct ub__addr *ack_dest(struct ub__pds_tpdc *t)
 }
 
 /*
- * A fresh ACK's buffer starts up to UB_PDS_ACK_FRONT bytes further in, keeping the tailroom an
- * ACK with a response needs: the engine then bundles a small request sent with it (a
- * ping-pong's answer) into the ACK's own buffer, in front of it, instead of copying both.
- */
-static void ack_place(struct ub__pkt *p)
-{
-    uint32_t keep = UB_PDS_ACK_CCX_SIZE + UB_PDS_ACK_RSP_MAX, room = ub__pkt_tailroom(p);
-    if (room > keep) {
-        uint32_t n = UB_MIN(room - keep, (uint32_t)UB_PDS_ACK_FRONT);
-        ub__pkt_put(p, n);
-        ub__pkt_pull(p, n);
-    }
-}
-
-/*
  * Sends the ACK of the PDC's latest state. pin: an ACK that answers its trigger (last_psn) on
  * its own (a request with K, or a duplicate): never rewritten by a later one, it carries the
  * response cached for that PSN if there is one. A pinned ACK may still absorb an unpinned one
@@ -248,8 +233,6 @@ static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
         ub__pkt_pull(p, old_len);
     else if ((p = ub__pds_alloc(pds)) == NULL)
         return; /* the initiator's RTO or probe asks again */
-    else
-        ack_place(p);
     const struct ub__pds_rspc *rsp = pin ? rsp_cached(t, t->last_psn) : NULL;
     /* No room after the header for it (cannot happen with MTU-sized buffers): then the ACK
      * names no trigger, so that it cannot answer that PSN without its response. */
