@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# bench/critpath.sh: user-space instructions on the path an answer waits on, over udp: from
+# the receive that returned the peer's message to the send of the answer (a turn's "user"
+# part in bench/turnstamp). bench/lat_count plays a SEND ping-pong between two contexts in
+# one thread under callgrind, with libturnstamp preloaded to switch collection on at each
+# such receive and off at the send; work done after the send (while a real peer would be
+# computing) is not counted. Runs N and 3N round trips; the difference over 4N turns is the
+# cost of one turn without set-up. Prints that, then the largest inclusive costs per turn.
+#
+#   bench/critpath.sh [URI]        default udp://127.0.0.1:0?paths=1
+# Environment: BUILD_DIR (build-bench), N (1000), TOP (25 functions). Loopback only.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD_DIR:-$ROOT/build-bench}
+N=${N:-1000}
+TOP=${TOP:-25}
+URI=${1:-udp://127.0.0.1:0?paths=1}
+WORK=$(mktemp -d /tmp/softub-critpath.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+command -v valgrind >/dev/null || { echo "critpath.sh: needs valgrind" >&2; exit 1; }
+[ -f /usr/include/valgrind/callgrind.h ] || { echo "critpath.sh: needs valgrind's headers" >&2; exit 1; }
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" --target lat_count turnstamp >/dev/null
+
+run() { # round trips -> collected Ir
+    timeout 600 valgrind --tool=callgrind --collect-atstart=no --trace-children=yes \
+        --callgrind-out-file="$WORK/cg.$1" \
+        env LD_PRELOAD="$BUILD/bench/libturnstamp.so" "$BUILD/bench/lat_count" "$URI" "$1" \
+        >"$WORK/log.$1" 2>&1
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/log.$1" | tail -1
+}
+a=$(run "$N")
+b=$(run $((3 * N)))
+turns=$((4 * N))
+echo "critpath: $URI: $(((b - a) / turns)) instructions per turn (receive -> send), $turns turns"
+callgrind_annotate --inclusive=yes "$WORK/cg.$((3 * N))" 2>/dev/null |
+    awk -v t=$((6 * N)) -v top="$TOP" '
+        /file:function/ { go = 1; next }
+        go && /^ *[0-9,]+ / {
+            n = $1; gsub(",", "", n); f = $0; sub(/^ *[0-9,]+ \([ 0-9.]+%\) +/, "", f)
+            sub(/ \[.*$/, "", f); sub(/^.*:/, "", f)
+            if (f ~ /^(main|wait_recv|\(below main\)|__libc_start_main.*|0x.*)$/ || seen[f]++) next
+            printf "%8.0f  %s\n", n / t, f
+            if (++k >= top) exit
+        }'
