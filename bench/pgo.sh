@@ -4,8 +4,11 @@
 # ping-pongs, message rate and bandwidth over udp and shm, and the other latency tests), then
 # the same build directory is rebuilt with the profile. GCC then lays out the hot paths
 # together and the cold code apart, and inlines and arranges branches by what ran
-# (docs/benchmarks.md, "Profile-guided builds"). An application's own build of the library
-# goes the same way: cmake -DSOFTUB_PGO=gen, run its workload, cmake -DSOFTUB_PGO=use.
+# (docs/benchmarks.md, "Profile-guided builds"). Both builds are link-time optimised
+# (CMAKE_INTERPROCEDURAL_OPTIMIZATION), so GCC also inlines the small calls between the
+# message path's files. An application's own build of the library goes the same way:
+# cmake -DSOFTUB_PGO=gen (and -DCMAKE_INTERPROCEDURAL_OPTIMIZATION=ON), run its workload,
+# cmake -DSOFTUB_PGO=use.
 #
 #   bench/pgo.sh            prints the path of the optimised softub-perf
 # Environment: BUILD_DIR (build-pgo). Every run is bounded by `timeout`; loopback only.
@@ -24,7 +27,8 @@ trap cleanup EXIT
 
 configure() {
     cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSOFTUB_PGO="$1" \
-        -DSOFTUB_PGO_DIR="$DATA" >/dev/null
+        -DSOFTUB_PGO_DIR="$DATA" \
+        -DCMAKE_INTERPROCEDURAL_OPTIMIZATION=ON >/dev/null
     cmake --build "$BUILD" --target softub-perf >/dev/null
 }
 
