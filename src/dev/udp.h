@@ -128,6 +128,7 @@ struct ub__udp_stats {
     uint64_t rx_gro_msgs;       /* coalesced receives split into packets */
     uint64_t rx_gro_segs;       /* packets they held */
     uint64_t rx_direct;       /* of those, received straight into pool buffers (no staging copy) */
+    uint64_t rx_copied;       /* packets copied out of staging (GRO trains, batches) */
     uint64_t rx_truncated;    /* datagrams (or GRO segments) larger than a pool buffer: dropped */
     uint64_t rx_pool_empty;   /* recv calls stopped by an empty pool */
     uint64_t rx_kernel_drops; /* datagrams the kernel dropped (socket buffer full, SO_RXQ_OVFL) */

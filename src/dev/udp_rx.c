@@ -186,6 +186,7 @@ static uint32_t stage_drain(struct udp_dev *u, struct ub__pkt **out, uint32_t ma
             }
             struct ub__pkt *p = ub__pkt_alloc(pool);
             memcpy(p->data, g->buf + g->off, len);
+            u->st.rx_copied++;
             p->len = len;
             p->addr = g->src;
             p->path = g->path;
@@ -531,10 +532,12 @@ int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struc
             n += recv_sock(u, s, pkts + n, q, pool, &stalled);
             continue;
         }
+        /* A lone datagram reads singly unless direct GRO ran: it cannot with buffers much
+         * smaller than 64 KiB (the default 1 452-byte MTU), whatever the peer sends. */
         bool direct = false;
         if (!u->stage_n && (u->bulk & (1ull << s)))
             n += gro_direct(u, s, pkts + n, q, pool, &direct);
-        else if (!u->stage_n && single_now(u)) {
+        if (!direct && !u->stage_n && single_now(u)) {
             n += recv_single(u, s, pkts + n, max - n, pool, &stalled);
             if (u->stage_n)
                 break; /* a train is being handed out */
