@@ -265,11 +265,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
     log "compare: fi shm";         place fi-shm;     run_fi fi-shm shm
 done
 log "compare: where a udp turn goes (bench/turnstamp)"; run_turns
-# The same path in instructions (load-proof; the plain Release build, not the PGO one).
+# The same path in instructions (load-proof; a Release build with the marks, not the PGO one).
 CRIT=""
 if command -v valgrind >/dev/null && [ -f /usr/include/valgrind/callgrind.h ]; then
     log "compare: the answer's path in instructions (bench/critpath.sh)"
-    CRIT=$(BUILD_DIR="$BUILD" bash "$ROOT/bench/critpath.sh" "udp://$HOST:0?paths=1&mtu=$SOFTUB_MTU" 2>/dev/null |
+    CRIT=$(bash "$ROOT/bench/critpath.sh" "udp://$HOST:0?paths=1&mtu=$SOFTUB_MTU" 2>/dev/null |
         awk '/instructions per turn/ {print $3; exit}')
 fi
 END_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)

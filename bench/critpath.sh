@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# bench/critpath.sh: user-space instructions on the path an answer waits on, over udp: from
-# the receive that returned the peer's message to the send of the answer (a turn's "user"
-# part in bench/turnstamp). bench/lat_count plays a SEND ping-pong between two contexts in
-# one thread under callgrind, with libturnstamp preloaded to switch collection on at each
-# such receive and off at the send; work done after the send (while a real peer would be
-# computing) is not counted. Runs N and 3N round trips; the difference over 4N turns is the
-# cost of one turn without set-up. Prints that, then the largest inclusive costs per turn.
+# bench/critpath.sh: user-space instructions on the path an answer waits on: from the moment
+# a device finds the peer's message (the receive system call returned it, a shm slot holds
+# it) to the moment it hands over the answer (the send system call, the slot write). Built
+# with -DSOFTUB_CRITPATH=ON the devices switch callgrind's collection on and off there
+# (src/dev/critpath.h), and bench/lat_count plays a SEND ping-pong between two contexts in
+# one thread under callgrind; work done after the send (while a real peer would be
+# computing: the ACK left behind, timers, empty polls) is not counted. Runs N and 3N round
+# trips; the difference over 4N turns is the cost of one turn without set-up. Prints that,
+# then the largest inclusive costs per turn.
 #
-#   bench/critpath.sh [URI]        default udp://127.0.0.1:0?paths=1
-# Environment: BUILD_DIR (build-bench), N (1000), TOP (25 functions). Loopback only.
+#   bench/critpath.sh [URI]        udp://127.0.0.1:0?paths=1 (default), shm://0
+# Environment: BUILD_DIR (build-critpath), N (1000), TOP (25 functions). Loopback only.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD_DIR:-$ROOT/build-bench}
+BUILD=${BUILD_DIR:-$ROOT/build-critpath}
 N=${N:-1000}
 TOP=${TOP:-25}
 URI=${1:-udp://127.0.0.1:0?paths=1}
@@ -20,15 +22,12 @@ WORK=$(mktemp -d /tmp/softub-critpath.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
 command -v valgrind >/dev/null || { echo "critpath.sh: needs valgrind" >&2; exit 1; }
-[ -f /usr/include/valgrind/callgrind.h ] || { echo "critpath.sh: needs valgrind's headers" >&2; exit 1; }
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" --target lat_count turnstamp >/dev/null
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSOFTUB_CRITPATH=ON >/dev/null
+cmake --build "$BUILD" --target lat_count >/dev/null
 
 run() { # round trips -> collected Ir
-    timeout 600 valgrind --tool=callgrind --collect-atstart=no --trace-children=yes \
-        --callgrind-out-file="$WORK/cg.$1" \
-        env LD_PRELOAD="$BUILD/bench/libturnstamp.so" "$BUILD/bench/lat_count" "$URI" "$1" \
-        >"$WORK/log.$1" 2>&1
+    timeout 600 valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$WORK/cg.$1" \
+        "$BUILD/bench/lat_count" "$URI" "$1" >"$WORK/log.$1" 2>&1
     sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/log.$1" | tail -1
 }
 a=$(run "$N")

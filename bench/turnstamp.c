@@ -14,10 +14,6 @@
  * It wraps libc's socket calls and syscall(2) (softub's udp device calls the kernel through
  * it). Medians and tails in nanoseconds on stderr; each stamp is a vDSO clock read (~25 ns
  * here), so a turn's user figure carries two of them. docs/benchmarks.md, "The turn".
- *
- * Under callgrind started with --collect-atstart=no, only the user part of each turn is
- * collected: the instructions between a receive that returned data and the next send, the
- * path an answer waits on (bench/critpath.sh).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -32,15 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#endif
-#endif
-#ifndef CALLGRIND_TOGGLE_COLLECT
-#define CALLGRIND_TOGGLE_COLLECT
-#endif
-
 #define MAX_TURNS 1000000u
 
 struct samples {
@@ -54,7 +41,6 @@ static _Thread_local int role;                 /* 1: this thread's are, 2: not *
 static uint64_t rx_end;         /* the last data receive's return, 0 once a send used it */
 static uint32_t empty_since_tx; /* failing receives since the last send */
 static bool waiting;            /* a send went, its answer has not come */
-static bool collecting;         /* callgrind collects: inside a turn's user part */
 
 static uint64_t now_ns(void)
 {
@@ -87,23 +73,9 @@ static void on_recv(uint64_t t0, long r)
         if (waiting)
             add(&polls, empty_since_tx);
         waiting = false;
-        if (!collecting) {
-            collecting = true;
-            CALLGRIND_TOGGLE_COLLECT;
-        }
     } else {
         empty_since_tx++;
     }
-}
-
-/* A send call begins: the turn's user part ends here. */
-static uint64_t send_begin(void)
-{
-    if (collecting) {
-        CALLGRIND_TOGGLE_COLLECT;
-        collecting = false;
-    }
-    return now_ns();
 }
 
 static void on_send(uint64_t t0)
@@ -172,7 +144,7 @@ long syscall(long nr, ...)
     bool tx = nr == SYS_sendmsg || nr == SYS_sendmmsg || nr == SYS_sendto;
     if (!(rx || tx) || !mine())
         return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-    uint64_t t0 = tx ? send_begin() : now_ns();
+    uint64_t t0 = now_ns();
     long r = real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
     if (rx)
         on_recv(t0, r);
@@ -219,7 +191,7 @@ ssize_t send(int fd, const void *buf, size_t len, int flags)
     REAL(send);
     if (!mine())
         return real_send(fd, buf, len, flags);
-    uint64_t t0 = send_begin();
+    uint64_t t0 = now_ns();
     ssize_t r = real_send(fd, buf, len, flags);
     on_send(t0);
     return r;
@@ -231,7 +203,7 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sock
     REAL(sendto);
     if (!mine())
         return real_sendto(fd, buf, len, flags, to, tl);
-    uint64_t t0 = send_begin();
+    uint64_t t0 = now_ns();
     ssize_t r = real_sendto(fd, buf, len, flags, to, tl);
     on_send(t0);
     return r;
@@ -242,7 +214,7 @@ ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
     REAL(sendmsg);
     if (!mine())
         return real_sendmsg(fd, m, flags);
-    uint64_t t0 = send_begin();
+    uint64_t t0 = now_ns();
     ssize_t r = real_sendmsg(fd, m, flags);
     on_send(t0);
     return r;

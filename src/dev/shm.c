@@ -19,6 +19,7 @@
 #include <softub/errors.h>
 #include "core/compiler.h"
 #include "core/rand.h"
+#include "dev/critpath.h"
 #include "dev/shm.h"
 #include "dev/spec.h"
 
@@ -920,6 +921,7 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
             break;
         }
         struct shm_slot *sl = slot_at(cur->slots, cur->tail, cur->mask, cur->slot_size);
+        ub__critpath_tx();
         sl->m.len = p->len;
         sl->m.src = s->dev.local.port;
         sl->m.path = p->path;
@@ -1037,6 +1039,7 @@ static uint32_t recv_pass(struct shm_dev *s, struct ub__pkt **pkts, uint32_t max
     }
     if (!k)
         return 0;
+    ub__critpath_rx();
     uint32_t n = 0, share = UB_MAX(1u, max / k);
     for (uint32_t round = 0; round < 2; round++) {
         uint32_t q = round == 0 ? share : max;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/compiler.h"
+#include "dev/critpath.h"
 #include "dev/udp.h"
 
 /* Older libc headers lack these; the values are the kernel ABI. */
@@ -152,6 +153,7 @@ struct udp_dev {
  */
 static inline int sys_sendmmsg(int fd, struct mmsghdr *v, unsigned n)
 {
+    ub__critpath_tx();
 #ifdef SYS_sendmmsg
     return (int)syscall(SYS_sendmmsg, fd, v, n, 0);
 #else
@@ -162,10 +164,13 @@ static inline int sys_sendmmsg(int fd, struct mmsghdr *v, unsigned n)
 static inline int sys_recvmmsg(int fd, struct mmsghdr *v, unsigned n)
 {
 #ifdef SYS_recvmmsg
-    return (int)syscall(SYS_recvmmsg, fd, v, n, 0, NULL);
+    int r = (int)syscall(SYS_recvmmsg, fd, v, n, 0, NULL);
 #else
-    return recvmmsg(fd, v, n, 0, NULL);
+    int r = recvmmsg(fd, v, n, 0, NULL);
 #endif
+    if (r > 0)
+        ub__critpath_rx();
+    return r;
 }
 
 /*
@@ -176,6 +181,7 @@ static inline int sys_recvmmsg(int fd, struct mmsghdr *v, unsigned n)
  */
 static inline int sys_sendmsg1(int fd, struct mmsghdr *m)
 {
+    ub__critpath_tx();
 #ifdef SYS_sendmsg
     long r = syscall(SYS_sendmsg, fd, &m->msg_hdr, 0);
 #else
@@ -196,6 +202,7 @@ static inline int sys_recvmsg1(int fd, struct mmsghdr *m)
 #endif
     if (r < 0)
         return -1;
+    ub__critpath_rx();
     m->msg_len = (unsigned)r;
     return 1;
 }
