@@ -33,7 +33,14 @@ run() { # round trips -> collected Ir
 a=$(run "$N")
 b=$(run $((3 * N)))
 turns=$((4 * N))
-echo "critpath: $URI: $(((b - a) / turns)) instructions per turn (receive -> send), $turns turns"
+per=$(((${b:-0} - ${a:-0}) / turns))
+echo "critpath: $URI: $per instructions per turn (receive -> send), $turns turns"
+# A turn is thousands of instructions: nothing collected means the marks did not switch.
+if [ "$per" -lt 100 ]; then
+    echo "critpath.sh: nothing collected; valgrind said:" >&2
+    tail -n 5 "$WORK/log.$N" >&2
+    exit 1
+fi
 callgrind_annotate --inclusive=yes "$WORK/cg.$((3 * N))" 2>/dev/null |
     awk -v t=$((6 * N)) -v top="$TOP" '
         /file:function/ { go = 1; next }

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build pkg-config gcc clang libclang-rt-14-dev clang-format
-  libcmocka-dev libssl-dev python3 iproute2 nftables gnuplot-nox
+  libcmocka-dev libssl-dev python3 iproute2 nftables gnuplot-nox valgrind
 )
 
 missing=()
