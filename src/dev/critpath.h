@@ -1,23 +1,30 @@
 /*
  * Marks on the path an answer waits on, for bench/critpath.sh: a device calls
- * ub__critpath_rx() when a receive has found the peer's data and ub__critpath_tx() just
- * before it hands data to the peer (the send system call, the shm slot write). Built with
- * -DSOFTUB_CRITPATH=ON, the first switches callgrind's collection on and the second off, so
- * a ping-pong under `valgrind --tool=callgrind --collect-atstart=no` counts only the work
- * from a message's arrival to the answer's departure. Otherwise they compile to nothing.
+ * ub__critpath_rx() when a receive has found data and ub__critpath_tx() just before it
+ * hands data to a peer (the send system call, the shm slot write). Built with
+ * -DSOFTUB_CRITPATH=ON, a receive switches callgrind's collection on and a send off, so a
+ * ping-pong between two devices of one process under `valgrind --tool=callgrind
+ * --collect-atstart=no` counts only the work from a message's arrival to the answer's
+ * departure. A receive by the device that sent last is that side's own poll while the peer
+ * works (what the answer left behind), not the path: it does not start a count. Otherwise
+ * the marks compile to nothing.
  */
 #ifndef UB_DEV_CRITPATH_H
 #define UB_DEV_CRITPATH_H
 
+struct ub__dev;
+
 #ifdef SOFTUB_CRITPATH
-void ub__critpath_rx(void);
-void ub__critpath_tx(void);
+void ub__critpath_rx(const struct ub__dev *dev);
+void ub__critpath_tx(const struct ub__dev *dev);
 #else
-static inline void ub__critpath_rx(void)
+static inline void ub__critpath_rx(const struct ub__dev *dev)
 {
+    (void)dev;
 }
-static inline void ub__critpath_tx(void)
+static inline void ub__critpath_tx(const struct ub__dev *dev)
 {
+    (void)dev;
 }
 #endif
 

@@ -921,7 +921,7 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
             break;
         }
         struct shm_slot *sl = slot_at(cur->slots, cur->tail, cur->mask, cur->slot_size);
-        ub__critpath_tx();
+        ub__critpath_tx(&s->dev);
         sl->m.len = p->len;
         sl->m.src = s->dev.local.port;
         sl->m.path = p->path;
@@ -1039,7 +1039,7 @@ static uint32_t recv_pass(struct shm_dev *s, struct ub__pkt **pkts, uint32_t max
     }
     if (!k)
         return 0;
-    ub__critpath_rx();
+    ub__critpath_rx(&s->dev);
     uint32_t n = 0, share = UB_MAX(1u, max / k);
     for (uint32_t round = 0; round < 2; round++) {
         uint32_t q = round == 0 ? share : max;

@@ -20,6 +20,7 @@
 
 #include <softub/errors.h>
 #include "core/compiler.h"
+#include "dev/critpath.h"
 #include "dev/spec.h"
 #include "dev/udp_int.h"
 
@@ -518,6 +519,7 @@ static bool send_sock(struct udp_dev *u, uint32_t s, struct ub__pkt *const *pkts
             pos = end;
             continue;
         }
+        ub__critpath_tx(&u->dev);
         int r = m == 1 ? sys_sendmsg1(u->fds[s], u->txmsg) : sys_sendmmsg(u->fds[s], u->txmsg, m);
         if (r > 0) {
             u->st.tx_batches++;
@@ -707,6 +709,7 @@ static int send_one(struct udp_dev *u, struct ub__pkt *p, uint32_t len)
     put_ecn(u, &u->txctrl[0], &clen, ecn_of(u, p));
     h->msg_control = clen ? u->txctrl[0].buf : NULL;
     h->msg_controllen = clen;
+    ub__critpath_tx(&u->dev);
     for (uint32_t eintr = 0;;) {
         if (sys_sendmsg1(fd, u->txmsg) == 1) {
             u->st.tx_batches++;

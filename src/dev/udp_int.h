@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "core/compiler.h"
-#include "dev/critpath.h"
 #include "dev/udp.h"
 
 /* Older libc headers lack these; the values are the kernel ABI. */
@@ -153,7 +152,6 @@ struct udp_dev {
  */
 static inline int sys_sendmmsg(int fd, struct mmsghdr *v, unsigned n)
 {
-    ub__critpath_tx();
 #ifdef SYS_sendmmsg
     return (int)syscall(SYS_sendmmsg, fd, v, n, 0);
 #else
@@ -164,13 +162,10 @@ static inline int sys_sendmmsg(int fd, struct mmsghdr *v, unsigned n)
 static inline int sys_recvmmsg(int fd, struct mmsghdr *v, unsigned n)
 {
 #ifdef SYS_recvmmsg
-    int r = (int)syscall(SYS_recvmmsg, fd, v, n, 0, NULL);
+    return (int)syscall(SYS_recvmmsg, fd, v, n, 0, NULL);
 #else
-    int r = recvmmsg(fd, v, n, 0, NULL);
+    return recvmmsg(fd, v, n, 0, NULL);
 #endif
-    if (r > 0)
-        ub__critpath_rx();
-    return r;
 }
 
 /*
@@ -181,7 +176,6 @@ static inline int sys_recvmmsg(int fd, struct mmsghdr *v, unsigned n)
  */
 static inline int sys_sendmsg1(int fd, struct mmsghdr *m)
 {
-    ub__critpath_tx();
 #ifdef SYS_sendmsg
     long r = syscall(SYS_sendmsg, fd, &m->msg_hdr, 0);
 #else
@@ -202,7 +196,6 @@ static inline int sys_recvmsg1(int fd, struct mmsghdr *m)
 #endif
     if (r < 0)
         return -1;
-    ub__critpath_rx();
     m->msg_len = (unsigned)r;
     return 1;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <softub/errors.h>
+#include "dev/critpath.h"
 #include "dev/udp_int.h"
 
 /* ---- receive --------------------------------------------------------------------- */
@@ -94,6 +95,8 @@ static int rx_call(struct udp_dev *u, uint32_t s, uint32_t k)
         for (uint32_t j = 0; j < k; j++)
             u->rxmsg[j].msg_hdr.msg_name = NULL;
     int r = k == 1 ? sys_recvmsg1(u->fds[s], u->rxmsg) : sys_recvmmsg(u->fds[s], u->rxmsg, k);
+    if (r > 0)
+        ub__critpath_rx(&u->dev);
     if (conn)
         for (uint32_t j = 0; j < k; j++)
             u->rxmsg[j].msg_hdr.msg_name = &u->rxname[j];
