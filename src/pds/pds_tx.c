@@ -77,19 +77,8 @@ static void ccx_detach(struct ub__pds_ipdc *c)
     free(x);
 }
 
-/*
- * cc_allows: whether the congestion context lets a packet of `bytes` go now: the window (a packet
- * may always go when nothing is in flight, so a window below one packet cannot deadlock) and the
- * pacer. When only the pacer holds it back, the context's timer is armed for the moment it
- * allows, so output resumes on time and the engine's next deadline says when.
- *
- * An RTO's lone repair goes whatever the window, as TCP's retransmission after an RTO does:
- * the RTO has just taken every byte in flight off the window (NSCC: down to one MTU) while
- * the packets not resent still count as in flight, so the repair would otherwise wait for
- * the next, backed-off RTO.
- *
- * ccx_held: the rest, once ub__cc_can_send said no (out of line: rare on the usual path).
- */
+/* cc_allows, once ub__cc_can_send said no: the pacer's timer, RCCC's credit, a lone packet
+ * (out of line: rare on the usual path). */
 static UB_NOINLINE bool ccx_held(struct ub__pds_ipdc *c, uint64_t bytes, uint64_t inflight,
                                  uint64_t now)
 {
@@ -115,7 +104,18 @@ static UB_NOINLINE bool ccx_held(struct ub__pds_ipdc *c, uint64_t bytes, uint64_
     return false;
 }
 
-/* Without a congestion context (a lossless peer, cc "none") only the PDC's window counts. */
+/*
+ * Whether the congestion context lets a packet of `bytes` go now: the window (a packet may
+ * always go when nothing is in flight, so a window below one packet cannot deadlock) and the
+ * pacer. When only the pacer holds it back, the context's timer is armed for the moment it
+ * allows, so output resumes on time and the engine's next deadline says when. Without a
+ * congestion context (a lossless peer, cc "none") only the PDC's window counts.
+ *
+ * An RTO's lone repair goes whatever the window, as TCP's retransmission after an RTO does:
+ * the RTO has just taken every byte in flight off the window (NSCC: down to one MTU) while
+ * the packets not resent still count as in flight, so the repair would otherwise wait for
+ * the next, backed-off RTO.
+ */
 static inline bool cc_allows(struct ub__pds_ipdc *c, uint64_t bytes, bool lone, uint64_t now)
 {
     struct ub__pds_ccx *x = c->ccx;
