@@ -22,7 +22,9 @@ static int post_send_impl(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
     /* Held output: this post answers what the last round received. The responses held
      * stay back (ub__ctx_send_out sends them after these requests). */
     bool answer = x->tx_held;
+    ctx->ses.emit_now = answer && ctx->ses.fast; /* the output follows at once (flush below) */
     ub__ses_pump_held(&ctx->ses, now, answer);
+    ctx->ses.emit_now = false;
     /*
      * Automatic progress: the packets go out now rather than at the thread's next round, with
      * whatever a waiter's round held. Only the sending: receiving is for that thread or a

@@ -60,6 +60,8 @@ struct ub__loopnet {
     uint32_t nheld; /* holds across all directions: lets set_time skip the scan */
     struct loop_port *ports;
     struct loop_dir *dirs; /* [src * ports + dst] */
+    ub__loopnet_tap_fn tap;
+    void *tap_arg;
 };
 
 static inline struct loop_dir *dir_of(const struct ub__loopnet *net, uint32_t src, uint32_t dst)
@@ -302,6 +304,8 @@ static int loop_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t 
         }
         port->st.tx_pkts++;
         port->st.tx_bytes += p->len;
+        if (net->tap)
+            net->tap(net->tap_arg, port->id, p);
         loop_offer(net, port->id, p);
     }
     if (k == 0 && n > 0)
@@ -508,6 +512,12 @@ uint64_t ub__loopnet_next_deadline(const struct ub__loopnet *net)
         for (uint32_t i = 0; i < net->dirs[d].nhold; i++)
             next = UB_MIN(next, net->dirs[d].imp->hold[i].deadline);
     return next;
+}
+
+void ub__loopnet_set_tap(struct ub__loopnet *net, ub__loopnet_tap_fn fn, void *arg)
+{
+    net->tap = fn;
+    net->tap_arg = arg;
 }
 
 int ub__loopnet_impair(struct ub__loopnet *net, uint16_t src, uint16_t dst,

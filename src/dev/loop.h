@@ -114,6 +114,14 @@ int ub__loopnet_port_stats(const struct ub__loopnet *net, uint16_t port,
                            struct ub__loop_port_stats *out);
 
 /*
+ * Calls fn for every datagram a port's send accepts, before the impairment decides its
+ * fate: the sending port, the destination address and the bytes (valid during the call).
+ * For tests that compare what two runs put on the wire; NULL removes it.
+ */
+typedef void (*ub__loopnet_tap_fn)(void *arg, uint16_t src, const struct ub__pkt *p);
+void ub__loopnet_set_tap(struct ub__loopnet *net, ub__loopnet_tap_fn fn, void *arg);
+
+/*
  * Opens port as a device (*dev stays valid until closed or the fabric is
  * destroyed). UB_ERANGE for a port beyond the fabric, UB_EEXIST if open.
  * Closing frees everything queued or held for it.

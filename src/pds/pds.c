@@ -161,6 +161,10 @@ void ub__pds_destroy(struct ub__pds *pds, uint64_t now)
     if (pds->graves.slots)
         ub__pds_graves_expire(pds, UB_TIME_NEVER);
     struct ub__pkt *p;
+    while ((p = pds->out_head) != NULL) {
+        pds->out_head = p->next;
+        ub__pkt_free(p);
+    }
     if (pds->ctlq.items)
         while ((p = ub__ring_pop(&pds->ctlq)) != NULL)
             ub__pkt_free(p);
@@ -359,6 +363,30 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
     pkt->tag = tx->cookie;
     pkt->flags = (uint8_t)((tx->ack_req ? 1 : 0) | (tx->own ? 2 : 0));
     pkt->next = NULL;
+    /*
+     * Emitted at once (tx->now): what the next pull would do, the packet alone in the queue,
+     * no other PDC's turn before it (the ready list empty) and a PDC alone in its congestion
+     * context (whose window no other PDC's event moves), without the round through the queue
+     * and the ready list. Not under receiver credits (RCCC counts queued demand).
+     */
+    bool alone = !c->ccx || (c->cc_link.next == c->cc_link.prev &&
+                             c->cc_link.next == &c->ccx->pdcs && !c->ccx->cc.credit_on);
+    int took = 0;
+    if (tx->now && !c->qlen && !c->nlost && alone && ub__list_empty(&pds->ready)) {
+        struct ub__pkt *out = NULL;
+        if ((took = ub__pds_ipdc_emit_one(c, pkt, &out, now)) > 0) {
+            if (!out) /* kept as a repair (cannot happen: the header is ours) */
+                ub__pds_mark_ready(c, now);
+            else if (pds->out_tail)
+                pds->out_tail->next = out;
+            else
+                pds->out_head = out;
+            if (out)
+                pds->out_tail = out;
+            pds->st.tx_direct++;
+            return 0;
+        }
+    }
     if (c->q_tail)
         c->q_tail->next = pkt;
     else
@@ -367,7 +395,8 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
     c->qlen++;
     if (c->ccx && c->ccx->cc.credit_on) /* RCCC: demand grows */
         ub__pds_rccc_enqueue(c, ub__pkt_wire_len(pkt) + UB_PDS_REQ_SIZE);
-    ub__pds_mark_ready(c, now);
+    if (took == 0) /* (-1: the congestion context just said no, as it would here) */
+        ub__pds_mark_ready(c, now);
     return 0;
 }
 
@@ -439,7 +468,7 @@ int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wir
 
 bool ub__pds_has_output(const struct ub__pds *pds)
 {
-    return ub__ring_count(&pds->ctlq) || !ub__list_empty(&pds->ready) ||
+    return ub__ring_count(&pds->ctlq) || pds->out_head || !ub__list_empty(&pds->ready) ||
            !ub__list_empty(&pds->rccc_dirty);
 }
 
@@ -454,6 +483,12 @@ uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, 
             ((struct ub__pds_tpdc *)(uintptr_t)p->tag)->ack_q = NULL;
             p->tag = 0;
         }
+        pkts[n++] = p;
+    }
+    while (n < max && (p = pds->out_head) != NULL) {
+        if (!(pds->out_head = p->next))
+            pds->out_tail = NULL;
+        p->next = NULL;
         pkts[n++] = p;
     }
     /* Round robin over the PDCs with work, a burst each, so one busy peer cannot starve others. */

@@ -139,6 +139,7 @@ static inline bool ub__pds_lossless_peer(const struct ub__pds_cfg *cfg, const st
 /* Every event PDS counts. */
 struct ub__pds_stats {
     uint64_t tx_pkts, tx_bytes; /* first transmissions of data packets */
+    uint64_t tx_direct;         /* of them, emitted as they were sent (ub__pds_tx.now) */
     uint64_t retx_pkts;         /* retransmissions */
     uint64_t retx_rto, retx_fast, retx_nack, retx_probe;
     uint64_t spurious_retx; /* retransmissions whose original had arrived (seen at target) */
@@ -222,6 +223,9 @@ struct ub__pds_tx {
     uint64_t cookie;    /* returned by acked/failed */
     /* dst's context in mode from ub__pds_peer just before, or NULL: PDS looks it up. */
     struct ub__pds_ipdc *pdc;
+    /* The caller takes the output right after, at this time (ub__pds_pull): the packet may
+     * be given its PSN and be stamped sent now, saving the round through the queue. */
+    bool now;
 };
 
 int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct ub__timers *timers,

@@ -257,6 +257,9 @@ struct ub__pds {
     struct ub__list tpdc_lru;
     struct ub__list ready; /* initiator PDCs with packets to send */
     struct ub__ring ctlq;  /* ACKs, NACKs, control, RUDI responses, UUD */
+    /* Requests emitted as they were sent (ub__pds_tx.now), each a reference for the device;
+     * linked through pkt->next, pulled after ctlq, before the ready list's turn. */
+    struct ub__pkt *out_head, *out_tail;
     uint16_t next_ipdc_id, next_tpdc_id;
     struct ub__hmap ccx_by_key;
     const struct ub__cc_algo *cc_algo; /* NULL: "none" */
@@ -347,6 +350,14 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
 void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now);
 uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32_t max,
                            uint64_t now);
+/*
+ * p, which would be alone in c's queue, as ub__pds_ipdc_emit would send it now: 1 taken
+ * (*out the reference for the device, or NULL when it stays as a repair), 0 not taken (the
+ * window, a closing PDC, no headroom), -1 not taken because the congestion context said no
+ * (what ub__pds_ipdc_can_send would say now: nothing to mark ready).
+ */
+int ub__pds_ipdc_emit_one(struct ub__pds_ipdc *c, struct ub__pkt *p, struct ub__pkt **out,
+                          uint64_t now);
 bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now);
 void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__wire_dgram *d,
                     uint64_t now);

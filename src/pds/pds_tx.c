@@ -522,6 +522,36 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
     return s->pkt;
 }
 
+/*
+ * A new packet (the headers above PDS in place, PDS's pushed) gets the next PSN and is
+ * transmitted: the reference for the device, or NULL when it could not go, in which case
+ * it stays as a repair. last: nothing queued after it.
+ */
+static struct ub__pkt *emit_new(struct ub__pds_ipdc *c, struct ub__pkt *p, bool last, uint64_t now)
+{
+    p->next = NULL;
+    uint32_t psn = c->nxt++;
+    struct ub__pds_slot *s = slot_of(c, psn);
+    memset(s, 0, sizeof(*s));
+    s->pkt = p;
+    s->state = SLOT_INFLIGHT;
+    /* The last queued packet asks for an ACK, to learn of a loss early. A lossless
+     * carrier loses nothing: the target's own pace (ack_every, ack_delay) frees the window
+     * and its ACK leaves the latency path. */
+    s->ack_req = !c->lossless && ((p->flags & 1) || last);
+    s->own = (p->flags & 2) && !gbn(c);
+    s->first_ns = now;
+    struct ub__pkt *out = transmit(c, psn, false, now);
+    if (!out) { /* keep it; it goes out as a repair */
+        s->state = SLOT_LOST;
+        s->why = WHY_NONE;
+        c->nlost++;
+        return NULL;
+    }
+    path_link(c, psn);
+    return out;
+}
+
 uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32_t max,
                            uint64_t now)
 {
@@ -545,8 +575,7 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
     }
     while (n < max && c->q_head && !c->nlost && ub__pds_ipdc_can_send(c, now)) {
         struct ub__pkt *p = c->q_head;
-        size_t hl = req_header_size(c->mode);
-        if (!ub__pkt_push(p, (uint32_t)hl)) {
+        if (!ub__pkt_push(p, (uint32_t)req_header_size(c->mode))) {
             c->pds->st.nobufs++;
             break;
         }
@@ -554,31 +583,34 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
         if (!c->q_head)
             c->q_tail = NULL;
         c->qlen--;
-        p->next = NULL;
-        psn = c->nxt++;
-        struct ub__pds_slot *s = slot_of(c, psn);
-        memset(s, 0, sizeof(*s));
-        s->pkt = p;
-        s->state = SLOT_INFLIGHT;
-        /* The last queued packet asks for an ACK, to learn of a loss early. A lossless
-         * carrier loses nothing: the target's own pace (ack_every, ack_delay) frees the window
-         * and its ACK leaves the latency path. */
-        s->ack_req = !c->lossless && ((p->flags & 1) || !c->q_head);
-        s->own = (p->flags & 2) && !gbn(c);
-        s->first_ns = now;
-        struct ub__pkt *out = transmit(c, psn, false, now);
-        if (!out) { /* keep it; it goes out as a repair */
-            s->state = SLOT_LOST;
-            s->why = WHY_NONE;
-            c->nlost++;
+        struct ub__pkt *out = emit_new(c, p, !c->q_head, now);
+        if (!out)
             break;
-        }
-        path_link(c, psn);
         pkts[n++] = out;
     }
     if (n && c->rto_due == UB_TIME_NEVER) /* else it times the oldest packet in flight */
         ub__pds_arm_rto(c, now);
     return n;
+}
+
+int ub__pds_ipdc_emit_one(struct ub__pds_ipdc *c, struct ub__pkt *p, struct ub__pkt **out,
+                          uint64_t now)
+{
+    /* ub__pds_ipdc_can_send for p alone in the queue; the window last, as there. */
+    size_t hl = req_header_size(c->mode);
+    if (c->state == IPDC_CLOSING || inflight(c) >= send_limit(c) ||
+        (c->state == IPDC_SYN && c->nxt - c->start_psn >= UB_PDS_SYN_SPAN))
+        return 0;
+    if (!cc_allows(c, ub__pkt_wire_len(p) + hl, false, now))
+        return -1;
+    if (!ub__pkt_push(p, (uint32_t)hl)) {
+        c->pds->st.nobufs++;
+        return 0;
+    }
+    *out = emit_new(c, p, true, now);
+    if (*out && c->rto_due == UB_TIME_NEVER)
+        ub__pds_arm_rto(c, now);
+    return 1;
 }
 
 /*

@@ -128,6 +128,8 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx)
         s->pack_max = 0;
     env = getenv("SOFTUB_ACK_RSP");
     s->ack_rsp = !(env && env[0] == '0' && env[1] == 0);
+    env = getenv("SOFTUB_FAST");
+    s->fast = !(env && env[0] == '0' && env[1] == 0);
     s->ack_rsp_busy = 1; /* a request waited for alone: streams keep packing and coalescing */
     uint64_t seed = ub__rng_next(&s->eng->rng);
     int rc;

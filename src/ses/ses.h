@@ -425,6 +425,8 @@ struct ub__tl {
     struct ub__addr prsp_dst; /* target: the initiator the responses in prsp go to */
     uint32_t prsp_n, prsp_bytes;
     bool prsp_hold; /* the pump leaves prsp as it is (ub__ses_pump_held) */
+    bool emit_now;  /* the output is taken right after this pump (ub__pds_tx.now) */
+    bool fast;      /* the fast paths are on (SOFTUB_FAST=0 turns them off) */
     struct ub__prsp prsp[UB_SES_PACK_RECS];
     struct ub__rxmsg *msg_cache[UB_SES_MSG_CACHE]; /* target: freed messages, for reuse */
     uint32_t nmsg_cache;

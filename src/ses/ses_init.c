@@ -843,6 +843,7 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
             .ack_req = last,
             .cookie = ub__ses_wr_cookie(w),
             .pdc = peer.pdc,
+            .now = s->emit_now,
         };
         ub__ses_wr_ext(w, &tx.ext, tail);
         /* A request in one packet whose response the target can make at once: K lets it ride
