@@ -368,6 +368,7 @@ struct ub__ses_stats {
     uint64_t rx_prsp_pkts, rx_prsp_recs; /* initiator: packed responses received, records run */
     uint64_t rx_prsp_bad;                /* initiator: packed responses refused whole */
     uint64_t tx_rsp_ack;                 /* target: responses that rode on a PDS ACK */
+    uint64_t rx_fast;                    /* target: messages taken whole (fast_send) */
 };
 
 /*

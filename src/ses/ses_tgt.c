@@ -933,6 +933,70 @@ static void msg_outlives(struct ub__tl *s, struct ub__tstream *ts, struct ub__rx
         m->in_map = true;
 }
 
+/*
+ * The usual message taken whole, without a message record from the cache: an untagged SEND
+ * in one packet whose turn has come (nothing waits in its stream and its order is met), the
+ * next of its stream's sends to its JFR, whose first posted buffer holds it in one piece.
+ * What msg_new, place, on_complete and exec_msg do for such a message, with the same effects
+ * (test_api_fast plays ping-pongs both ways and compares the bytes sent and the records).
+ * false: not such a message, and nothing was changed (the JFR and send-order entry looked up
+ * are what msg_new would look up, too).
+ */
+static bool fast_send(struct ub__tl *s, struct ub__tstream *ts, const struct ub__pds_rx *rx,
+                      const struct ub__ses_tail *t, uint64_t now)
+{
+    const struct ub__wire_dgram *d = rx->hdr;
+    const struct ub__ses_std *q = &d->ses.u.std;
+    const uint8_t whole = UB_SES_F_SOM | UB_SES_F_EOM;
+    if ((q->opcode != UB_SES_OP_SEND && q->opcode != UB_SES_OP_DEFER_SEND) ||
+        (q->flags & whole) != whole || ((t->aux >> 24) & UB_SES_TAIL_C) ||
+        rx->payload_len != q->request_length || ts->msgs.count || !ub__list_empty(&ts->waiting))
+        return false;
+    struct ub__rxmsg m = {
+        .ts = ts,
+        .src = *rx->src,
+        .stream = d->ext.stream,
+        .seq = d->ext.order_seq,
+        .send_seq = t->send_seq,
+        .aux = t->aux & 0xffffffu,
+        .op = UB_SES_OP_SEND,
+        .eo = d->ext.exec_order,
+        .fence = d->ext.fence,
+        .solicited = ((t->aux >> 24) & UB_SES_TAIL_S) != 0,
+        .pk = ((t->aux >> 24) & UB_SES_TAIL_A) != 0,
+        .so_delta = t->so_delta,
+        .ro_count = t->ro_count,
+        .key = ((uint32_t)q->pid_on_fep << 12) | q->resource_index,
+        .initiator = q->initiator,
+        .len = q->request_length,
+        .rc = UB_SES_RC_OK,
+        .has_imm = (q->flags & UB_SES_F_HD) != 0,
+        .imm = (q->flags & UB_SES_F_HD) ? q->header_data : 0,
+        .complete = true,
+        .som_seen = true,
+        .bind = BIND_BUF,
+    };
+    m.wire_len = m.got = m.len;
+    ub_jfr *jfr = jfr_by_id(s, m.key);
+    if (!jfr || jfr->attr.tag_matching || !order_ok(ts, &m) || ub__list_empty(&jfr->posted))
+        return false;
+    struct ub__send_seq *sq = ub__tgt_send_seq_of(ts, jfr->id);
+    struct ub__rbuf *rb = UB_CONTAINER_OF(jfr->posted.next, struct ub__rbuf, link);
+    if (!sq || sq->next != m.send_seq || m.len > rb->cap || !rb->num_sge || m.len > rb->sge[0].len)
+        return false;
+    sq->next++;
+    ub__list_remove(&rb->link);
+    m.jfr = jfr;
+    m.rb = rb;
+    if (m.len)
+        memcpy(rb->sge[0].addr, rx->payload, m.len);
+    ub__tgt_deliver_recv(s, &m, now);
+    ub__tgt_respond(s, &m, UB_SES_RC_OK, (uint32_t)m.len, false, 0, now);
+    ub__tgt_executed_now(ts, &m);
+    s->st.rx_fast++;
+    return true;
+}
+
 void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
 {
     const struct ub__wire_dgram *d = rx->hdr;
@@ -970,6 +1034,8 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_bad_pkts++;
         return;
     }
+    if (s->fast && fast_send(s, ts, rx, &t, now))
+        return;
     struct ub__rxmsg *m = ts->msgs.count ? ub__hmap_get(&ts->msgs, seq) : NULL;
     ub_seg *seg = NULL;
     bool som = (q->flags & UB_SES_F_SOM) != 0;

@@ -11,6 +11,8 @@
 #include "pds/pds.h"
 
 #define PINGS   300u
+#define BURST   6u /* messages node 0 sends without waiting, every 25th ping */
+#define BURSTS  (PINGS / 25)
 #define MEM     (1u << 16)
 #define MAX_OUT (1u << 21)
 
@@ -34,10 +36,12 @@ static void tap(void *arg, uint16_t src, const struct ub__pkt *p)
 
 struct run {
     struct wire wire;
-    struct ub_cr cr[2][4 * PINGS + 64];
+    struct ub_cr cr[2][4 * PINGS + 4 * BURSTS * BURST + 64];
     uint32_t ncr[2];
     uint8_t got[2][PINGS][128]; /* what each side received, per ping */
-    uint64_t direct;            /* packets the fast send path emitted */
+    uint8_t burst[BURSTS * BURST][128];
+    uint64_t direct; /* packets the fast send path emitted */
+    uint64_t taken;  /* messages the fast receive path took */
 };
 
 static uint8_t mem[2][MEM];
@@ -99,15 +103,17 @@ static void ping(struct tnet *t, struct side *sd, uint32_t from, uint32_t k)
     assert_int_equal(ub_post_jetty_send(t->jetty[from], &wr, NULL), 0);
 }
 
-/* Node i takes ping k (the message, its bytes) and gives the buffer it consumed back. */
-static void take(struct tnet *t, struct run *r, struct side *sd, uint32_t i, uint32_t k)
+/* Node i takes ping k (the message, its first bytes into out) and gives the buffer it
+ * consumed back. */
+static void take(struct tnet *t, struct run *r, struct side *sd, uint32_t i, uint32_t k,
+                 uint8_t *out)
 {
     wait_recv(t, r, i);
     const struct ub_cr *c = &r->cr[i][r->ncr[i] - 1];
     bool write = c->opcode == UB_CR_OP_RECV_WRITE_IMM;
     uint8_t *buf = sd[i].mem + (c->user_ctx % 16) * 1024;
     const uint8_t *at = write ? sd[i].mem + 50000 + (k % 8) * 128 : buf;
-    memcpy(r->got[i][k], at, c->length < 128 ? c->length : 128);
+    memcpy(out, at, c->length < 128 ? c->length : 128);
     struct ub_sge sg = {buf, 1024, sd[i].seg};
     struct ub_rwr rw;
     memset(&rw, 0, sizeof(rw));
@@ -156,10 +162,16 @@ static void play(struct run *r, bool fast)
         } else if (k == 2 * PINGS / 3) {
             tnet_heal(&t, 0, 1);
         }
+        if (k % 25 == 24) { /* several in flight: some out of order under the reordering */
+            for (uint32_t j = 0; j < BURST; j++)
+                ping(&t, sd, 0, 4 * (PINGS + j)); /* SEND: k % 4 == 0 */
+            for (uint32_t j = 0; j < BURST; j++)
+                take(&t, r, sd, 1, 4 * (PINGS + j), r->burst[(k / 25) * BURST + j]);
+        }
         ping(&t, sd, 0, k);
-        take(&t, r, sd, 1, k);
+        take(&t, r, sd, 1, k, r->got[1][k]);
         ping(&t, sd, 1, k); /* the answer: the round that took the ping held its output */
-        take(&t, r, sd, 0, k);
+        take(&t, r, sd, 0, k, r->got[0][k]);
     }
     /* Everything settles: every send completes on both sides. */
     for (int i = 0; i < 20000; i++) {
@@ -172,8 +184,10 @@ static void play(struct run *r, bool fast)
             }
         }
     }
-    for (uint32_t i = 0; i < 2; i++)
+    for (uint32_t i = 0; i < 2; i++) {
         r->direct += ub__pds_stats(t.ctx[i]->eng.pds)->tx_direct;
+        r->taken += t.ctx[i]->ses.st.rx_fast;
+    }
     ub__loopnet_set_tap(ub__loopnet_impl(t.net), NULL, NULL);
     tnet_fini(&t);
 }
@@ -188,10 +202,13 @@ static void test_same_on_the_wire(void **state)
     assert_non_null(b.wire.b);
     play(&a, true);
     play(&b, false);
-    print_message("fast: %u datagrams, %lu emitted as sent; general: %u datagrams\n", a.wire.pkts,
-                  (unsigned long)a.direct, b.wire.pkts);
+    print_message("fast: %u datagrams, %lu emitted as sent, %lu messages taken whole; general: "
+                  "%u datagrams\n",
+                  a.wire.pkts, (unsigned long)a.direct, (unsigned long)a.taken, b.wire.pkts);
     assert_true(a.direct >= PINGS); /* most answers took it */
+    assert_true(a.taken >= PINGS);  /* most SENDs (half the pings) both ways */
     assert_int_equal(b.direct, 0);
+    assert_int_equal(b.taken, 0);
     assert_int_equal(a.wire.pkts, b.wire.pkts);
     assert_int_equal(a.wire.n, b.wire.n);
     for (size_t o = 0; o < a.wire.n;) { /* where the first difference is, if any */
@@ -221,6 +238,7 @@ static void test_same_on_the_wire(void **state)
         }
     }
     assert_memory_equal(a.got, b.got, sizeof(a.got));
+    assert_memory_equal(a.burst, b.burst, sizeof(a.burst));
     for (uint32_t k = 0; k < PINGS; k++) /* and they are what was sent */
         for (uint32_t i = 0; i < 2; i++) {
             uint8_t want[128];
