@@ -461,19 +461,27 @@ void ub__tgt_send_rsp(struct ub__tl *s, const struct ub__addr *dst, uint16_t str
     rsp_val(s, dst, stream, seq, rc, len, has_val, val, false, now);
 }
 
-void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t len, bool has_val,
-                     uint64_t val, uint64_t now)
+/* Answers transaction seq of stream ts (kept in its cache for re-sending; ts may be NULL). */
+static void respond_in(struct ub__tl *s, struct ub__tstream *ts, const struct ub__addr *src,
+                       uint16_t stream, uint32_t seq, bool pk, uint8_t rc, uint32_t len,
+                       bool has_val, uint64_t val, uint64_t now)
 {
-    if (m->ts) {
-        struct ub__rspc *c = &m->ts->cache[m->seq % UB_SES_RSP_CACHE];
-        c->seq = m->seq;
+    if (ts) {
+        struct ub__rspc *c = &ts->cache[seq % UB_SES_RSP_CACHE];
+        c->seq = seq;
         c->valid = true;
         c->rc = rc;
         c->len = len;
         c->has_val = has_val;
         c->val = val;
     }
-    rsp_val(s, &m->src, m->stream, m->seq, rc, len, has_val, val, m->pk, now);
+    rsp_val(s, src, stream, seq, rc, len, has_val, val, pk, now);
+}
+
+void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t len, bool has_val,
+                     uint64_t val, uint64_t now)
+{
+    respond_in(s, m->ts, &m->src, m->stream, m->seq, m->pk, rc, len, has_val, val, now);
 }
 
 /* ---- the order engine ----------------------------------------------------------------------- */
@@ -491,18 +499,26 @@ static ub_jfr *jfr_by_id(struct ub__tl *s, uint32_t id)
     return r;
 }
 
-static bool order_ok(const struct ub__tstream *ts, const struct ub__rxmsg *m)
+/* Whether transaction seq of ts may run now, by its ordering fields (the extension header's
+ * exec_order and fence, the tail's so_delta and ro_count). */
+static bool order_ok_at(const struct ub__tstream *ts, uint32_t seq, bool fence, uint8_t eo,
+                        uint16_t so_delta, uint16_t ro_count)
 {
-    if (m->fence && ts->floor != m->seq)
+    if (fence && ts->floor != seq)
         return false;
-    if (m->eo == UB_EXT_EO_NO)
+    if (eo == UB_EXT_EO_NO)
         return true;
-    uint32_t last_so = m->seq - m->so_delta;
+    uint32_t last_so = seq - so_delta;
     if (!executed(ts, last_so))
         return false;
-    if (m->eo == UB_EXT_EO_SO)
-        return ts->cur_epoch == last_so && ts->ro_done == m->ro_count;
+    if (eo == UB_EXT_EO_SO)
+        return ts->cur_epoch == last_so && ts->ro_done == ro_count;
     return true;
+}
+
+static bool order_ok(const struct ub__tstream *ts, const struct ub__rxmsg *m)
+{
+    return order_ok_at(ts, m->seq, m->fence, m->eo, m->so_delta, m->ro_count);
 }
 
 static bool ready(const struct ub__rxmsg *m)
@@ -514,15 +530,21 @@ static bool ready(const struct ub__rxmsg *m)
     return m->bind != BIND_WAIT;
 }
 
-void ub__tgt_executed_now(struct ub__tstream *ts, struct ub__rxmsg *m)
+/* Transaction seq of ts (ordered by eo, so_delta) ran: its epoch and executed bit. */
+static void executed_at(struct ub__tstream *ts, uint32_t seq, uint8_t eo, uint16_t so_delta)
 {
-    if (m->eo == UB_EXT_EO_SO) {
-        ts->cur_epoch = m->seq;
+    if (eo == UB_EXT_EO_SO) {
+        ts->cur_epoch = seq;
         ts->ro_done = 0;
-    } else if (m->eo == UB_EXT_EO_RO && m->seq - m->so_delta == ts->cur_epoch) {
+    } else if (eo == UB_EXT_EO_RO && seq - so_delta == ts->cur_epoch) {
         ts->ro_done++;
     }
-    mark_executed(ts, m->seq);
+    mark_executed(ts, seq);
+}
+
+void ub__tgt_executed_now(struct ub__tstream *ts, struct ub__rxmsg *m)
+{
+    executed_at(ts, m->seq, m->eo, m->so_delta);
 }
 
 static void rd_start(struct ub__tl *s, struct ub__rxmsg *m);
@@ -947,52 +969,41 @@ static bool fast_send(struct ub__tl *s, struct ub__tstream *ts, const struct ub_
 {
     const struct ub__wire_dgram *d = rx->hdr;
     const struct ub__ses_std *q = &d->ses.u.std;
+    const struct ub__ext *x = &d->ext;
     const uint8_t whole = UB_SES_F_SOM | UB_SES_F_EOM;
+    uint8_t tf = (uint8_t)(t->aux >> 24);
+    uint32_t len = q->request_length;
     if ((q->opcode != UB_SES_OP_SEND && q->opcode != UB_SES_OP_DEFER_SEND) ||
-        (q->flags & whole) != whole || ((t->aux >> 24) & UB_SES_TAIL_C) ||
-        rx->payload_len != q->request_length || ts->msgs.count || !ub__list_empty(&ts->waiting))
+        (q->flags & whole) != whole || (tf & UB_SES_TAIL_C) || rx->payload_len != len ||
+        ts->msgs.count || !ub__list_empty(&ts->waiting) ||
+        !order_ok_at(ts, x->order_seq, x->fence, x->exec_order, t->so_delta, t->ro_count))
         return false;
-    struct ub__rxmsg m = {
-        .ts = ts,
-        .src = *rx->src,
-        .stream = d->ext.stream,
-        .seq = d->ext.order_seq,
-        .send_seq = t->send_seq,
-        .aux = t->aux & 0xffffffu,
-        .op = UB_SES_OP_SEND,
-        .eo = d->ext.exec_order,
-        .fence = d->ext.fence,
-        .solicited = ((t->aux >> 24) & UB_SES_TAIL_S) != 0,
-        .pk = ((t->aux >> 24) & UB_SES_TAIL_A) != 0,
-        .so_delta = t->so_delta,
-        .ro_count = t->ro_count,
-        .key = ((uint32_t)q->pid_on_fep << 12) | q->resource_index,
-        .initiator = q->initiator,
-        .len = q->request_length,
-        .rc = UB_SES_RC_OK,
-        .has_imm = (q->flags & UB_SES_F_HD) != 0,
-        .imm = (q->flags & UB_SES_F_HD) ? q->header_data : 0,
-        .complete = true,
-        .som_seen = true,
-        .bind = BIND_BUF,
-    };
-    m.wire_len = m.got = m.len;
-    ub_jfr *jfr = jfr_by_id(s, m.key);
-    if (!jfr || jfr->attr.tag_matching || !order_ok(ts, &m) || ub__list_empty(&jfr->posted))
+    ub_jfr *jfr = jfr_by_id(s, ((uint32_t)q->pid_on_fep << 12) | q->resource_index);
+    if (!jfr || jfr->attr.tag_matching || ub__list_empty(&jfr->posted))
         return false;
     struct ub__send_seq *sq = ub__tgt_send_seq_of(ts, jfr->id);
     struct ub__rbuf *rb = UB_CONTAINER_OF(jfr->posted.next, struct ub__rbuf, link);
-    if (!sq || sq->next != m.send_seq || m.len > rb->cap || !rb->num_sge || m.len > rb->sge[0].len)
+    if (!sq || sq->next != t->send_seq || len > rb->cap || !rb->num_sge || len > rb->sge[0].len)
         return false;
     sq->next++;
     ub__list_remove(&rb->link);
-    m.jfr = jfr;
-    m.rb = rb;
-    if (m.len)
-        memcpy(rb->sge[0].addr, rx->payload, m.len);
-    ub__tgt_deliver_recv(s, &m, now);
-    ub__tgt_respond(s, &m, UB_SES_RC_OK, (uint32_t)m.len, false, 0, now);
-    ub__tgt_executed_now(ts, &m);
+    if (len)
+        memcpy(rb->sge[0].addr, rx->payload, len);
+    struct ub_cr cr;
+    memset(&cr, 0, sizeof(cr));
+    cr.status = UB_CR_SUCCESS;
+    cr.opcode = UB_CR_OP_RECV;
+    cr.length = len;
+    cr.remote_id = q->initiator;
+    cr.remote_node = rx->src->family == UB_AF_LOOP ? rx->src->port : 0;
+    if (q->flags & UB_SES_F_HD) {
+        cr.flags = UB_CR_F_IMM;
+        cr.imm_data = q->header_data;
+    }
+    ub__tgt_recv_done(s, jfr, rb, &cr, (tf & UB_SES_TAIL_S) != 0);
+    respond_in(s, ts, rx->src, x->stream, x->order_seq, (tf & UB_SES_TAIL_A) != 0, UB_SES_RC_OK,
+               len, false, 0, now);
+    executed_at(ts, x->order_seq, x->exec_order, t->so_delta);
     s->st.rx_fast++;
     return true;
 }
