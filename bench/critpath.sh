@@ -7,7 +7,11 @@
 # one thread under callgrind; work done after the send (while a real peer would be
 # computing: the ACK left behind, timers, empty polls) is not counted. Runs N and 3N round
 # trips; the difference over 4N turns is the cost of one turn without set-up. Prints that,
-# then the largest inclusive costs per turn.
+# with what callgrind's cache and branch simulation says of the same turn: first-level
+# instruction-cache misses (about one per 64-byte line of code the turn runs: the kernel's
+# system calls between two turns evict most of it on a real CPU, and its code is not
+# simulated), data-cache misses and mispredicted branches; then the largest inclusive
+# costs per turn.
 #
 #   bench/critpath.sh [URI]        udp://127.0.0.1:0?paths=1 (default), shm://0
 # Environment: BUILD_DIR (build-critpath), N (1000), TOP (25 functions). Loopback only.
@@ -25,16 +29,18 @@ command -v valgrind >/dev/null || { echo "critpath.sh: needs valgrind" >&2; exit
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSOFTUB_CRITPATH=ON >/dev/null
 cmake --build "$BUILD" --target lat_count >/dev/null
 
-run() { # round trips -> collected Ir
-    timeout 600 valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$WORK/cg.$1" \
-        "$BUILD/bench/lat_count" "$URI" "$1" >"$WORK/log.$1" 2>&1
-    sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/log.$1" | tail -1
+run() { # round trips -> the collected events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim
+    timeout 600 valgrind --tool=callgrind --collect-atstart=no --cache-sim=yes --branch-sim=yes \
+        --callgrind-out-file="$WORK/cg.$1" "$BUILD/bench/lat_count" "$URI" "$1" >"$WORK/log.$1" 2>&1
+    sed -n 's/.*Collected : \([0-9 ]*\)$/\1/p' "$WORK/log.$1" | tail -1
 }
-a=$(run "$N")
-b=$(run $((3 * N)))
+a=($(run "$N"))
+b=($(run $((3 * N))))
 turns=$((4 * N))
-per=$(((${b:-0} - ${a:-0}) / turns))
+ev() { echo $(((${b[$1]:-0} - ${a[$1]:-0}) / turns)); } # one event's count per turn
+per=$(ev 0)
 echo "critpath: $URI: $per instructions per turn (receive -> send), $turns turns"
+echo "critpath: simulated per turn: $(ev 3) I1 misses, $(($(ev 4) + $(ev 5))) D1 misses, $(($(ev 10) + $(ev 12))) mispredicted branches"
 # A turn is thousands of instructions: nothing collected means the marks did not switch.
 if [ "$per" -lt 100 ]; then
     echo "critpath.sh: nothing collected; valgrind said:" >&2
