@@ -624,6 +624,14 @@ static uint32_t send_window(struct udp_dev *u, struct ub__pkt *const *pkts, uint
  * the kernel prefers the connected socket for dst's datagrams. On any failure the device
  * goes on with its one socket and does not try again.
  */
+/* A peer on this host's loopback (127.0.0.0/8, ::1): nothing between us queues its packets. */
+static bool loopback_peer(const struct ub__addr *a)
+{
+    static const uint8_t lo6[16] = {[15] = 1};
+    return a->family == UB_AF_INET ? a->ip[0] == 127
+                                   : a->family == UB_AF_INET6 && memcmp(a->ip, lo6, 16) == 0;
+}
+
 static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
 {
     u->conn_tried = true;
@@ -649,6 +657,15 @@ static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
         return;
     }
     sa_to_addr(&src, &u->cpeer_rx);
+    /*
+     * A loopback peer's datagrams cross no queue that could mark them CE (unless a qdisc
+     * with ECN is put on lo), so the connected socket does not ask for their TOS: the
+     * kernel's per-datagram cmsg cost 0.1-0.2 us of every receive here (docs/benchmarks.md,
+     * fourteenth round). The path socket still reads it for every other peer.
+     */
+    u->conn_tos_off = loopback_peer(dst) &&
+                      (u->family == AF_INET6 ? setopt_int(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 0)
+                                             : setopt_int(fd, IPPROTO_IP, IP_RECVTOS, 0)) == 0;
     u->fds[1] = fd;
     u->nsock = 2;
     u->cpeer = *dst;
@@ -666,6 +683,7 @@ void ub__udp_conn_close(struct udp_dev *u)
     u->fds[1] = -1;
     u->nsock = 1;
     u->conn_tried = false;
+    u->conn_tos_off = false;
     u->path0_hot = false;
     u->path0_streak = 0;
     u->ready &= 1;
@@ -810,8 +828,10 @@ int ub__udp_stats(const struct ub__dev *dev, struct ub__udp_stats *out)
     out->gro = u->gro;
     out->epoll_live = u->ep_live;
     out->connected = u->nsock > u->np;
-    if (out->connected)
+    if (out->connected) {
         out->peer = u->cpeer;
+        out->conn_tos_off = u->conn_tos_off;
+    }
     return 0;
 }
 

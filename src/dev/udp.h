@@ -39,6 +39,7 @@
  * destination to look up per send. The kernel then delivers that peer's datagrams to it, so
  * it is read too (path 0); the path socket keeps every other peer. 64 datagrams in a row from
  * other peers retire it (the next lone packet connects anew). `connect=0` disables it.
+ * Connected to a loopback peer it does not read TOS: nothing on the way could mark CE.
  *
  * fd() is one epoll fd holding every socket (level triggered).
  * Single-threaded like the engine driving it; no allocation after open.
@@ -141,6 +142,7 @@ struct ub__udp_stats {
     bool gso, gro;           /* offloads in use now */
     bool epoll_live;         /* the sockets are in the epoll set (several paths, or fd() asked) */
     bool connected;          /* a socket connected to `peer` is in use */
+    bool conn_tos_off;       /* ... which does not read TOS (peer on loopback: no ECN marks) */
     struct ub__addr peer;    /* its peer */
     uint32_t num_paths, mtu; /* as configured */
     uint32_t rcvbuf, sndbuf; /* what the kernel granted (path 0, as getsockopt reports it) */

@@ -105,6 +105,7 @@ struct udp_dev {
      * is the peer now) retire it; the next lone packet connects anew. */
     uint32_t nsock; /* sockets to read: np, or 2 with the connected one */
     bool conn_tried, path0_hot;
+    bool conn_tos_off; /* the connected socket does not read TOS (a loopback peer) */
     uint32_t path0_tick, path0_streak;
     struct ub__addr cpeer;    /* the connected socket's peer, as packets to it say */
     struct ub__addr cpeer_rx; /* the same, as the kernel says where datagrams come from */

@@ -1262,6 +1262,22 @@ static void expect_from(struct ub__dev *d, struct ub__pktpool *pool, const struc
     ub__pkt_free(p);
 }
 
+/* from sends seq to `to` marked CE; d (= to) receives it: the ECN codepoint it read. */
+static uint8_t ce_through(struct ub__dev *from, struct ub__pktpool *pool, struct ub__dev *to,
+                          uint32_t seq)
+{
+    struct ub__pkt *p = mk(pool, &to->local, seq, 64, 0);
+    p->ecn = 3;
+    assert_int_equal(ub__dev_send(from, &p, 1), 1);
+    p = recv_next(to, pool);
+    uint32_t got;
+    memcpy(&got, p->data, 4);
+    assert_int_equal(got, seq);
+    uint8_t ecn = p->ecn;
+    ub__pkt_free(p);
+    return ecn;
+}
+
 static void connected_run(const char *spec)
 {
     struct ub__pktpool pool;
@@ -1281,6 +1297,14 @@ static void connected_run(const char *spec)
     expect_from(a, &pool, b, 2);
     assert_int_equal(stats_of(a).rx_connected, 1);
 
+    /* A loopback peer: the connected socket does not read TOS (a CE mark set by the sender
+     * itself goes unseen), the path socket does (c's). */
+    assert_true(stats_of(a).conn_tos_off);
+    assert_int_equal(ce_through(b, &pool, a, 5), 0);
+    assert_int_equal(stats_of(a).rx_connected, 2);
+    assert_int_equal(ce_through(c, &pool, a, 6), 3);
+    assert_int_equal(stats_of(a).rx_connected, 2);
+
     /* Another peer still reaches a (on the path socket, read every RX_UNCONN_EVERY-th
      * time), and a answers it unconnected from the same port. */
     send_lone(c, &pool, a, 3);
@@ -1288,7 +1312,7 @@ static void connected_run(const char *spec)
     send_lone(a, &pool, c, 4);
     expect_from(c, &pool, a, 4);
     sa = stats_of(a);
-    assert_int_equal(sa.rx_connected, 1);
+    assert_int_equal(sa.rx_connected, 2);
     assert_int_equal(sa.tx_connected, 1);
     assert_int_equal(sa.peer.port, b->local.port);
     assert_int_equal(stats_of(c).rx_connected, 1); /* c connected to a first */
@@ -1316,9 +1340,9 @@ static void connected_run(const char *spec)
     send_lone(c, &pool, a, 22);
     expect_from(a, &pool, c, 22);
 
-    /* c is a's peer now: 64 datagrams in a row from it (3 and 22 were the first two) retire
-     * the socket connected to b, and a's next lone packet connects to c. */
-    for (uint32_t i = 2; i < 64; i++) {
+    /* c is a's peer now: 64 datagrams in a row from it (3, 6 and 22 were the first three)
+     * retire the socket connected to b, and a's next lone packet connects to c. */
+    for (uint32_t i = 3; i < 64; i++) {
         assert_true(stats_of(a).connected);
         send_lone(c, &pool, a, 100 + i);
         expect_from(a, &pool, c, 100 + i);
@@ -1333,7 +1357,7 @@ static void connected_run(const char *spec)
     expect_from(c, &pool, a, 200);
     send_lone(c, &pool, a, 201);
     expect_from(a, &pool, c, 201);
-    assert_int_equal(stats_of(a).rx_connected, 2);
+    assert_int_equal(stats_of(a).rx_connected, 3);
 
     ub__dev_close(a);
     ub__dev_close(c);
