@@ -301,6 +301,17 @@ void ub__pds_mark_all(struct ub__pds_ipdc *c, uint64_t now)
     }
 }
 
+/* A request emitted as it was sent: the next pull takes it after the control queue. */
+static void out_push(struct ub__pds *pds, struct ub__pkt *p)
+{
+    p->next = NULL;
+    if (pds->out_tail)
+        pds->out_tail->next = p;
+    else
+        pds->out_head = p;
+    pds->out_tail = p;
+}
+
 int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pkt *pkt,
                  uint64_t now)
 {
@@ -375,14 +386,10 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
     if (tx->now && !c->qlen && !c->nlost && alone && ub__list_empty(&pds->ready)) {
         struct ub__pkt *out = NULL;
         if ((took = ub__pds_ipdc_emit_one(c, pkt, &out, now)) > 0) {
-            if (!out) /* kept as a repair (cannot happen: the header is ours) */
-                ub__pds_mark_ready(c, now);
-            else if (pds->out_tail)
-                pds->out_tail->next = out;
-            else
-                pds->out_head = out;
             if (out)
-                pds->out_tail = out;
+                out_push(pds, out);
+            else /* kept as a repair (cannot happen: the header is ours) */
+                ub__pds_mark_ready(c, now);
             pds->st.tx_direct++;
             return 0;
         }
