@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# bench/ab.sh: two softub-perf builds side by side, for a change's effect on latency. The
+# host moves a ping-pong's p50 by a microsecond or more between minutes (docs/benchmarks.md,
+# "Where the host puts the CPUs"), far more than most changes do, so the builds run in
+# alternating pairs, the order swapped every pair, and the verdict is how often and by how
+# much B came out lower within its pair. With bench/libturnstamp.so built, each run also
+# reports the client's median user / send / receive parts of a turn (bench/turnstamp.c).
+#
+#   bench/ab.sh PERF_A PERF_B [client options...]      default: send_lat -d udp -s 8
+# Environment: PAIRS (8), N (20000 iterations per run), ENV_A / ENV_B (extra environment of
+# each side's runs, e.g. ENV_B=SOFTUB_FAST=0 with PERF_B=PERF_A), TURNSTAMP (the library;
+# empty: none). Loopback only; every run is bounded by `timeout`.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+[ $# -ge 2 ] || { sed -n '2,12p' "$0" >&2; exit 2; }
+A=$1 B=$2
+shift 2
+[ -x "$A" ] && [ -x "$B" ] || { echo "ab.sh: $A or $B is not an executable" >&2; exit 2; }
+OPTS=("$@")
+[ ${#OPTS[@]} -gt 0 ] || OPTS=(send_lat -d udp -s 8)
+PAIRS=${PAIRS:-8}
+N=${N:-20000}
+TS=${TURNSTAMP-$ROOT/build-bench/bench/libturnstamp.so}
+[ -f "$TS" ] || TS=""
+TEST=${OPTS[0]}
+
+# One run of PERF with environment ENVS: "p50 user send receive" (the last three "-"
+# without turnstamp).
+run() {
+    local perf=$1 envs=$2 fd line port out srv
+    exec {fd}< <(env $envs timeout 120 "$perf" "$TEST" --bind 127.0.0.1 -p 0 --timeout 20000 2>&1)
+    srv=$!
+    port=""
+    while IFS= read -r -t 30 -u "$fd" line; do
+        port=$(printf '%s\n' "$line" | sed -n 's/.*waiting on tcp:.*:\([0-9][0-9]*\)$/\1/p')
+        [ -n "$port" ] && break
+    done
+    cat <&"$fd" >/dev/null &
+    exec {fd}<&-
+    [ -n "$port" ] || { echo "ab.sh: the server did not start" >&2; return 1; }
+    out=$(env $envs ${TS:+LD_PRELOAD=$TS} timeout 120 "$perf" "${OPTS[@]}" -n "$N" \
+        --timeout 20000 -p "$port" 127.0.0.1 2>&1) || { echo "ab.sh: a run failed" >&2; return 1; }
+    wait "$srv" || true
+    printf '%s\n' "$out" | awk '
+        $1 ~ /^[0-9]+$/ && NF >= 10 && !p { p = $5 }
+        $1 == "turnstamp:" && $2 == "user" { u = $8 }
+        $1 == "turnstamp:" && $2 == "send" { s = $8 }
+        $1 == "turnstamp:" && $2 == "receive" { r = $8 }
+        END { printf "%s %s %s %s\n", p, u ? u : "-", s ? s : "-", r ? r : "-" }'
+}
+
+echo "ab.sh: A = $A ${ENV_A:-}, B = $B ${ENV_B:-}; ${OPTS[*]} -n $N, $PAIRS pairs"
+echo "pair  first  A p50  B p50   B-A   (user/send/receive ns: A | B)"
+res=()
+for i in $(seq 1 "$PAIRS"); do
+    if [ $((i % 2)) = 1 ]; then
+        a=$(run "$A" "${ENV_A:-}") b=$(run "$B" "${ENV_B:-}") first=A
+    else
+        b=$(run "$B" "${ENV_B:-}") a=$(run "$A" "${ENV_A:-}") first=B
+    fi
+    read -r pa ua sa ra <<<"$a"
+    read -r pb ub sb rb <<<"$b"
+    d=$(awk -v a="$pa" -v b="$pb" 'BEGIN { printf "%+.2f", b - a }')
+    printf '%4d  %5s  %5s  %5s  %5s   (%s/%s/%s | %s/%s/%s)\n' \
+        "$i" "$first" "$pa" "$pb" "$d" "$ua" "$sa" "$ra" "$ub" "$sb" "$rb"
+    res+=("$d")
+done
+printf '%s\n' "${res[@]}" | awk '
+    { n++; s += $1; if ($1 < 0) lo++; else if ($1 > 0) hi++ }
+    END { printf "B lower in %d of %d pairs, higher in %d; mean B-A %+.3f us\n", lo, n, hi, s / n }'
