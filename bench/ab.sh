@@ -13,6 +13,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 [ $# -ge 2 ] || { sed -n '2,12p' "$0" >&2; exit 2; }
 A=$1 B=$2
 shift 2
@@ -28,20 +29,13 @@ TEST=${OPTS[0]}
 # One run of PERF with environment ENVS: "p50 user send receive" (the last three "-"
 # without turnstamp).
 run() {
-    local perf=$1 envs=$2 fd line port out srv
-    exec {fd}< <(env $envs timeout 120 "$perf" "$TEST" --bind 127.0.0.1 -p 0 --timeout 20000 2>&1)
-    srv=$!
-    port=""
-    while IFS= read -r -t 30 -u "$fd" line; do
-        port=$(printf '%s\n' "$line" | sed -n 's/.*waiting on tcp:.*:\([0-9][0-9]*\)$/\1/p')
-        [ -n "$port" ] && break
-    done
-    cat <&"$fd" >/dev/null &
-    exec {fd}<&-
-    [ -n "$port" ] || { echo "ab.sh: the server did not start" >&2; return 1; }
+    local perf=$1 envs=$2 out
+    perf_server /dev/null 30 env $envs timeout 120 "$perf" "$TEST" --bind 127.0.0.1 -p 0 \
+        --timeout 20000
+    [ -n "$SRV_PORT" ] || { echo "ab.sh: the server did not start" >&2; return 1; }
     out=$(env $envs ${TS:+LD_PRELOAD=$TS} timeout 120 "$perf" "${OPTS[@]}" -n "$N" \
-        --timeout 20000 -p "$port" 127.0.0.1 2>&1) || { echo "ab.sh: a run failed" >&2; return 1; }
-    wait "$srv" || true
+        --timeout 20000 -p "$SRV_PORT" 127.0.0.1 2>&1) || { echo "ab.sh: a run failed" >&2; return 1; }
+    wait "$SRV_PID" || true
     printf '%s\n' "$out" | awk '
         $1 ~ /^[0-9]+$/ && NF >= 10 && !p { p = $5 }
         $1 == "turnstamp:" && $2 == "user" { u = $8 }

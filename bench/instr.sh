@@ -15,6 +15,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 BUILD=${BUILD_DIR:-$ROOT/build-bench}
 N=${N:-2000}
 TEST=${1:-send_lat}
@@ -36,26 +37,16 @@ PERF=$BUILD/softub-perf
 
 # One pair; WHO (client|server) runs under callgrind. Prints that side's total Ir.
 run_pair() {
-    local who=$1 n=$2 fd line port srv_pid rc=0
+    local who=$1 n=$2 rc=0
     local srv=("$PERF" "$TEST" --bind 127.0.0.1 -p 0 --timeout 60000)
     local cli=("$PERF" "$TEST" "${OPTS[@]}" -n "$n" --timeout 60000)
     local out=$WORK/callgrind.$TEST.$who.$n
     local cg=(valgrind --tool=callgrind --callgrind-out-file="$out")
     if [ "$who" = server ]; then srv=("${cg[@]}" "${srv[@]}"); else cli=("${cg[@]}" "${cli[@]}"); fi
-    # The server prints the port it took (-p 0) once it listens; valgrind's own lines
-    # start with "==".
-    exec {fd}< <(timeout 300 "${srv[@]}" 2>&1 >/dev/null)
-    srv_pid=$!
-    port=""
-    while IFS= read -r -t 60 -u "$fd" line; do
-        port=$(printf '%s\n' "$line" | sed -n 's/.*waiting on tcp:.*:\([0-9][0-9]*\)$/\1/p')
-        [ -n "$port" ] && break
-    done
-    cat <&"$fd" >"$WORK/server.log" &
-    exec {fd}<&-
-    [ -n "$port" ] || { echo "instr.sh: the server did not start" >&2; return 1; }
-    timeout 300 "${cli[@]}" -p "$port" 127.0.0.1 >"$WORK/client.log" 2>&1 || rc=$?
-    wait "$srv_pid" || rc=$((rc ? rc : 1))
+    perf_server "$WORK/server.log" 60 timeout 300 "${srv[@]}"
+    [ -n "$SRV_PORT" ] || { echo "instr.sh: the server did not start" >&2; return 1; }
+    timeout 300 "${cli[@]}" -p "$SRV_PORT" 127.0.0.1 >"$WORK/client.log" 2>&1 || rc=$?
+    wait "$SRV_PID" || rc=$((rc ? rc : 1))
     if [ $rc != 0 ]; then
         echo "instr.sh: $who run failed ($rc):" >&2
         tail -n 5 "$WORK/client.log" "$WORK/server.log" >&2

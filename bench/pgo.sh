@@ -15,6 +15,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 BUILD=${BUILD_DIR:-$ROOT/build-pgo}
 DATA=$BUILD/pgo-data
 LOG=$(mktemp /tmp/softub-pgo.XXXXXX)
@@ -35,19 +36,13 @@ configure() {
 # One server/client pair: TEST, then the client's options. The server takes a free port
 # (-p 0) and prints it once it listens.
 train() {
-    local test=$1 fd line port rc=0
+    local test=$1 rc=0
     shift
-    exec {fd}< <(timeout 60 "$BUILD/softub-perf" "$test" --bind 127.0.0.1 -p 0 --timeout 20000 2>&1)
-    port=""
-    while IFS= read -r -t 30 -u "$fd" line; do
-        port=$(printf '%s\n' "$line" | sed -n 's/.*waiting on tcp:.*:\([0-9][0-9]*\)$/\1/p')
-        [ -n "$port" ] && break
-    done
-    cat <&"$fd" >/dev/null &
-    exec {fd}<&-
+    perf_server /dev/null 30 timeout 60 "$BUILD/softub-perf" "$test" --bind 127.0.0.1 -p 0 \
+        --timeout 20000
     # A run that fails only leaves its paths out of the profile: said, not fatal.
-    [ -n "$port" ] || { echo "pgo.sh: warning: the $test server did not start" >&2; return 0; }
-    timeout 60 "$BUILD/softub-perf" "$test" "$@" -p "$port" --timeout 20000 127.0.0.1 \
+    [ -n "$SRV_PORT" ] || { echo "pgo.sh: warning: the $test server did not start" >&2; return 0; }
+    timeout 60 "$BUILD/softub-perf" "$test" "$@" -p "$SRV_PORT" --timeout 20000 127.0.0.1 \
         >"$LOG" 2>&1 || rc=$?
     wait
     if [ $rc != 0 ]; then
