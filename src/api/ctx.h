@@ -109,6 +109,10 @@ struct ub__ctx {
      * receives (a ping-pong); ub_poll_jfc's rounds may then yield (engine.h). */
     bool answered;
     bool hold_off; /* never hold: automatic progress, loop fabric, SOFTUB_HOLD=0 */
+    /* Hold without the watchdog: a test that drives a loop fabric in lock step under a manual
+     * clock answers every hold itself, and a flush at a real-time moment would change when
+     * its packets leave (test_api_fast). */
+    bool hold_no_watchdog;
     bool hold_started;
     atomic_uint_fast64_t hold_gen; /* holds so far */
     atomic_bool hold_stop, hold_parked;

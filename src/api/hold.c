@@ -122,7 +122,7 @@ void ub__ctx_hold(ub_context *ctx)
     atomic_fetch_add(&x->hold_gen, 1);
     /* Automatic progress: the progress thread sends what stays held, a lease after the waiter
      * that held it left (progress.c), without a watchdog. */
-    if (ctx->attr.progress == UB_PROGRESS_AUTO)
+    if (ctx->attr.progress == UB_PROGRESS_AUTO || x->hold_no_watchdog)
         return;
     if (!x->hold_started) {
         pthread_mutex_init(&x->hold_mu, NULL);
