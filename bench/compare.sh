@@ -270,7 +270,7 @@ CRIT=""
 if command -v valgrind >/dev/null && [ -f /usr/include/valgrind/callgrind.h ]; then
     log "compare: the answer's path in instructions (bench/critpath.sh)"
     CRIT=$(bash "$ROOT/bench/critpath.sh" "udp://$HOST:0?paths=1&mtu=$SOFTUB_MTU" 2>/dev/null |
-        awk '/instructions per turn/ {print $3; exit}')
+        awk '/instructions per turn/ && !n++ {print $3}')
 fi
 END_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 
