@@ -187,7 +187,6 @@ void ub__tgt_deliver_recv(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
     cr.opcode = m->op == UB_SES_OP_WRITE ? UB_CR_OP_RECV_WRITE_IMM : UB_CR_OP_RECV;
     cr.length = cr.status != UB_CR_SUCCESS ? 0 : (uint32_t)m->len;
     cr.remote_id = m->initiator;
-    cr.remote_node = m->src.family == UB_AF_LOOP ? m->src.port : 0;
     if (m->has_imm) {
         cr.flags |= UB_CR_F_IMM;
         cr.imm_data = m->imm;
@@ -197,14 +196,15 @@ void ub__tgt_deliver_recv(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
         cr.tag = m->mkey;
     }
     m->rb = NULL;
-    ub__tgt_recv_done(s, jfr, rb, &cr, m->solicited);
+    ub__tgt_recv_done(s, jfr, rb, &cr, &m->src, m->solicited);
 }
 
 void ub__tgt_recv_done(struct ub__tl *s, ub_jfr *jfr, struct ub__rbuf *rb, struct ub_cr *cr,
-                       bool solicited)
+                       const struct ub__addr *src, bool solicited)
 {
     cr->user_ctx = rb->user_ctx;
     cr->local_id = jfr->id;
+    cr->remote_node = src->family == UB_AF_LOOP ? src->port : 0;
     ub__tgt_rbuf_free(jfr, rb);
     ub__jfc_push(jfr->jfc, cr, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32),
                  solicited);

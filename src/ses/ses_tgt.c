@@ -995,12 +995,11 @@ static bool fast_send(struct ub__tl *s, struct ub__tstream *ts, const struct ub_
     cr.opcode = UB_CR_OP_RECV;
     cr.length = len;
     cr.remote_id = q->initiator;
-    cr.remote_node = rx->src->family == UB_AF_LOOP ? rx->src->port : 0;
     if (q->flags & UB_SES_F_HD) {
         cr.flags = UB_CR_F_IMM;
         cr.imm_data = q->header_data;
     }
-    ub__tgt_recv_done(s, jfr, rb, &cr, (tf & UB_SES_TAIL_S) != 0);
+    ub__tgt_recv_done(s, jfr, rb, &cr, rx->src, (tf & UB_SES_TAIL_S) != 0);
     respond_in(s, ts, rx->src, x->stream, x->order_seq, (tf & UB_SES_TAIL_A) != 0, UB_SES_RC_OK,
                len, false, 0, now);
     executed_at(ts, x->order_seq, x->exec_order, t->so_delta);

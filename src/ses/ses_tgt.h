@@ -115,10 +115,10 @@ bool ub__tgt_bind_untagged(struct ub__rxmsg *m);
 void ub__tgt_bind_tagged_in_order(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
 /* The receive record of m (its buffer goes back to the JFR's free list). */
 void ub__tgt_deliver_recv(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
-/* Completes cr (the rest filled in: the buffer's user_ctx, the JFR) into jfr's JFC; rb goes
- * back to the JFR's free list. */
+/* Completes cr into jfr's JFC, filling in what every receive record has (the buffer's
+ * user_ctx, the JFR, src's node); rb goes back to the JFR's free list. */
 void ub__tgt_recv_done(struct ub__tl *s, ub_jfr *jfr, struct ub__rbuf *rb, struct ub_cr *cr,
-                       bool solicited);
+                       const struct ub__addr *src, bool solicited);
 /* Remembers a deferred message of src (FIFO per JFR); false if the JFR remembers too many. */
 bool ub__tgt_defer_add(ub_jfr *jfr, const struct ub__addr *src, uint64_t token);
 /* Rendezvous message m, executed and out of its stream, has a buffer: READ the rest. Returns
