@@ -104,26 +104,28 @@ static void post_send(struct side *s, uint64_t id)
         fail("ub_post_jetty_send", rc);
 }
 
-/* s polls until its receive arrives (reposting the buffer); other polls its own JFC
- * whenever s found nothing, as the other process would meanwhile. */
-static void wait_recv(struct side *s, struct side *other)
+/* s polls until its receive arrives and returns the buffer's index (the caller reposts it
+ * after answering, as softub-perf does); other polls its own JFC whenever s found nothing,
+ * as the other process would meanwhile. */
+static uint32_t wait_recv(struct side *s, struct side *other)
 {
     struct ub_cr cr[64];
     for (;;) {
         int k = ub_poll_jfc(s->jfc, 64, cr);
         if (k < 0)
             fail("ub_poll_jfc", k);
-        bool got = false;
+        int got = -1;
         for (int i = 0; i < k; i++) {
             if (cr[i].status != UB_CR_SUCCESS)
                 fail(ub_cr_status_str(cr[i].status), UB_EIO);
             if (cr[i].opcode == UB_CR_OP_RECV) {
-                post_recv(s, (uint32_t)cr[i].user_ctx);
-                got = true;
+                if (got >= 0)
+                    fail("two receives in one turn", UB_EIO);
+                got = (int)cr[i].user_ctx;
             }
         }
-        if (got)
-            return;
+        if (got >= 0)
+            return (uint32_t)got;
         if (k == 0)
             s->empty_polls++;
         if (ub_poll_jfc(other->jfc, 64, cr) < 0)
@@ -178,13 +180,17 @@ int main(int argc, char **argv)
     struct timespec t0, t1;
     getrusage(RUSAGE_SELF, &r0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint32_t ra = UINT32_MAX, rb;
     for (unsigned long i = 0; i < n; i++) {
         post_send(&a, i);
+        if (ra != UINT32_MAX)
+            post_recv(&a, ra);
         idle_poll(&a);
-        wait_recv(&b, &a);
+        rb = wait_recv(&b, &a);
         post_send(&b, i);
+        post_recv(&b, rb);
         idle_poll(&b);
-        wait_recv(&a, &b);
+        ra = wait_recv(&a, &b);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     getrusage(RUSAGE_SELF, &r1);

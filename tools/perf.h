@@ -103,8 +103,10 @@ struct perf_ep {
     uint64_t recvs;     /* receive records seen (RECV, RECV_WRITE_IMM) */
     uint64_t completed; /* own requests completed (counting cq_mod-covered ones) */
     uint64_t recv_posted;
-    int failed;    /* a record with an error status came */
-    uint32_t idle; /* polls in a row that found nothing (polling mode) */
+    uint32_t repost[PERF_MAX_JETTY]; /* receives consumed, to post again at the next poll */
+    uint32_t repost_n;               /* the sum of repost[] */
+    int failed;                      /* a record with an error status came */
+    uint32_t idle;                   /* polls in a row that found nothing (polling mode) */
 };
 
 /* ---- perf_run.c ---- */
