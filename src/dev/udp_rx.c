@@ -288,8 +288,11 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
     uint32_t msgs = UB_MIN(UB_MIN(want, (uint32_t)UB_UDP_BATCH), pool->avail) / k;
     msgs = rx_limit(u, UB_MIN(msgs, (uint32_t)GRO_STAGE));
     *ran = k <= GRO_DIRECT && msgs > 0;
-    if (!*ran)
+    if (!*ran) {
+        if (k > GRO_DIRECT)
+            u->bulk &= ~(1ull << s); /* buffers this small never take it: stop asking */
         return 0;
+    }
     for (uint32_t j = 0; j < msgs * k; j++) {
         struct ub__pkt *p = ub__pkt_alloc(pool);
         u->rxpkt[j] = p;
@@ -496,6 +499,15 @@ int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struc
         u->ready = 1;
         if (u->nsock > 1)
             u->ready = u->path0_hot || ++u->path0_tick % RX_UNCONN_EVERY == 0 ? 3 : 2;
+        /* One socket to read, singly (a ping-pong's every poll): what the round robin below
+         * would do, without its arithmetic. */
+        if (u->ready != 3 && single_now(u) && !(u->bulk & u->ready)) {
+            uint32_t s = u->ready == 2;
+            u->rr = 0; /* where the round robin ends after serving the last socket */
+            n += u->gro ? recv_single(u, s, pkts + n, max - n, pool, &stalled)
+                        : recv_sock(u, s, pkts + n, max - n, pool, &stalled);
+            goto out;
+        }
     } else if (!u->stage_n && !stalled && n < max && !u->ready) {
         if (u->sock0_only && ++u->epoll_tick % RX_EPOLL_EVERY != 0) {
             u->ready = 1;
@@ -552,6 +564,7 @@ int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struc
         if (u->stage_n)
             break; /* staging is full: hand it out before reading more */
     }
+out:
     if (u->gro)
         stage_signal(u);
     if (u->path0_streak >= CONN_IDLE)
