@@ -155,6 +155,32 @@ per_round() {
                printf "%s%s", (NR > 1 ? " " : ""), (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }'
 }
 
+# A target's ratio: the median of the round-by-round ratios over the rounds in which both
+# transports found the CPUs placed alike (c2c within 1.5x of each other), each pair having
+# run minutes apart in one state of the host; with no such round, over every round. The
+# ratio of two medians can pair one transport's near-CPU rounds with the other's far ones.
+# Prints "ratio|what it is taken over".
+paired() {
+    paste -d' ' <(per_round "$1" "$2" "$3" "$4" | tr ' ' '\n') <(all "$1" c2c | tr ' ' '\n') \
+        <(all "$3" c2c | tr ' ' '\n') | awk '
+        function med(a, n,   i, j, t) {
+            for (i = 2; i <= n; i++)
+                for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        $1 != "-" && $1 != "" {
+            every[++ne] = $1
+            if ($2 + 0 > 0 && $3 + 0 > 0 && ++nm && ($2 > $3 ? $2 / $3 : $3 / $2) <= 1.5)
+                alike[++na] = $1
+        }
+        END {
+            if (na) printf "%.2f|%d of %d round(s), placement alike\n", med(alike, na), na, ne
+            else if (ne) printf "%.2f|%d round(s), placement %s\n", med(every, ne), ne,
+                nm ? "alike in none" : "not measured"
+            else print "-|-"
+        }'
+}
+
 # softub-perf / raw_udp_pingpong latency line: median is column 5, 99.9% column 9.
 lat_cols() { awk '/^ *[0-9]/ {print $5, $9; exit}' "$1"; }
 bw_cols() { awk '/^ *[0-9]/ {print $4, $5; exit}' "$1"; }
@@ -345,43 +371,43 @@ table() {
     echo "- softub udp: $(all softub-udp turn)"
     echo "- softub udp, the same path in instructions (bench/critpath.sh, Release build): ${CRIT:-not measured}"
     echo
-    echo "| ratio | value | target | verdict |"
-    echo "|---|---:|---:|---|"
-    local r
-    r=$(ratio "$(get softub-udp p50)" "$(get raw p50)")
-    echo "| udp 8 B p50 / raw UDP | $r | <= 1.2 | $(verdict "$r" "<=" 1.2) |"
+    echo "| ratio | value | target | verdict | taken over |"
+    echo "|---|---:|---:|---|---|"
+    local r basis
+    IFS='|' read -r r basis <<<"$(paired softub-udp p50 raw p50)"
+    echo "| udp 8 B p50 / raw UDP | $r | <= 1.2 | $(verdict "$r" "<=" 1.2) | $basis |"
     r=$(ratio "$(get softub-udp p999)" "$(get raw p999)")
-    echo "| udp 8 B p99.9 / raw UDP | $r | - | - |"
-    r=$(ratio "$(get softub-udp p50)" "$(get ucx-tcp p50)")
-    echo "| udp 8 B p50 / UCX tcp | $r | <= 0.6 | $(verdict "$r" "<=" 0.6) |"
+    echo "| udp 8 B p99.9 / raw UDP | $r | - | - | the medians |"
+    IFS='|' read -r r basis <<<"$(paired softub-udp p50 ucx-tcp p50)"
+    echo "| udp 8 B p50 / UCX tcp | $r | <= 0.6 | $(verdict "$r" "<=" 0.6) | $basis |"
     r=$(ratio "$(get raw p50)" "$(get ucx-tcp p50)")
-    echo "| raw UDP p50 / UCX tcp (the least any transport over UDP sockets can reach) | $r | - | - |"
+    echo "| raw UDP p50 / UCX tcp (the least any transport over UDP sockets can reach) | $r | - | - | the medians |"
     r=$(ratio "$(get softub-udp p999)" "$(get ucx-tcp p999)")
-    echo "| udp 8 B p99.9 / UCX tcp | $r | - | - |"
+    echo "| udp 8 B p99.9 / UCX tcp | $r | - | - | the medians |"
     r=$(ratio "$(get softub-udp p50)" "$(get fi-tcp p50)")
-    echo "| udp 8 B p50 / fi tcp (avg) | $r | - | - |"
+    echo "| udp 8 B p50 / fi tcp (avg) | $r | - | - | the medians |"
     r=$(ratio "$(get softub-udp p50)" "$(get fi-rxd p50)")
-    echo "| udp 8 B p50 / fi udp;ofi_rxd (avg) | $r | - | - |"
+    echo "| udp 8 B p50 / fi udp;ofi_rxd (avg) | $r | - | - | the medians |"
     r=$(ratio "$(get softub-udp bw64)" "$(get ucx-tcp bw64)")
-    echo "| udp 64 KiB BW / UCX tcp | $r | - | - |"
-    r=$(ratio "$(get softub-udp bw1m)" "$(get ucx-tcp bw1m)")
-    echo "| udp 1 MiB BW / UCX tcp | $r | >= 1.2 | $(verdict "$r" ">=" 1.2) |"
+    echo "| udp 64 KiB BW / UCX tcp | $r | - | - | the medians |"
+    IFS='|' read -r r basis <<<"$(paired softub-udp bw1m ucx-tcp bw1m)"
+    echo "| udp 1 MiB BW / UCX tcp | $r | >= 1.2 | $(verdict "$r" ">=" 1.2) | $basis |"
     r=$(get softub-udp rate)
-    echo "| udp 8 B rate (Mpps, one core, batching) | $r | >= 2 | $(verdict "$r" ">=" 2) |"
+    echo "| udp 8 B rate (Mpps, one core, batching) | $r | >= 2 | $(verdict "$r" ">=" 2) | the median |"
     r=$(ratio "$(get softub-udp rate)" "$(get ucx-tcp rate)")
-    echo "| udp 8 B rate / UCX tcp | $r | - | - |"
-    r=$(ratio "$(get softub-shm p50)" "$(get ucx-shm p50)")
-    echo "| shm 8 B p50 / UCX shm | $r | <= 1.5 | $(verdict "$r" "<=" 1.5) |"
+    echo "| udp 8 B rate / UCX tcp | $r | - | - | the medians |"
+    IFS='|' read -r r basis <<<"$(paired softub-shm p50 ucx-shm p50)"
+    echo "| shm 8 B p50 / UCX shm | $r | <= 1.5 | $(verdict "$r" "<=" 1.5) | $basis |"
     r=$(ratio "$(get softub-shm p999)" "$(get ucx-shm p999)")
-    echo "| shm 8 B p99.9 / UCX shm | $r | - | - |"
+    echo "| shm 8 B p99.9 / UCX shm | $r | - | - | the medians |"
     r=$(ratio "$(get softub-shm p50)" "$(get fi-shm p50)")
-    echo "| shm 8 B p50 / fi shm (avg) | $r | - | - |"
+    echo "| shm 8 B p50 / fi shm (avg) | $r | - | - | the medians |"
     r=$(ratio "$(get softub-shm bw64)" "$(get ucx-shm bw64)")
-    echo "| shm 64 KiB BW / UCX shm | $r | - | - |"
-    r=$(ratio "$(get softub-shm bw1m)" "$(get ucx-shm bw1m)")
-    echo "| shm 1 MiB BW / UCX shm | $r | >= 0.8 | $(verdict "$r" ">=" 0.8) |"
+    echo "| shm 64 KiB BW / UCX shm | $r | - | - | the medians |"
+    IFS='|' read -r r basis <<<"$(paired softub-shm bw1m ucx-shm bw1m)"
+    echo "| shm 1 MiB BW / UCX shm | $r | >= 0.8 | $(verdict "$r" ">=" 0.8) | $basis |"
     r=$(ratio "$(get softub-shm rate)" "$(get ucx-shm rate)")
-    echo "| shm 8 B rate / UCX shm | $r | - | - |"
+    echo "| shm 8 B rate / UCX shm | $r | - | - | the medians |"
 }
 
 table | tee "${OUT:-/dev/null}"
