@@ -58,8 +58,17 @@ for i in $(seq 1 "$PAIRS"); do
     d=$(awk -v a="$pa" -v b="$pb" 'BEGIN { printf "%+.2f", b - a }')
     printf '%4d  %5s  %5s  %5s  %5s   (%s/%s/%s | %s/%s/%s)\n' \
         "$i" "$first" "$pa" "$pb" "$d" "$ua" "$sa" "$ra" "$ub" "$sb" "$rb"
-    res+=("$d")
+    res+=("$d $ua $ub")
 done
+# The mean difference with its standard error (pairs differ by the host's minute far more
+# than by most changes: a mean within two standard errors of 0 is no difference), and the
+# same for the user part, which the host moves much less.
 printf '%s\n' "${res[@]}" | awk '
-    { n++; s += $1; if ($1 < 0) lo++; else if ($1 > 0) hi++ }
-    END { printf "B lower in %d of %d pairs, higher in %d; mean B-A %+.3f us\n", lo, n, hi, s / n }'
+    function se(sum, sq, k) { return k > 1 ? sqrt((sq - sum * sum / k) / (k - 1) / k) : 0 }
+    { n++; s += $1; q += $1 * $1; if ($1 < 0) lo++; else if ($1 > 0) hi++
+      if ($2 != "-" && $3 != "-") { k++; d = ($3 - $2) / 1000; us += d; uq += d * d } }
+    END {
+        printf "B lower in %d of %d pairs, higher in %d; mean B-A %+.3f us (standard error %.3f)\n",
+            lo, n, hi, s / n, se(s, q, n)
+        if (k) printf "user part: mean B-A %+.3f us (standard error %.3f)\n", us / k, se(us, uq, k)
+    }'
