@@ -203,6 +203,14 @@ static void repost(struct perf_ep *e)
                 e->failed++;
 }
 
+/* Before a control message: what this endpoint still owes the peer leaves first, with the
+ * receive buffers back for whatever that round takes in. */
+static void settle(struct perf_ep *e)
+{
+    repost(e);
+    ub_progress(e->ctx);
+}
+
 static int drain(struct perf_ep *e)
 {
     if (e->repost_n)
@@ -312,7 +320,7 @@ static int serve_until_msg(struct perf_ep *e, void *msg, size_t cap, uint64_t ex
             return rc;
     }
     e->ctl_seen = want;
-    ub_progress(e->ctx); /* what this endpoint still owes the peer leaves first */
+    settle(e);
     return ub_bootstrap_recv(e->b, msg, cap, e->timeout_ms);
 }
 
@@ -524,7 +532,7 @@ static int pong(struct perf_ep *e, const struct perf_run *r, void *msg, size_t c
         }
         if (*ctl_word(e) > e->ctl_seen) {
             e->ctl_seen++;
-            ub_progress(e->ctx); /* what this endpoint still owes the peer leaves first */
+            settle(e);
             return ub_bootstrap_recv(e->b, msg, cap, e->timeout_ms);
         }
         int rc = step(e);
