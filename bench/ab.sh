@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# bench/ab.sh: two softub-perf builds side by side, for a change's effect on latency. The
-# host moves a ping-pong's p50 by a microsecond or more between minutes (docs/benchmarks.md,
-# "Where the host puts the CPUs"), far more than most changes do, so the builds run in
-# alternating pairs, the order swapped every pair, and the verdict is how often and by how
-# much B came out lower within its pair. With bench/libturnstamp.so built, each run also
-# reports the client's median user / send / receive parts of a turn (bench/turnstamp.c).
+# bench/ab.sh: two softub-perf builds side by side, for a change's effect on latency or
+# bandwidth. The host moves a ping-pong's p50 by a microsecond or more between minutes
+# (docs/benchmarks.md, "Where the host puts the CPUs"), far more than most changes do, so
+# the builds run in alternating pairs, the order swapped every pair, and the verdict is how
+# often and by how much B came out lower (a latency test's p50) or higher (a bandwidth
+# test's average MB/s) within its pair. With bench/libturnstamp.so built, each latency run
+# also reports the client's median user / send / receive parts of a turn
+# (bench/turnstamp.c).
 #
 #   bench/ab.sh PERF_A PERF_B [client options...]      default: send_lat -d udp -s 8
-# Environment: PAIRS (8), N (20000 iterations per run), ENV_A / ENV_B (extra environment of
-# each side's runs, e.g. ENV_B=SOFTUB_FAST=0 with PERF_B=PERF_A), TURNSTAMP (the library;
-# empty: none). Loopback only; every run is bounded by `timeout`.
+# Environment: PAIRS (8), N (iterations per run: 20000 for latency tests, 1000 for
+# bandwidth ones), ENV_A / ENV_B (extra environment of each side's runs, e.g.
+# ENV_B=SOFTUB_FAST=0 with PERF_B=PERF_A), TURNSTAMP (the library; empty: none). Loopback
+# only; every run is bounded by `timeout`.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,13 +24,18 @@ shift 2
 OPTS=("$@")
 [ ${#OPTS[@]} -gt 0 ] || OPTS=(send_lat -d udp -s 8)
 PAIRS=${PAIRS:-8}
-N=${N:-20000}
-TS=${TURNSTAMP-$ROOT/build-bench/bench/libturnstamp.so}
-[ -f "$TS" ] || TS=""
 TEST=${OPTS[0]}
+BW=0
+case $TEST in *_bw) BW=1 ;; esac
+if [ $BW = 1 ]; then
+    N=${N:-1000} TS="" UNIT="MB/s"
+else
+    N=${N:-20000} TS=${TURNSTAMP-$ROOT/build-bench/bench/libturnstamp.so} UNIT="p50"
+fi
+[ -f "$TS" ] || TS=""
 
-# One run of PERF with environment ENVS: "p50 user send receive" (the last three "-"
-# without turnstamp).
+# One run of PERF with environment ENVS: "figure user send receive" (the figure: a latency
+# line's p50 or a bandwidth line's average MB/s; the last three "-" without turnstamp).
 run() {
     local perf=$1 envs=$2 out
     perf_server /dev/null 30 env $envs timeout 120 "$perf" "$TEST" --bind 127.0.0.1 -p 0 \
@@ -38,6 +46,7 @@ run() {
     wait "$SRV_PID" || true
     printf '%s\n' "$out" | awk '
         $1 ~ /^[0-9]+$/ && NF >= 10 && !p { p = $5 }
+        $1 ~ /^[0-9]+$/ && NF == 5 && !p { p = $4 }
         $1 == "turnstamp:" && $2 == "user" { u = $8 }
         $1 == "turnstamp:" && $2 == "send" { s = $8 }
         $1 == "turnstamp:" && $2 == "receive" { r = $8 }
@@ -45,7 +54,7 @@ run() {
 }
 
 echo "ab.sh: A = $A ${ENV_A:-}, B = $B ${ENV_B:-}; ${OPTS[*]} -n $N, $PAIRS pairs"
-echo "pair  first  A p50  B p50   B-A   (user/send/receive ns: A | B)"
+printf 'pair  first  %9s  %9s  %8s   (user/send/receive ns: A | B)\n' "A $UNIT" "B $UNIT" "B-A"
 res=()
 for i in $(seq 1 "$PAIRS"); do
     if [ $((i % 2)) = 1 ]; then
@@ -56,19 +65,23 @@ for i in $(seq 1 "$PAIRS"); do
     read -r pa ua sa ra <<<"$a"
     read -r pb ub sb rb <<<"$b"
     d=$(awk -v a="$pa" -v b="$pb" 'BEGIN { printf "%+.2f", b - a }')
-    printf '%4d  %5s  %5s  %5s  %5s   (%s/%s/%s | %s/%s/%s)\n' \
+    printf '%4d  %5s  %9s  %9s  %8s   (%s/%s/%s | %s/%s/%s)\n' \
         "$i" "$first" "$pa" "$pb" "$d" "$ua" "$sa" "$ra" "$ub" "$sb" "$rb"
     res+=("$d $ua $ub")
 done
 # The mean difference with its standard error (pairs differ by the host's minute far more
 # than by most changes: a mean within two standard errors of 0 is no difference), and the
 # same for the user part, which the host moves much less.
-printf '%s\n' "${res[@]}" | awk '
+printf '%s\n' "${res[@]}" | awk -v bw="$BW" '
     function se(sum, sq, k) { return k > 1 ? sqrt((sq - sum * sum / k) / (k - 1) / k) : 0 }
     { n++; s += $1; q += $1 * $1; if ($1 < 0) lo++; else if ($1 > 0) hi++
       if ($2 != "-" && $3 != "-") { k++; d = ($3 - $2) / 1000; us += d; uq += d * d } }
     END {
-        printf "B lower in %d of %d pairs, higher in %d; mean B-A %+.3f us (standard error %.3f)\n",
-            lo, n, hi, s / n, se(s, q, n)
+        if (bw)
+            printf "B higher in %d of %d pairs, lower in %d; mean B-A %+.1f MB/s (standard error %.1f)\n",
+                hi, n, lo, s / n, se(s, q, n)
+        else
+            printf "B lower in %d of %d pairs, higher in %d; mean B-A %+.3f us (standard error %.3f)\n",
+                lo, n, hi, s / n, se(s, q, n)
         if (k) printf "user part: mean B-A %+.3f us (standard error %.3f)\n", us / k, se(us, uq, k)
     }'
