@@ -89,6 +89,9 @@ run sweep_lat 10 write_lat -- write_lat -a --max-size 64 -n 5 --warmup 1
 run shm_send_lat 10 send_lat -- send_lat -d shm -n 20
 run shm_write_bw 5 write_bw -- write_bw -d shm -n 50 -q 2 -l 4
 run event_send_lat 10 send_lat -- send_lat -e -n 20
+# one receive buffer: polled, it goes back at the next poll, before the next message can come
+run one_buffer_send_lat 10 send_lat -- send_lat -r 1 -n 50
+run shm_one_buffer 10 send_lat -- send_lat -d shm -r 1 -n 50
 run bidir 5 write_bw -- write_bw -b -n 50 -s 1024
 run no_inline 10 write_lat -- write_lat -I 0 -n 20
 run spin 5 send_bw -- send_bw --spin -n 50 -s 1024
