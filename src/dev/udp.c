@@ -617,13 +617,6 @@ static uint32_t send_window(struct udp_dev *u, struct ub__pkt *const *pkts, uint
     return took;
 }
 
-/*
- * Connects socket 1 to dst, the first peer a lone packet goes to (a device of one path). The
- * path socket joins a SO_REUSEPORT group only now, after its own bind, so no other socket
- * could have shared its port before; the new socket binds to the same address and port and
- * the kernel prefers the connected socket for dst's datagrams. On any failure the device
- * goes on with its one socket and does not try again.
- */
 /* A peer on this host's loopback (127.0.0.0/8, ::1): nothing between us queues its packets. */
 static bool loopback_peer(const struct ub__addr *a)
 {
@@ -632,6 +625,13 @@ static bool loopback_peer(const struct ub__addr *a)
                                    : a->family == UB_AF_INET6 && memcmp(a->ip, lo6, 16) == 0;
 }
 
+/*
+ * Connects socket 1 to dst, the first peer a lone packet goes to (a device of one path). The
+ * path socket joins a SO_REUSEPORT group only now, after its own bind, so no other socket
+ * could have shared its port before; the new socket binds to the same address and port and
+ * the kernel prefers the connected socket for dst's datagrams. On any failure the device
+ * goes on with its one socket and does not try again.
+ */
 static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
 {
     u->conn_tried = true;
