@@ -372,6 +372,14 @@ void ub__pds_ipdc_free(struct ub__pds_ipdc *c, int err, uint64_t now)
 
 static size_t req_header_size(uint8_t mode);
 
+/* Whether c may give a new packet its PSN now, the congestion context aside: not closing,
+ * room in the window, and before the target answers, within a SYN's 12-bit offset. */
+static bool window_open(const struct ub__pds_ipdc *c)
+{
+    return c->state != IPDC_CLOSING && inflight(c) < send_limit(c) &&
+           !(c->state == IPDC_SYN && c->nxt - c->start_psn >= UB_PDS_SYN_SPAN);
+}
+
 bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now)
 {
     if (c->nlost) { /* a repair waits, unless go-back-N's window keeps it back */
@@ -382,13 +390,7 @@ bool ub__pds_ipdc_can_send(struct ub__pds_ipdc *c, uint64_t now)
             return false;
         return cc_allows(c, ub__pkt_wire_len(slot_of(c, psn)->pkt), c->lone_go, now);
     }
-    if (!c->qlen || c->state == IPDC_CLOSING)
-        return false;
-    uint32_t limit = send_limit(c);
-    if (inflight(c) >= limit)
-        return false;
-    /* Before the target answers, a SYN's 12-bit offset bounds how far we may run ahead. */
-    if (c->state == IPDC_SYN && c->nxt - c->start_psn >= UB_PDS_SYN_SPAN)
+    if (!c->qlen || !window_open(c))
         return false;
     return cc_allows(c, ub__pkt_wire_len(c->q_head) + req_header_size(c->mode), false, now);
 }
@@ -596,10 +598,9 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
 int ub__pds_ipdc_emit_one(struct ub__pds_ipdc *c, struct ub__pkt *p, struct ub__pkt **out,
                           uint64_t now)
 {
-    /* ub__pds_ipdc_can_send for p alone in the queue; the window last, as there. */
+    /* ub__pds_ipdc_can_send for p alone in the queue; the congestion context last, as there. */
     size_t hl = req_header_size(c->mode);
-    if (c->state == IPDC_CLOSING || inflight(c) >= send_limit(c) ||
-        (c->state == IPDC_SYN && c->nxt - c->start_psn >= UB_PDS_SYN_SPAN))
+    if (!window_open(c))
         return 0;
     if (!cc_allows(c, ub__pkt_wire_len(p) + hl, false, now))
         return -1;
