@@ -12,6 +12,7 @@
 #include <softub/errors.h>
 #include "api/api.h"
 #include "core/compiler.h"
+#include "core/env.h"
 #include "dev/shm.h"
 #include "dev/udp.h"
 
@@ -144,8 +145,7 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
         ec.pds.pacer_burst_ns = UB_API_PACER_BURST_NS;
     }
     /* Real devices: an ACK, a response and the next request to a peer share one datagram. */
-    const char *nb = getenv("SOFTUB_BUNDLE");
-    ec.bundle = (x->kind == UB_CTX_UDP || x->kind == UB_CTX_MULTI) && !(nb && strcmp(nb, "0") == 0);
+    ec.bundle = (x->kind == UB_CTX_UDP || x->kind == UB_CTX_MULTI) && !ub__env_off("SOFTUB_BUNDLE");
     /* Large request payloads go out from the application's buffer where the device gathers
      * (udp: one more iovec per packet). SOFTUB_ZC=0 turns it off; SOFTUB_ZC=N sets the
      * threshold and applies it on any device (others flatten at the device: tests). */
@@ -245,8 +245,7 @@ static uint64_t cma_clock(void *arg)
  * turn it off. The shm device probed at attach whether the kernel lets us reach a peer. */
 static void cma_setup(struct ub__ctx *x, const struct ub_context_attr *attr)
 {
-    const char *env = getenv("SOFTUB_CMA");
-    if (!x->shm || attr->cma_min == UB_CMA_OFF || (env && strcmp(env, "0") == 0))
+    if (!x->shm || attr->cma_min == UB_CMA_OFF || ub__env_off("SOFTUB_CMA"))
         return;
     struct ub__ses_cma *c = &x->c.ses.cma;
     c->arg = x->shm;

@@ -18,10 +18,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "api/api.h"
+#include "core/env.h"
 
 #define HOLD_PERIOD_NS     1000000L /* the watchdog's period */
 #define HOLD_PERIOD_MAX_NS 4000000L /* ... while the application keeps coming back */
@@ -29,8 +29,7 @@
 
 bool ub__hold_enabled(void)
 {
-    const char *v = getenv("SOFTUB_HOLD");
-    return !(v && strcmp(v, "0") == 0);
+    return !ub__env_off("SOFTUB_HOLD");
 }
 
 void ub__ctx_flush_held(ub_context *ctx)

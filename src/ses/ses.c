@@ -4,6 +4,7 @@
 
 #include <softub/errors.h>
 #include "core/compiler.h"
+#include "core/env.h"
 #include "ses/ses.h"
 #include "wire/cursor.h"
 
@@ -123,13 +124,10 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx)
         ctx->attr.rsp_timeout_ms ? ctx->attr.rsp_timeout_ms * 1000000ull : UB_SES_RSP_TIMEOUT_NS;
     /* Packing: on unless the context says UB_PACK_OFF or the environment SOFTUB_PACK=0. */
     s->pack_max = ctx->attr.pack_max ? ctx->attr.pack_max : UB_SES_PACK_MAX;
-    const char *env = getenv("SOFTUB_PACK");
-    if (ctx->attr.pack_max == UB_PACK_OFF || (env && env[0] == '0' && env[1] == 0))
+    if (ctx->attr.pack_max == UB_PACK_OFF || ub__env_off("SOFTUB_PACK"))
         s->pack_max = 0;
-    env = getenv("SOFTUB_ACK_RSP");
-    s->ack_rsp = !(env && env[0] == '0' && env[1] == 0);
-    env = getenv("SOFTUB_FAST");
-    s->fast = !(env && env[0] == '0' && env[1] == 0);
+    s->ack_rsp = !ub__env_off("SOFTUB_ACK_RSP");
+    s->fast = !ub__env_off("SOFTUB_FAST");
     s->ack_rsp_busy = 1; /* a request waited for alone: streams keep packing and coalescing */
     uint64_t seed = ub__rng_next(&s->eng->rng);
     int rc;
