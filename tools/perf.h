@@ -107,6 +107,13 @@ struct perf_ep {
     uint32_t repost_n;               /* the sum of repost[] */
     int failed;                      /* a record with an error status came */
     uint32_t idle;                   /* polls in a row that found nothing (polling mode) */
+    /* The post list's work requests and the poll's completion records, in one allocation
+     * sized by -l (perf_setup) rather than in arrays on the stack: a latency test's request
+     * and records share a page, and its turn touches fewer stack pages (docs/benchmarks.md,
+     * "Pages, polls and the repost"). */
+    struct ub_wr *wr;
+    struct ub_sge *sg;
+    struct ub_cr *cr;
 };
 
 /* ---- perf_run.c ---- */

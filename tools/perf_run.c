@@ -29,6 +29,7 @@
  * wait on an idle host (~15 over shm, ~10 over udp). */
 #define PERF_YIELD_AFTER 64u
 #define MS               ((uint64_t)1000000)
+#define POLL_BATCH       64u
 
 static int msg_send(struct perf_ep *e, const void *m, size_t len)
 {
@@ -57,6 +58,13 @@ static int fail(const char *what, int rc)
     return rc < 0 ? rc : UB_EIO;
 }
 
+/* Requests per post: -l, at most MAX_LIST. */
+static uint32_t post_list_max(const struct perf_ep *e)
+{
+    uint32_t list = e->cfg.post_list;
+    return list == 0 ? 1 : list > MAX_LIST ? MAX_LIST : list;
+}
+
 int perf_setup(struct perf_ep *e)
 {
     const struct perf_cfg *c = &e->cfg;
@@ -74,6 +82,14 @@ int perf_setup(struct perf_ep *e)
     ca.mtu = c->mtu;
     ca.cc = c->cc[0] ? c->cc : NULL;
     ca.lb = c->lb[0] ? c->lb : NULL;
+    uint32_t list = post_list_max(e);
+    size_t wsz = list * sizeof(*e->wr), ssz = list * sizeof(*e->sg);
+    uint8_t *scratch = calloc(1, wsz + ssz + POLL_BATCH * sizeof(*e->cr));
+    if (!scratch)
+        return fail("memory", UB_ENOMEM);
+    e->wr = (struct ub_wr *)(void *)scratch;
+    e->sg = (struct ub_sge *)(void *)(scratch + wsz);
+    e->cr = (struct ub_cr *)(void *)(scratch + wsz + ssz);
     int rc = ub_context_open(uri, &ca, &e->ctx);
     if (rc == UB_EINVAL && (ca.cc || ca.lb))
         return fail("congestion control / load balancer", rc);
@@ -152,6 +168,8 @@ void perf_teardown(struct perf_ep *e)
     e->ctx = NULL;
     free(e->buf);
     e->buf = NULL;
+    free(e->wr); /* the scratch's one allocation */
+    e->wr = NULL;
     if (e->b)
         ub_bootstrap_close(e->b);
     e->b = NULL;
@@ -215,8 +233,8 @@ static int drain(struct perf_ep *e)
 {
     if (e->repost_n)
         repost(e);
-    struct ub_cr cr[64];
-    int n = ub_poll_jfc(e->jfc, 64, cr);
+    struct ub_cr *cr = e->cr;
+    int n = ub_poll_jfc(e->jfc, POLL_BATCH, cr);
     for (int i = 0; i < n; i++)
         handle(e, &cr[i]);
     return n;
@@ -425,8 +443,8 @@ static void build(struct perf_ep *e, struct ub_wr *wr, struct ub_sge *sg, enum u
 /* Posts a chain of k requests on jetty j; returns how many it took (0 when full). */
 static int post_ops(struct perf_ep *e, uint32_t j, enum ub_opcode op, uint64_t size, uint32_t k)
 {
-    struct ub_wr wr[MAX_LIST];
-    struct ub_sge sg[MAX_LIST];
+    struct ub_wr *wr = e->wr;
+    struct ub_sge *sg = e->sg;
     for (uint32_t i = 0; i < k; i++) {
         build(e, &wr[i], &sg[i], op, size, j);
         wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
@@ -549,9 +567,7 @@ static int bw_active(struct perf_ep *e, const struct perf_run *r, struct perf_re
 {
     enum ub_opcode op = base_op((enum perf_test)e->cfg.test);
     uint64_t size = op == UB_OP_ATOMIC_FADD ? 8 : r->size;
-    uint32_t depth = e->cfg.tx_depth, list = e->cfg.post_list;
-    if (list > MAX_LIST)
-        list = MAX_LIST;
+    uint32_t depth = e->cfg.tx_depth, list = post_list_max(e);
     if (list > depth)
         list = depth;
     if (!list)
