@@ -701,35 +701,36 @@ static int send_one(struct udp_dev *u, struct ub__pkt *p, uint32_t len)
     uint32_t s = p->path % u->np;
     if (u->np == 1 && !u->conn_tried && !u->cfg.no_connect)
         conn_open(u, &p->addr);
-    struct msghdr *h = &u->txmsg[0].msg_hdr;
+    struct udp_one *o = &u->tx1;
+    struct msghdr *h = &o->msg.msg_hdr;
     bool conn = u->nsock > u->np && same_dst(&p->addr, &u->cpeer);
     int fd = conn ? u->fds[1] : u->fds[s];
     if (conn) {
         h->msg_name = NULL;
         h->msg_namelen = 0;
     } else {
-        socklen_t sl = addr_to_sa(&p->addr, u->family, &u->txname[0]);
+        socklen_t sl = addr_to_sa(&p->addr, u->family, &o->name);
         if (!sl) {
             u->st.tx_bad_addr++;
             ub__pkt_free(p);
             return 1;
         }
-        h->msg_name = &u->txname[0];
+        h->msg_name = &o->name;
         h->msg_namelen = sl;
     }
-    u->txiov[0] = (struct iovec){p->data, p->len};
+    o->iov[0] = (struct iovec){p->data, p->len};
     if (p->xlen)
-        u->txiov[1] = (struct iovec){(void *)(uintptr_t)p->xdata, p->xlen};
-    h->msg_iov = u->txiov;
+        o->iov[1] = (struct iovec){(void *)(uintptr_t)p->xdata, p->xlen};
+    h->msg_iov = o->iov;
     h->msg_iovlen = p->xlen ? 2 : 1;
     h->msg_flags = 0;
     size_t clen = 0;
-    put_ecn(u, &u->txctrl[0], &clen, ecn_of(u, p));
-    h->msg_control = clen ? u->txctrl[0].buf : NULL;
+    put_ecn(u, &o->ctrl, &clen, ecn_of(u, p));
+    h->msg_control = clen ? o->ctrl.buf : NULL;
     h->msg_controllen = clen;
     ub__critpath_tx(&u->dev);
     for (uint32_t eintr = 0;;) {
-        if (sys_sendmsg1(fd, u->txmsg) == 1) {
+        if (sys_sendmsg1(fd, &o->msg) == 1) {
             u->st.tx_batches++;
             u->st.tx_connected += conn;
             count_sent(u, s, len);

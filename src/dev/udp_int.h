@@ -55,6 +55,20 @@ union udp_ctrl {
     struct cmsghdr align;
 };
 
+/*
+ * One message's system-call scratch: its header, iovecs, address and control buffer side by
+ * side. The single send and the single receive, a ping-pong's every turn, use one each
+ * beside the device's header fields; element 0 of each batch array lies pages apart, and on a
+ * host whose system calls empty the TLB every page a turn touches costs a walk
+ * (docs/benchmarks.md, "Pages, polls and the repost").
+ */
+struct udp_one {
+    struct mmsghdr msg;
+    struct iovec iov[2];
+    union udp_sa name;
+    union udp_ctrl ctrl;
+};
+
 /* A coalesced (or, with GRO, any) receive waiting to be split into pool buffers. */
 struct udp_stage {
     uint8_t *buf;
@@ -110,10 +124,18 @@ struct udp_dev {
     struct ub__addr cpeer;    /* the connected socket's peer, as packets to it say */
     struct ub__addr cpeer_rx; /* the same, as the kernel says where datagrams come from */
     uint32_t rr;              /* socket recv serves first next time */
+    /* GRO staging, [stage_head, stage_n) of stage[] still to split. */
+    uint8_t *stage_mem;
+    uint32_t stage_head, stage_n;
+    /* rxmsg[0, stage_prep) point at the staging buffers: a receive of small datagrams (a
+     * ping-pong's one) need not rebuild 16 headers each time, only reset what the kernel
+     * wrote back into the ones it used. The other receive paths reuse rxmsg and clear it. */
+    uint32_t stage_prep;
     int fds[UB_UDP_MAX_PATHS];
+    struct udp_one tx1, rx1;         /* send_one's; recv_single's */
+    struct ub__udp_stats st;         /* counters a turn updates, beside the above */
     uint32_t ovfl[UB_UDP_MAX_PATHS]; /* last SO_RXQ_OVFL count seen per socket */
     struct ub__addr path_addr[UB_UDP_MAX_PATHS];
-    struct ub__udp_stats st;
 
     /* Send scratch: one window sorted per socket, one sendmmsg batch. */
     uint16_t order[TX_WINDOW];
@@ -134,14 +156,8 @@ struct udp_dev {
     struct iovec rxgiov[UB_UDP_BATCH]; /* direct GRO: one pool buffer per segment slot */
     struct epoll_event evs[UB_UDP_MAX_PATHS + 1];
 
-    /* GRO staging, [stage_head, stage_n) still to split. */
-    uint8_t *stage_mem;
+    /* GRO staging (stage_mem and its bookkeeping above, asked on every receive). */
     struct udp_stage stage[GRO_STAGE];
-    uint32_t stage_head, stage_n;
-    /* rxmsg[0, stage_prep) point at the staging buffers: a receive of small datagrams (a
-     * ping-pong's one) need not rebuild 16 headers each time, only reset what the kernel
-     * wrote back into the ones it used. The other receive paths reuse rxmsg and clear it. */
-    uint32_t stage_prep;
 };
 
 /*

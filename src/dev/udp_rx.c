@@ -50,17 +50,24 @@ static void parse_rx_cmsgs(struct udp_dev *u, uint32_t s, struct msghdr *h, stru
     }
 }
 
+/* A receive header for len bytes at buf (one iovec), with room for address and controls. */
+static void rx_prepare_at(struct msghdr *h, struct iovec *iov, union udp_sa *name,
+                          union udp_ctrl *ctrl, void *buf, size_t len)
+{
+    *iov = (struct iovec){buf, len};
+    h->msg_name = name;
+    h->msg_namelen = (socklen_t)sizeof(*name);
+    h->msg_iov = iov;
+    h->msg_iovlen = 1;
+    h->msg_control = ctrl->buf;
+    h->msg_controllen = sizeof(ctrl->buf);
+    h->msg_flags = 0;
+}
+
+/* Message j of the batch arrays. */
 static void rx_prepare(struct udp_dev *u, uint32_t j, void *buf, size_t len)
 {
-    struct msghdr *h = &u->rxmsg[j].msg_hdr;
-    u->rxiov[j] = (struct iovec){buf, len};
-    h->msg_name = &u->rxname[j];
-    h->msg_namelen = (socklen_t)sizeof(u->rxname[j]);
-    h->msg_iov = &u->rxiov[j];
-    h->msg_iovlen = 1;
-    h->msg_control = u->rxctrl[j].buf;
-    h->msg_controllen = sizeof(u->rxctrl[j].buf);
-    h->msg_flags = 0;
+    rx_prepare_at(&u->rxmsg[j].msg_hdr, &u->rxiov[j], &u->rxname[j], &u->rxctrl[j], buf, len);
 }
 
 static void rx_count(struct udp_dev *u, struct ub__pkt *p)
@@ -82,24 +89,24 @@ static inline bool single_now(const struct udp_dev *u)
 }
 
 /*
- * Receives into rxmsg[0..k) of socket s, k >= 1 (one message: recvmsg), and keeps the
- * socket's mode. A single receive that found its datagram ends the socket's turn: asking
- * again at once would almost always be a failing system call.
+ * Receives into v[0..k) (rxmsg, or rx1 for k = 1) of socket s, k >= 1 (one message:
+ * recvmsg), and keeps the socket's mode. A single receive that found its datagram ends the
+ * socket's turn: asking again at once would almost always be a failing system call.
  */
-static int rx_call(struct udp_dev *u, uint32_t s, uint32_t k)
+static int rx_call(struct udp_dev *u, uint32_t s, struct mmsghdr *v, uint32_t k)
 {
     /* The connected socket's datagrams all come from its peer (rx_src): the kernel need not
      * write the address back. */
     bool conn = s >= u->np;
     if (conn)
         for (uint32_t j = 0; j < k; j++)
-            u->rxmsg[j].msg_hdr.msg_name = NULL;
-    int r = k == 1 ? sys_recvmsg1(u->fds[s], u->rxmsg) : sys_recvmmsg(u->fds[s], u->rxmsg, k);
+            v[j].msg_hdr.msg_name = NULL;
+    int r = k == 1 ? sys_recvmsg1(u->fds[s], v) : sys_recvmmsg(u->fds[s], v, k);
     if (r > 0)
         ub__critpath_rx(&u->dev);
     if (conn)
         for (uint32_t j = 0; j < k; j++)
-            u->rxmsg[j].msg_hdr.msg_name = &u->rxname[j];
+            v[j].msg_hdr.msg_name = v == &u->rx1.msg ? &u->rx1.name : &u->rxname[j];
     if (u->np == 1 && u->nsock > 1) { /* the path socket and the connected one */
         if (s == 0) {
             u->path0_hot = r > 0;
@@ -133,21 +140,22 @@ static inline uint32_t rx_limit(const struct udp_dev *u, uint32_t k)
     return single_now(u) && k ? 1 : k;
 }
 
-/* The source of message j received on socket s. */
-static inline void rx_src(const struct udp_dev *u, uint32_t s, uint32_t j, struct ub__addr *a)
+/* The source of a message received on socket s, its address written back into name. */
+static inline void rx_src(const struct udp_dev *u, uint32_t s, const union udp_sa *name,
+                          struct ub__addr *a)
 {
     if (s >= u->np)
         *a = u->cpeer_rx;
     else
-        sa_to_addr(&u->rxname[j], a);
+        sa_to_addr(name, a);
 }
 
-/* Message j of socket s's last receive, whole in pool buffer p: the packet handed out. */
-static void rx_take(struct udp_dev *u, uint32_t s, uint32_t j, struct ub__pkt *p,
-                    const struct rx_meta *m)
+/* Message msg of socket s's last receive, whole in pool buffer p: the packet handed out. */
+static void rx_take(struct udp_dev *u, uint32_t s, const struct mmsghdr *msg,
+                    const union udp_sa *name, struct ub__pkt *p, const struct rx_meta *m)
 {
-    p->len = u->rxmsg[j].msg_len;
-    rx_src(u, s, j, &p->addr);
+    p->len = msg->msg_len;
+    rx_src(u, s, name, &p->addr);
     p->path = sock_path(u, s);
     p->ecn = m->ecn;
     rx_count(u, p);
@@ -205,9 +213,10 @@ static uint32_t stage_drain(struct udp_dev *u, struct ub__pkt **out, uint32_t ma
     return n;
 }
 
-/* Queues message j of the last receive (len bytes at buf) for splitting into segments. */
-static void stage_add(struct udp_dev *u, uint32_t s, uint32_t j, uint8_t *buf, uint32_t len,
-                      const struct rx_meta *m, const struct ub__pktpool *pool)
+/* Queues a message of the last receive (len bytes at buf, its source written back into name)
+ * for splitting into segments. */
+static void stage_add(struct udp_dev *u, uint32_t s, const union udp_sa *name, uint8_t *buf,
+                      uint32_t len, const struct rx_meta *m, const struct ub__pktpool *pool)
 {
     struct udp_stage *g = &u->stage[u->stage_n++];
     g->buf = buf;
@@ -217,7 +226,7 @@ static void stage_add(struct udp_dev *u, uint32_t s, uint32_t j, uint8_t *buf, u
     if (g->seg == pool_buf_room(pool))
         u->bulk |= 1ull << s;
     g->left = len ? (len + g->seg - 1) / g->seg : 1;
-    rx_src(u, s, j, &g->src);
+    rx_src(u, s, name, &g->src);
     g->path = sock_path(u, s);
     g->ecn = m->ecn;
     if (g->left > 1) {
@@ -241,7 +250,7 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
         rx_prepare(u, j, u->stage_mem + (size_t)j * GRO_BUF_SIZE, GRO_BUF_SIZE);
     if (k > u->stage_prep)
         u->stage_prep = k;
-    int r = rx_call(u, s, k);
+    int r = rx_call(u, s, u->rxmsg, k);
     if (r <= 0) {
         rx_failed(u, s);
         return;
@@ -259,7 +268,8 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
             u->st.rx_truncated++;
             continue;
         }
-        stage_add(u, s, j, u->stage_mem + (size_t)j * GRO_BUF_SIZE, u->rxmsg[j].msg_len, &m, pool);
+        stage_add(u, s, &u->rxname[j], u->stage_mem + (size_t)j * GRO_BUF_SIZE, u->rxmsg[j].msg_len,
+                  &m, pool);
     }
     for (uint32_t j = 0; j < (uint32_t)r; j++) {
         struct msghdr *h = &u->rxmsg[j].msg_hdr;
@@ -304,7 +314,7 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
         u->rxmsg[j].msg_hdr.msg_iov = &u->rxgiov[j * k];
         u->rxmsg[j].msg_hdr.msg_iovlen = k;
     }
-    int r = rx_call(u, s, msgs);
+    int r = rx_call(u, s, u->rxmsg, msgs);
     uint32_t got = r > 0 ? (uint32_t)r : 0, n = 0;
     if (r <= 0)
         rx_failed(u, s);
@@ -323,7 +333,7 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
         uint32_t seg = m.gro_seg && m.gro_seg < len ? m.gro_seg : len;
         full |= seg == room;
         struct ub__addr src;
-        rx_src(u, s, j, &src);
+        rx_src(u, s, &u->rxname[j], &src);
         if (h->msg_flags & MSG_TRUNC) {
             u->st.rx_truncated++;
         } else if (!staging && seg == len && len > room) {
@@ -405,7 +415,7 @@ static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, u
         u->rxpkt[j] = p;
         rx_prepare(u, j, p->data, pool_buf_room(pool));
     }
-    int r = rx_call(u, s, k);
+    int r = rx_call(u, s, u->rxmsg, k);
     uint32_t got = r > 0 ? (uint32_t)r : 0, n = 0;
     if (r <= 0)
         rx_failed(u, s);
@@ -424,7 +434,7 @@ static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, u
             ub__pkt_free(p);
             continue;
         }
-        rx_take(u, s, j, p, &m);
+        rx_take(u, s, &u->rxmsg[j], &u->rxname[j], p, &m);
         out[n++] = p;
     }
     for (uint32_t j = got; j < k; j++)
@@ -448,16 +458,14 @@ static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out,
     }
     uint32_t room = pool_buf_room(pool);
     struct ub__pkt *p = ub__pkt_alloc(pool);
-    u->stage_prep = 0;
-    rx_prepare(u, 0, p->data, room);
-    struct msghdr *h = &u->rxmsg[0].msg_hdr;
+    struct udp_one *o = &u->rx1;
+    struct msghdr *h = &o->msg.msg_hdr;
+    rx_prepare_at(h, &o->iov[0], &o->name, &o->ctrl, p->data, room);
     if (room < GRO_BUF_SIZE) {
-        u->rxgiov[0] = (struct iovec){p->data, room};
-        u->rxgiov[1] = (struct iovec){u->stage_mem + room, GRO_BUF_SIZE - room};
-        h->msg_iov = u->rxgiov;
+        o->iov[1] = (struct iovec){u->stage_mem + room, GRO_BUF_SIZE - room};
         h->msg_iovlen = 2;
     }
-    int r = rx_call(u, s, 1);
+    int r = rx_call(u, s, &o->msg, 1);
     if (r <= 0) {
         rx_failed(u, s);
         ub__pkt_free(p);
@@ -466,21 +474,21 @@ static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out,
     u->st.rx_batches++;
     struct rx_meta m;
     parse_rx_cmsgs(u, s, h, &m);
-    uint32_t len = u->rxmsg[0].msg_len;
+    uint32_t len = o->msg.msg_len;
     if (h->msg_flags & MSG_TRUNC) {
         u->st.rx_truncated++;
         ub__pkt_free(p);
         return 0;
     }
     if (len <= room && (!m.gro_seg || m.gro_seg >= len)) {
-        rx_take(u, s, 0, p, &m);
+        rx_take(u, s, &o->msg, &o->name, p, &m);
         out[0] = p;
         return 1;
     }
     memcpy(u->stage_mem, p->data, UB_MIN(room, len));
     ub__pkt_free(p);
     u->stage_head = u->stage_n = 0;
-    stage_add(u, s, 0, u->stage_mem, len, &m, pool);
+    stage_add(u, s, &o->name, u->stage_mem, len, &m, pool);
     return stage_drain(u, out, max, pool, stalled);
 }
 
