@@ -107,9 +107,12 @@ static void post_send(struct side *s, uint64_t id)
 /* s polls until its receive arrives and returns the buffer's index (the caller reposts it
  * after answering, as softub-perf does); other polls its own JFC whenever s found nothing,
  * as the other process would meanwhile. */
+/* The poll's records, off the stack as softub-perf keeps them (a turn's frames then sit as
+ * high as its). */
+static struct ub_cr cr[64];
+
 static uint32_t wait_recv(struct side *s, struct side *other)
 {
-    struct ub_cr cr[64];
     for (;;) {
         int k = ub_poll_jfc(s->jfc, 64, cr);
         if (k < 0)
@@ -138,7 +141,6 @@ static uint32_t wait_recv(struct side *s, struct side *other)
  * of its own, so that its instructions can be told apart from the path's. */
 static void idle_poll(struct side *s)
 {
-    struct ub_cr cr[64];
     int k = ub_poll_jfc(s->jfc, 64, cr);
     if (k < 0)
         fail("ub_poll_jfc", k);
@@ -195,7 +197,7 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     getrusage(RUSAGE_SELF, &r1);
     /* Packets both sides' engines sent, per round trip (the members of a bundle one each). */
-    struct ub_context_stats sa, sb;
+    static struct ub_context_stats sa, sb; /* large: not in main's frame, above every turn's */
     if (ub_context_stats(a.ctx, &sa) || ub_context_stats(b.ctx, &sb))
         fail("stats", UB_EINVAL);
     printf("lat_count: %lu round trips over %s, %lu empty polls, %.2f packets per round trip\n", n,
