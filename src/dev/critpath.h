@@ -6,8 +6,9 @@
  * ping-pong between two devices of one process under `valgrind --tool=callgrind
  * --collect-atstart=no` counts only the work from a message's arrival to the answer's
  * departure. A receive by the device that sent last is that side's own poll while the peer
- * works (what the answer left behind), not the path: it does not start a count. Otherwise
- * the marks compile to nothing.
+ * works (what the answer left behind), not the path: it does not start a count. The same
+ * moments store to ub__critpath_mark[0] and [1], for a memory trace (bench/footprint.sh).
+ * Otherwise the marks compile to nothing.
  */
 #ifndef UB_DEV_CRITPATH_H
 #define UB_DEV_CRITPATH_H
@@ -15,6 +16,7 @@
 struct ub__dev;
 
 #ifdef SOFTUB_CRITPATH
+extern volatile unsigned char ub__critpath_mark[2];
 void ub__critpath_rx(const struct ub__dev *dev);
 void ub__critpath_tx(const struct ub__dev *dev);
 #else
