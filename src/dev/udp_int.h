@@ -51,8 +51,9 @@ union udp_sa {
 
 /* Room for UDP_SEGMENT + TOS on send; TOS + UDP_GRO + SO_RXQ_OVFL on receive. */
 union udp_ctrl {
-    char buf[128];
-    struct cmsghdr align;
+    /* Aligned as a cmsghdr, whose flexible data member would make the union (and a struct
+     * holding one, udp_one) a variable-sized type. */
+    _Alignas(struct cmsghdr) char buf[128];
 };
 
 /*
