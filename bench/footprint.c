@@ -148,7 +148,7 @@ static uint64_t mark_rx, mark_tx;
 static void load_symbols(const char *binary, uint64_t base)
 {
     char cmd[4200];
-    snprintf(cmd, sizeof(cmd), "nm --defined-only --numeric-sort '%s'", binary);
+    snprintf(cmd, sizeof(cmd), "nm --defined-only --numeric-sort --print-size '%s'", binary);
     FILE *f = popen(cmd, "r");
     if (!f)
         die("cannot run nm");
@@ -157,9 +157,10 @@ static void load_symbols(const char *binary, uint64_t base)
     uint32_t prev_owner = UINT32_MAX;
     bool first = true;
     while (fgets(line, sizeof(line), f)) {
-        uint64_t a;
+        uint64_t a, size = 0;
         char t;
-        if (sscanf(line, "%" SCNx64 " %c %899s", &a, &t, name) != 3)
+        if (sscanf(line, "%" SCNx64 " %" SCNx64 " %c %899s", &a, &size, &t, name) != 4 &&
+            sscanf(line, "%" SCNx64 " %c %899s", &a, &t, name) != 3)
             continue;
         /* A position-dependent executable's symbols are absolute already (its lowest lies in
          * its lowest mapping; a position-independent one's are offsets from 0). */
@@ -168,6 +169,11 @@ static void load_symbols(const char *binary, uint64_t base)
         first = false;
         if (strcmp(name, "ub__critpath_mark") == 0)
             mark_rx = base + a, mark_tx = base + a + 1;
+        if (size && strchr("dDbBrR", t)) { /* the executable's own data, by variable */
+            char label[920];
+            snprintf(label, sizeof(label), "%s (variable)", name);
+            range_add(&data, base + a, base + a + size, owner_id(label));
+        }
         if (t != 't' && t != 'T' && t != 'w' && t != 'W')
             continue;
         /* Each function runs to the next symbol. */
