@@ -104,13 +104,13 @@ static void post_send(struct side *s, uint64_t id)
         fail("ub_post_jetty_send", rc);
 }
 
-/* s polls until its receive arrives and returns the buffer's index (the caller reposts it
- * after answering, as softub-perf does); other polls its own JFC whenever s found nothing,
- * as the other process would meanwhile. */
 /* The poll's records, off the stack as softub-perf keeps them (a turn's frames then sit as
  * high as its). */
 static struct ub_cr cr[64];
 
+/* s polls until its receive arrives and returns the buffer's index (the caller reposts it
+ * after answering, as softub-perf does); other polls its own JFC whenever s found nothing,
+ * as the other process would meanwhile. */
 static uint32_t wait_recv(struct side *s, struct side *other)
 {
     for (;;) {

@@ -110,7 +110,7 @@ struct perf_ep {
     /* The post list's work requests and the poll's completion records, in one allocation
      * sized by -l (perf_setup) rather than in arrays on the stack: a latency test's request
      * and records share a page, and its turn touches fewer stack pages (docs/benchmarks.md,
-     * "Pages, polls and the repost"). */
+     * "Whose pages"). */
     struct ub_wr *wr;
     struct ub_sge *sg;
     struct ub_cr *cr;

@@ -98,6 +98,7 @@ static int rx_call(struct udp_dev *u, uint32_t s, struct mmsghdr *v, uint32_t k)
     /* The connected socket's datagrams all come from its peer (rx_src): the kernel need not
      * write the address back. */
     bool conn = s >= u->np;
+    union udp_sa *names = v == &u->rx1.msg ? &u->rx1.name : u->rxname;
     if (conn)
         for (uint32_t j = 0; j < k; j++)
             v[j].msg_hdr.msg_name = NULL;
@@ -106,7 +107,7 @@ static int rx_call(struct udp_dev *u, uint32_t s, struct mmsghdr *v, uint32_t k)
         ub__critpath_rx(&u->dev);
     if (conn)
         for (uint32_t j = 0; j < k; j++)
-            v[j].msg_hdr.msg_name = v == &u->rx1.msg ? &u->rx1.name : &u->rxname[j];
+            v[j].msg_hdr.msg_name = &names[j];
     if (u->np == 1 && u->nsock > 1) { /* the path socket and the connected one */
         if (s == 0) {
             u->path0_hot = r > 0;
