@@ -123,6 +123,7 @@ static int algo_name(const char **name, char *buf, size_t cap)
 static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint64_t seed_salt)
 {
     ub_context *ctx = &x->c;
+    ctx->async = x->async_mem;
     struct ub__engine_cfg ec;
     memset(&ec, 0, sizeof(ec));
     ec.seed = attr->seed ? attr->seed : system_seed((const void *)(uintptr_t)seed_salt);

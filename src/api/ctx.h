@@ -139,7 +139,8 @@ struct ub__ctx {
     bool standby;    /* under lock */
     bool wait_round; /* under lock: a round ub_wait_jfc runs; it may hold output (hold.c) */
     uint64_t spin_ns;
-    atomic_uint_fast64_t rounds, sleeps, wakes; /* progress thread counters */
+    atomic_uint_fast64_t rounds, sleeps, wakes;          /* progress thread counters */
+    struct ub_async_event async_mem[UB_SES_ASYNC_QUEUE]; /* c.async: cold, so last */
 };
 
 static inline struct ub__ctx *ub__ctx_of(const ub_context *c)

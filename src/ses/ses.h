@@ -425,12 +425,9 @@ struct ub__tl {
     uint32_t next_pack;
     struct ub__addr prsp_dst; /* target: the initiator the responses in prsp go to */
     uint32_t prsp_n, prsp_bytes;
-    bool prsp_hold; /* the pump leaves prsp as it is (ub__ses_pump_held) */
-    bool emit_now;  /* the output is taken right after this pump (ub__pds_tx.now) */
-    bool fast;      /* the fast paths are on (SOFTUB_FAST=0 turns them off) */
-    struct ub__prsp prsp[UB_SES_PACK_RECS];
-    struct ub__rxmsg *msg_cache[UB_SES_MSG_CACHE]; /* target: freed messages, for reuse */
-    uint32_t nmsg_cache;
+    bool prsp_hold;   /* the pump leaves prsp as it is (ub__ses_pump_held) */
+    bool emit_now;    /* the output is taken right after this pump (ub__pds_tx.now) */
+    bool fast;        /* the fast paths are on (SOFTUB_FAST=0 turns them off) */
     ub_seg *seg_last; /* target: the segment last looked up (cleared when it is unregistered) */
     ub_jfr *jfr_last; /* target: the JFR a request named last (cleared when it is destroyed) */
     struct ub__rxmsg *msg_live; /* target: a new message kept out of its stream's map until its
@@ -449,6 +446,11 @@ struct ub__tl {
      * a response named last (cleared when it leaves ostreams_by_id). */
     ub_jfs *jfs_last;
     struct ub__ostream *os_last;
+    /* The arrays last, the fields above together on few pages: a response (prsp[0]) is
+     * gathered every turn, the rest of prsp only by packed rounds. */
+    uint32_t nmsg_cache;
+    struct ub__prsp prsp[UB_SES_PACK_RECS];
+    struct ub__rxmsg *msg_cache[UB_SES_MSG_CACHE]; /* target: freed messages, for reuse */
 };
 
 struct ub_context {
@@ -463,7 +465,9 @@ struct ub_context {
     struct ub__drive_stats drive;
     struct ub__list zombie; /* ub_loopnet's list of closed contexts whose buffers are still out */
     uint32_t next_id;
-    struct ub_async_event async[UB_SES_ASYNC_QUEUE];
+    /* UB_SES_ASYNC_QUEUE events: storage the API layer keeps at the end of its context, after
+     * the fields every poll touches (4 KiB that would split them across pages). */
+    struct ub_async_event *async;
     uint32_t async_head, async_count;
     uint64_t async_dropped;
     uint64_t drive_rounds;
