@@ -18,16 +18,13 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 BUILD=${BUILD_DIR:-$ROOT/build-critpath}
 N=${N:-1000}
 TOP=${TOP:-25}
 URI=${1:-udp://127.0.0.1:0?paths=1}
-WORK=$(mktemp -d /tmp/softub-critpath.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-
-command -v valgrind >/dev/null || { echo "critpath.sh: needs valgrind" >&2; exit 1; }
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSOFTUB_CRITPATH=ON >/dev/null
-cmake --build "$BUILD" --target lat_count >/dev/null
+scratch_dir critpath
+critpath_build "$BUILD" critpath.sh lat_count
 
 run() { # round trips -> the collected events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim
     timeout 600 valgrind --tool=callgrind --collect-atstart=no --cache-sim=yes --branch-sim=yes \

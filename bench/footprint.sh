@@ -17,16 +17,12 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 BUILD=${BUILD_DIR:-$ROOT/build-critpath}
-N=${N:-300}
-TOP=${TOP:-20}
 URI=${1:-udp://127.0.0.1:0?paths=1}
-WORK=$(mktemp -d /tmp/softub-footprint.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-
-command -v valgrind >/dev/null || { echo "footprint.sh: needs valgrind" >&2; exit 1; }
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSOFTUB_CRITPATH=ON >/dev/null
-cmake --build "$BUILD" --target lat_count footprint footprint_alloc >/dev/null
+N=${N:-300} TOP=${TOP:-20}
+scratch_dir footprint
+critpath_build "$BUILD" footprint.sh lat_count footprint footprint_alloc
 
 # The preload goes to valgrind's launcher too, which logs nothing it keeps: the traced program
 # opens the log afresh.

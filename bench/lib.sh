@@ -17,3 +17,20 @@ perf_server() {
     cat <&"$fd" >"$log" &
     exec {fd}<&-
 }
+
+# critpath_build BUILD WHO TARGET...: the Release build with the devices' path marks
+# (-DSOFTUB_CRITPATH=ON, which needs valgrind's headers) in BUILD, TARGETs built; WHO names
+# the script in its complaint when valgrind is missing. Needs ROOT.
+critpath_build() {
+    local build=$1 who=$2
+    shift 2
+    command -v valgrind >/dev/null || { echo "$who: needs valgrind" >&2; exit 1; }
+    cmake -S "$ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSOFTUB_CRITPATH=ON >/dev/null
+    cmake --build "$build" --target "$@" >/dev/null
+}
+
+# scratch_dir NAME: a directory in WORK, removed when the script exits.
+scratch_dir() {
+    WORK=$(mktemp -d "/tmp/softub-$1.XXXXXX")
+    trap 'rm -rf "$WORK"' EXIT
+}
