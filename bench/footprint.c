@@ -245,13 +245,15 @@ static void load_allocs(const char *path, const char *binary)
 
 /* ---- the trace ---- */
 
-/* The allocation holding a, else its mapping. */
-static uint32_t data_owner(uint64_t a)
+static uint32_t unmapped; /* the owner of what no range holds */
+
+/* The range of `in` holding a, else its mapping. */
+static uint32_t owner_of(const struct ranges *in, uint64_t a)
 {
-    const struct range *r = range_find(&data, a);
+    const struct range *r = range_find(in, a);
     if (!r)
         r = range_find(&maps, a);
-    return r ? r->owner : owner_id("(unmapped)");
+    return r ? r->owner : unmapped;
 }
 
 static int u32_cmp(const void *a, const void *b)
@@ -311,6 +313,7 @@ int main(int argc, char **argv)
     if (argc < 4)
         die("usage: footprint BINARY TRACE ALLOCLOG [TOP]");
     int top = argc > 4 ? atoi(argv[4]) : 15;
+    unmapped = owner_id("(unmapped)");
     load_allocs(argv[3], argv[1]);
     if (!mark_rx)
         die("no ub__critpath_mark in the binary: build it with -DSOFTUB_CRITPATH=ON");
@@ -347,12 +350,11 @@ int main(int argc, char **argv)
         if (!in)
             continue;
         if (kind == 'I') {
-            const struct range *r = range_find(&code, a);
-            uint32_t o = r ? r->owner : owner_id("(code outside the binary)");
+            uint32_t o = owner_of(&code, a); /* a function, or a library's mapping */
             set_put(&il, a >> LINE_SHIFT, o);
             set_put(&ip, a >> PAGE_SHIFT, o);
         } else if (kind == 'L' || kind == 'S' || kind == 'M') {
-            uint32_t o = data_owner(a);
+            uint32_t o = owner_of(&data, a);
             set_put(&dl, a >> LINE_SHIFT, o);
             set_put(&dp, a >> PAGE_SHIFT, o);
         }
