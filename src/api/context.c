@@ -362,16 +362,6 @@ UB_EXPORT int ub_context_close(ub_context *ctx)
     return 0;
 }
 
-/* Records waiting in the context's JFCs (nobody polls them during a round). */
-static uint64_t cq_records(const ub_context *ctx)
-{
-    uint64_t n = 0;
-    const struct ub__list *it;
-    UB_LIST_FOR_EACH(it, &ctx->jfcs)
-    n += UB_CONTAINER_OF(it, ub_jfc, link)->count;
-    return n;
-}
-
 int ub__ctx_progress_locked(ub_context *ctx)
 {
     struct ub__ctx *x = ub__ctx_of(ctx);
@@ -399,13 +389,13 @@ int ub__ctx_progress_locked(ub_context *ctx)
         n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
     }
     ctx->drive.rounds++;
-    uint64_t cq0 = may_hold ? cq_records(ctx) : 0;
+    uint64_t cr0 = ctx->cr_pushed;
     n += ub__drive_recv(&ctx->eng, ctx->dev, now, &ctx->drive);
     if (ub__engine_next_deadline(&ctx->eng) <= now)
         ub__engine_expire(&ctx->eng, now);
     /* A round about to be held keeps the responses it made out of PDS too: they go after the
      * application's answer (ub__ctx_send_out). */
-    bool react = may_hold && cq_records(ctx) > cq0;
+    bool react = may_hold && ctx->cr_pushed != cr0;
     ub__ses_pump_held(&ctx->ses, now, react);
     /* Asked once: with nothing to send, neither the hold nor the sends below do anything. */
     bool pending = ub__engine_pending(&ctx->eng) || ctx->ses.prsp_n;

@@ -471,6 +471,7 @@ struct ub_context {
     uint32_t async_head, async_count;
     uint64_t async_dropped;
     uint64_t drive_rounds;
+    uint64_t cr_pushed; /* completion records pushed so far, into any JFC (a round's news) */
     struct ub_context_attr attr;
     bool closing;
 };

@@ -44,6 +44,7 @@ void ub__jfc_push(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool soli
     e->owner = owner;
     e->solicited = solicited;
     jfc->count++;
+    jfc->ctx->cr_pushed++;
     /* A message the poller answers (its own requests' completions mostly come in streams). */
     if (jfc->yield && (cr->opcode == UB_CR_OP_RECV || cr->opcode == UB_CR_OP_RECV_WRITE_IMM))
         jfc->ctx->eng.rx_yield = true;
