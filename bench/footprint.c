@@ -188,6 +188,13 @@ static void load_symbols(const char *binary, uint64_t base)
     qsort(code.v, code.n, sizeof(*code.v), range_cmp);
 }
 
+/* A path's last component. */
+static const char *base_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
 /* The allocation log: the allocations (named by their caller's function and size), the
  * mappings and the stack; then the binary's symbols at its load base. */
 static void load_allocs(const char *path, const char *binary)
@@ -195,7 +202,7 @@ static void load_allocs(const char *path, const char *binary)
     FILE *f = fopen(path, "r");
     if (!f)
         die("cannot read the allocation log");
-    const char *base_name = strrchr(binary, '/') ? strrchr(binary, '/') + 1 : binary;
+    const char *base_name = base_of(binary);
     struct allocation {
         uint64_t at, size, caller;
     } *al = NULL;
@@ -213,7 +220,7 @@ static void load_allocs(const char *path, const char *binary)
                 stack = 0;
         } else if (line[0] == 'm' &&
                    sscanf(line + 1, " %" SCNx64 " %" SCNx64 " %499s", &a, &b, name) == 3) {
-            const char *n = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+            const char *n = base_of(name);
             if (strcmp(n, base_name) == 0 && a < base)
                 base = a;
             range_add(&maps, a, b, owner_id(strcmp(n, "-") == 0 ? "(anonymous mapping)" : n));

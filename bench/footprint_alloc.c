@@ -13,6 +13,7 @@
  * the analysis, which is what the traced turns see.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +70,7 @@ int posix_memalign(void **out, size_t align, size_t n)
 {
     void *p = logged(__libc_memalign(align, n), n, __builtin_return_address(0));
     if (!p)
-        return 12; /* ENOMEM */
+        return ENOMEM;
     *out = p;
     return 0;
 }
