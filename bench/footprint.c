@@ -10,10 +10,11 @@
  * code lines by function and the data lines and pages by owner (the allocation holding
  * them, by the function that made it and its size, or the mapping), averaged over turns.
  *
- *   footprint BINARY TRACE ALLOCLOG [TOP]
+ *   footprint BINARY TRACE ALLOCLOG [TOP [HOTLIST]]
  *
- * ALLOCLOG comes from bench/footprint_alloc.c preloaded into the traced run. Run by
- * bench/footprint.sh.
+ * ALLOCLOG comes from bench/footprint_alloc.c preloaded into the traced run. With HOTLIST
+ * (cmake/hotpath.txt: the functions the build links together), it also names the functions
+ * the turn runs that the list lacks. Run by bench/footprint.sh.
  */
 #define _POSIX_C_SOURCE 200809L /* popen, strdup */
 #include <inttypes.h>
@@ -303,6 +304,51 @@ static void print_owners(int k, uint32_t turns, int top)
     free(t);
 }
 
+/* Whether name (a function, or a clone of one: "name.part.0") is a line of the list. */
+static bool listed(const char *name, char **list, size_t n)
+{
+    size_t len = strcspn(name, ".");
+    for (size_t i = 0; i < n; i++)
+        if (strlen(list[i]) == len && strncmp(list[i], name, len) == 0)
+            return true;
+    return false;
+}
+
+/* The functions of the binary that run in most turns (half a line per turn or more) and
+ * are not in the hot list at path (one name per line; '#' starts a comment line). */
+static void print_unlisted(const char *path, uint32_t turns)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        die("cannot read the hot list");
+    char **list = NULL, line[256];
+    size_t n = 0;
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, " \t\r\n")] = 0;
+        if (!line[0] || line[0] == '#')
+            continue;
+        list = xrealloc(list, (n + 1) * sizeof(*list));
+        if (!(list[n++] = strdup(line)))
+            die("out of memory");
+    }
+    fclose(f);
+    printf("footprint: on the path but not in %s:", base_of(path));
+    uint32_t missing = 0;
+    for (uint32_t i = 0; i < n_owners; i++) {
+        const char *name = owners[i].name;
+        /* Mappings ("libc.so.6", "(stack)") and the PLT's "_init" are no functions of ours. */
+        if ((double)owners[i].lines[0] / turns < 0.5 || name[0] == '(' || name[0] == '_' ||
+            strstr(name, ".so") || listed(name, list, n))
+            continue;
+        printf(" %s", name);
+        missing++;
+    }
+    printf("%s\n", missing ? "" : " none");
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
 /* Adds a turn's lines and pages to their owners (k: code 0, data 1). */
 static void tally_set(const struct set *s, int k, bool pages)
 {
@@ -318,7 +364,7 @@ static void tally_set(const struct set *s, int k, bool pages)
 int main(int argc, char **argv)
 {
     if (argc < 4)
-        die("usage: footprint BINARY TRACE ALLOCLOG [TOP]");
+        die("usage: footprint BINARY TRACE ALLOCLOG [TOP [HOTLIST]]");
     int top = argc > 4 ? atoi(argv[4]) : 15;
     unmapped = owner_id("(unmapped)");
     load_allocs(argv[3], argv[1]);
@@ -375,5 +421,7 @@ int main(int argc, char **argv)
            median(v[3], turns));
     print_owners(0, turns, top);
     print_owners(1, turns, top);
+    if (argc > 5)
+        print_unlisted(argv[5], turns);
     return 0;
 }

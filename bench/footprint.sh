@@ -8,7 +8,8 @@
 # that made it and its size) or to its mapping (the stack, the executable's data, a library).
 # On a host whose system calls empty the TLB, a turn's cost follows these counts
 # (docs/benchmarks.md, "Pages, polls and the repost", "Whose pages"). Prints the medians per
-# turn, then the largest owners of code and data lines.
+# turn, then the largest owners of code and data lines, and the functions the turn runs that
+# cmake/hotpath.txt (the functions the build links together) lacks.
 #
 #   bench/footprint.sh                         udp://127.0.0.1:0?paths=1, N=300
 #   TOP=40 bench/footprint.sh shm://0
@@ -31,4 +32,5 @@ FOOTPRINT_ALLOC_LOG="$WORK/alloc" LD_PRELOAD="$BUILD/bench/libfootprint_alloc.so
     "$BUILD/bench/lat_count" "$URI" "$N" >"$WORK/log" 2>&1 ||
     { echo "footprint.sh: the traced run failed:" >&2; tail -n 5 "$WORK/log" >&2; exit 1; }
 echo "footprint: $URI, bench/lat_count $N round trips (both sides: two turns each)"
-"$BUILD/bench/footprint" "$BUILD/bench/lat_count" "$WORK/trace" "$WORK/alloc" "$TOP"
+"$BUILD/bench/footprint" "$BUILD/bench/lat_count" "$WORK/trace" "$WORK/alloc" "$TOP" \
+    "$ROOT/cmake/hotpath.txt"
