@@ -372,9 +372,12 @@ static void udp_close(struct ub__dev *dev)
 
 /* ---- send ------------------------------------------------------------------------ */
 
+/* With ecn=0 (default Not-ECT) every datagram leaves Not-ECT, whatever its packet asks: PDS
+ * asks ECT(0) of every reliable packet, and honouring that would both undo the option and
+ * put a TOS control message on every send. */
 static inline uint8_t ecn_of(const struct udp_dev *u, const struct ub__pkt *p)
 {
-    return p->ecn ? (uint8_t)(p->ecn & ECN_MASK) : u->ecn_def;
+    return p->ecn && u->ecn_def ? (uint8_t)(p->ecn & ECN_MASK) : u->ecn_def;
 }
 
 static void put_cmsg(union udp_ctrl *ctrl, size_t *len, int level, int type, const void *data,

@@ -76,7 +76,7 @@ struct ub__udp_cfg {
     uint8_t dscp;       /* DSCP in the TOS / traffic class (0..63) */
     bool no_gso;        /* never use UDP GSO on send */
     bool no_gro;        /* never enable UDP GRO on receive */
-    bool no_ecn;        /* send Not-ECT by default instead of ECT(0) */
+    bool no_ecn;        /* send every datagram Not-ECT instead of ECT(0) */
     bool no_connect;    /* one path: no socket connected to the first peer */
 };
 
