@@ -52,6 +52,9 @@ struct ub__pkt {
 /* On send: a control packet that any path to its destination serves (an ACK): the engine may
  * carry it in a bundle that goes on another path. */
 #define UB_PKT_F_ANY_PATH 0x40u
+/* On send: a response that completes a request without data (a WRITE's, a SEND's): an ACK
+ * bundled with it goes first (ub__engine_output). */
+#define UB_PKT_F_AFTER_ACK 0x20u
 
 struct ub__pktpool {
     struct ub__pkt *free;

@@ -219,6 +219,10 @@ struct ub__pds_tx {
     /* The packet carries the SES tail bit K: its response may ride on its ACK. Then (RUD,
      * selective) only an ACK of its own completes it (docs/pds.md, "Responses on ACKs"). */
     bool own;
+    /* A response without data (a WRITE's, a SEND's): an ACK that leaves with it goes first,
+     * so that its initiator frees the request's packets before it reports the request done
+     * (a zero-copy payload then never needs copying: UB_PKT_F_AFTER_ACK). */
+    bool after_ack;
     struct ub__ext ext; /* order tag, stream; incarnation is filled in by PDS */
     uint64_t cookie;    /* returned by acked/failed */
     /* dst's context in mode from ub__pds_peer just before, or NULL: PDS looks it up. */

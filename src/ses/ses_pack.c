@@ -481,8 +481,10 @@ int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct
         rc = UB_EOVERFLOW;
     /* Each record as ub__ext_encode and ub__ses_rsp_data_encode write it (a version-0
      * extension, a response with data), in place: the values are checked here once. */
+    bool bare = true; /* no record carries data: none answers a READ or an atomic */
     for (uint32_t i = 0; i < n && !rc; i++) {
         const struct ub__prsp *x = &r[i];
+        bare = bare && !x->n;
         uint32_t size = UB_SES_PRSP_REC(x->n);
         uint8_t *b = ub__pkt_put(p, size);
         if (!b) {
@@ -513,8 +515,11 @@ int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct
         return rc;
     }
     struct ub__ses_tail t = {0, 0, 0, UB_SES_TAIL_P << 24};
-    struct ub__pds_tx tx = {
-        .dst = dst, .mode = UB_PDS_RUD, .ses_kind = UB_PDS_NH_RSP_DATA, .ack_req = true};
+    struct ub__pds_tx tx = {.dst = dst,
+                            .mode = UB_PDS_RUD,
+                            .ses_kind = UB_PDS_NH_RSP_DATA,
+                            .ack_req = true,
+                            .after_ack = bare};
     if ((rc = ub__ses_send_v1(s, &tx, r[0].stream, r[0].seq, &t, p, now)) != 0)
         return rc;
     s->st.tx_rsp_pkts++;

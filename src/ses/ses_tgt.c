@@ -318,8 +318,11 @@ static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
         return err;
     if (n)
         memcpy(room, data, n);
-    struct ub__pds_tx tx = {
-        .dst = dst, .mode = UB_PDS_RUD, .ses_kind = UB_PDS_NH_RSP_DATA, .ack_req = true};
+    struct ub__pds_tx tx = {.dst = dst,
+                            .mode = UB_PDS_RUD,
+                            .ses_kind = UB_PDS_NH_RSP_DATA,
+                            .ack_req = true,
+                            .after_ack = n == 0};
     tx.ext.stream = stream;
     tx.ext.order_seq = seq;
     err = ub__pds_send(e->pds, &tx, p, now);

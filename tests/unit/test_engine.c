@@ -249,16 +249,16 @@ static void test_bundles(void **state)
     ub__engine_fini(&rx);
 }
 
-/* Marks the packets of e's transmit queue named by the bits of any as UB_PKT_F_ANY_PATH. */
-static void mark_any_path(struct ub__engine *e, uint32_t any)
+/* Sets flag on the packets of e's transmit queue named by the bits of which. */
+static void mark_flag(struct ub__engine *e, uint32_t which, uint8_t flag)
 {
     struct ub__pkt *q[16];
     uint32_t n = 0;
     while (n < 16 && (q[n] = ub__ring_pop(&e->txq)) != NULL)
         n++;
     for (uint32_t i = 0; i < n; i++) {
-        if (any >> i & 1)
-            q[i]->flags |= UB_PKT_F_ANY_PATH;
+        if (which >> i & 1)
+            q[i]->flags |= flag;
         assert_true(ub__ring_push(&e->txq, q[i]));
     }
 }
@@ -283,7 +283,7 @@ static void test_bundles_any_path(void **state)
      * first (its receiver may act on it before the ACK: a yield). */
     assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 20, "a", 1, 0), 0);
     assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 21, "r", 1, 0), 0);
-    mark_any_path(&tx, 1u);
+    mark_flag(&tx, 1u, UB_PKT_F_ANY_PATH);
     assert_int_equal(ub__engine_output(&tx, p, 8, 1), 1);
     assert_true(ub__bundle_is(p[0]->data, p[0]->len));
     assert_int_equal(p[0]->len, ub__bundle_size(2 * one, 2));
@@ -300,7 +300,7 @@ static void test_bundles_any_path(void **state)
     assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 31, "r", 1, 0), 0);
     assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 32, "s", 1, 0), 0);
     assert_int_equal(ub__engine_dgram_send(&tx, &a, 3, 1, 33, "b", 1, 0), 0);
-    mark_any_path(&tx, 1u | 8u);
+    mark_flag(&tx, 1u | 8u, UB_PKT_F_ANY_PATH);
     assert_int_equal(ub__engine_output(&tx, p, 8, 3), 2);
     assert_int_equal(p[0]->len, ub__bundle_size(3 * one, 3));
     assert_int_equal(p[0]->path, 0);
@@ -316,7 +316,7 @@ static void test_bundles_any_path(void **state)
     /* Only packets of any path: the first one's path. Two requests of two paths: two. */
     assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 40, "a", 1, 0), 0);
     assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 41, "b", 1, 0), 0);
-    mark_any_path(&tx, 3u);
+    mark_flag(&tx, 3u, UB_PKT_F_ANY_PATH);
     assert_int_equal(ub__engine_output(&tx, p, 8, 5), 1);
     assert_int_equal(p[0]->path, 1);
     ub__pkt_free(p[0]);
@@ -327,6 +327,39 @@ static void test_bundles_any_path(void **state)
     assert_int_equal(p[1]->path, 0);
     ub__pkt_free(p[0]);
     ub__pkt_free(p[1]);
+    assert_int_equal(tx.pool.avail, tx.pool.count);
+    free(log);
+    ub__engine_fini(&tx);
+    ub__engine_fini(&rx);
+}
+
+/*
+ * An ACK and a response that only says a request is done (UB_PKT_F_AFTER_ACK): the ACK stays
+ * first in their bundle, so that the initiator frees the request's packets before it reports
+ * the request (no zero-copy payload to copy out); a request still goes before the ACK.
+ */
+static void test_bundle_after_ack(void **state)
+{
+    (void)state;
+    struct ub__engine tx, rx;
+    struct rx_log *log = bundle_pair(&tx, &rx);
+    struct ub__addr a;
+    ub__addr_loop(&a, 1);
+    struct ub__pkt *p[8];
+    for (int k = 0; k < 2; k++) {
+        uint64_t ack = 60 + 2 * (uint64_t)k, other = ack + 1;
+        assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, ack, "a", 1, 0), 0);
+        assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, other, "r", 1, 0), 0);
+        mark_flag(&tx, 1u, UB_PKT_F_ANY_PATH);
+        if (k == 0)
+            mark_flag(&tx, 2u, UB_PKT_F_AFTER_ACK);
+        assert_int_equal(ub__engine_output(&tx, p, 8, 1), 1);
+        assert_true(ub__bundle_is(p[0]->data, p[0]->len));
+        ub__engine_input(&rx, &p[0], 1, 2);
+        assert_int_equal(log->n, 2 * (uint32_t)k + 2);
+        assert_int_equal(log->imm[2 * k], k == 0 ? ack : other);
+        assert_int_equal(log->imm[2 * k + 1], k == 0 ? other : ack);
+    }
     assert_int_equal(tx.pool.avail, tx.pool.count);
     free(log);
     ub__engine_fini(&tx);
@@ -799,17 +832,12 @@ static void test_drive_one_first(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dgram_bytes),
-        cmocka_unit_test(test_send_errors),
-        cmocka_unit_test(test_requeue),
-        cmocka_unit_test(test_malformed_and_unsupported),
-        cmocka_unit_test(test_bundles),
-        cmocka_unit_test(test_bundles_any_path),
-        cmocka_unit_test(test_testbed_deterministic),
-        cmocka_unit_test(test_testbed_time),
-        cmocka_unit_test(test_yield),
-        cmocka_unit_test(test_yield_bundle),
-        cmocka_unit_test(test_drive_one_first),
+        cmocka_unit_test(test_dgram_bytes),      cmocka_unit_test(test_send_errors),
+        cmocka_unit_test(test_requeue),          cmocka_unit_test(test_malformed_and_unsupported),
+        cmocka_unit_test(test_bundles),          cmocka_unit_test(test_bundles_any_path),
+        cmocka_unit_test(test_bundle_after_ack), cmocka_unit_test(test_testbed_deterministic),
+        cmocka_unit_test(test_testbed_time),     cmocka_unit_test(test_yield),
+        cmocka_unit_test(test_yield_bundle),     cmocka_unit_test(test_drive_one_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
