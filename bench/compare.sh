@@ -10,9 +10,10 @@
 #
 #   bench/compare.sh            full run (five to ten minutes)
 #   QUICK=1 bench/compare.sh    fewer iterations, one round (a smoke run, about a minute)
-# Every transport runs ROUNDS times (3; QUICK: 1), the rounds one after another so that each
+# Every transport runs ROUNDS times (5; QUICK: 1), the rounds one after another so that each
 # transport's runs are spread over the whole run like the others', and the table shows each
-# figure's median: on a shared machine single busy-poll runs differ by tens of per cent.
+# figure's median: on a shared machine single busy-poll runs differ by tens of per cent (a
+# target's ratio moved 1.09-1.44 between three rounds of one run).
 # Environment: BUILD_DIR (build-bench), OUT (also write the markdown there), RUN_TIMEOUT
 # (seconds per server/client pair, 90), KEEP=1 (keep every tool's raw output), SOFTUB_MTU
 # (softub udp datagram size, 9000 for loopback; 1452 is the device's real-network default),
@@ -37,7 +38,7 @@ if [ "$QUICK" = 1 ]; then
     ROUNDS=${ROUNDS:-1}
 else
     LAT_N=50000 BW64_N=10000 BW1M_N=1000 RATE_N=1000000 FI_N=20000
-    ROUNDS=${ROUNDS:-3}
+    ROUNDS=${ROUNDS:-5}
 fi
 
 SERVER_PIDS=()
