@@ -154,8 +154,10 @@ struct ub__pds_stats {
     uint64_t acks_coalesced; /* of acks_tx, ACKs rewritten into one still queued (ack_coalesce) */
     /* Responses on ACKs (docs/pds.md): target: ACKs sent with a response, of them re-sent from
      * the cache for a duplicate, responses the cache had no room for; initiator: ACKs received
-     * with a response, K packets a foreign ACK covered (then resent until their own ACK came). */
-    uint64_t acks_rsp_tx, acks_rsp_resent, rsp_cache_full, acks_rsp_rx, own_covered;
+     * with a response, of them repeats for a packet already completed (the response not taken
+     * up again), K packets a foreign ACK covered (then resent until their own ACK came). */
+    uint64_t acks_rsp_tx, acks_rsp_resent, rsp_cache_full, acks_rsp_rx, acks_rsp_stale;
+    uint64_t own_covered;
     uint64_t nacks_by_code[32];
     uint64_t rto_fired, probes_sent;
     uint64_t rto_undone;       /* RTOs found spurious (the originals arrived): window restored */

@@ -776,8 +776,12 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
     /* An RTT sample from the PSN that triggered the ACK, if it went out only once (Karn). */
     uint32_t ack_psn = ub__seq_add(cack, a->ack_psn_offset);
     uint64_t rtt = 0;
+    /* Whether the trigger is still outstanding: only then is a response riding on this ACK
+     * news (below). */
+    bool trig_open = false;
     if (ub__seq_le(c->una, ack_psn) && ub__seq_lt(ack_psn, c->nxt)) {
         const struct ub__pds_slot *s = slot_of(c, ack_psn);
+        trig_open = s->state == SLOT_INFLIGHT || s->state == SLOT_LOST || s->state == SLOT_COVERED;
         if (s->state == SLOT_INFLIGHT && s->retx == 0 && !(a->flags & UB_PDS_ACK_F_RETX)) {
             rtt = now - s->first_ns;
             ub__pds_rtt_sample(c, rtt);
@@ -857,6 +861,14 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
     ub__pds_after_ack_losses(c, true, ack_psn, (a->flags & UB_PDS_ACK_F_RETX) != 0, now);
     ub__pds_mark_ready(c, now);
     if (d->ses_kind != UB_PDS_NH_NONE && d->has_ext) {
+        /* A repeat (the target answering a duplicate of a packet already completed) carries
+         * the response delivered with the first: up again, a stale RNR would count against
+         * the request's next attempt. */
+        pds->st.acks_rsp_rx++;
+        if (!trig_open) {
+            pds->st.acks_rsp_stale++;
+            return;
+        }
         if (UB_UNLIKELY(!c->peer_inc_known || c->peer_inc != d->ext.incarnation))
             ub__pds_learn_dev(c, d->ext.incarnation);
         /* A response rode on it: up as if it had come alone, after the ACK it answers. */
@@ -872,7 +884,6 @@ void ub__pds_on_ack(struct ub__pds *pds, const struct ub__pkt *p, const struct u
             .payload = p->data + d->payload_off,
             .payload_len = (uint32_t)d->payload_len,
         };
-        pds->st.acks_rsp_rx++;
         if (pds->up && pds->up->deliver)
             pds->up->deliver(pds->up_arg, &rx, now);
     }
