@@ -390,8 +390,8 @@ uint8_t ub__pds_next_hdr(const struct ub__pds_hdr *h);
  * prologue's 4 bits): no dispatch on the type, for the per-datagram path. */
 static inline uint8_t ub__pds_next_hdr_at(const uint8_t *hdr, uint8_t type)
 {
-    return type == UB_PDS_TYPE_CTRL ? UB_PDS_NH_NONE
-                                    : (uint8_t)((hdr[0] << 1 | hdr[1] >> 7) & 0x0f);
+    return (uint8_t)(type == UB_PDS_TYPE_CTRL ? UB_PDS_NH_NONE
+                                              : (hdr[0] << 1 | hdr[1] >> 7) & 0x0f);
 }
 
 /* Encoded size of a header of this type (with these flags), 0 for a reserved type. */
