@@ -89,16 +89,17 @@ static inline bool single_now(const struct udp_dev *u)
 }
 
 /*
- * Receives into v[0..k) (rxmsg, or rx1 for k = 1) of socket s, k >= 1 (one message:
- * recvmsg), and keeps the socket's mode. A single receive that found its datagram ends the
- * socket's turn: asking again at once would almost always be a failing system call.
+ * Receives into v[0..k) (rxmsg with rxname, or rx1's message and name for k = 1) of socket
+ * s, k >= 1 (one message: recvmsg), and keeps the socket's mode. A single receive that found its
+ * datagram ends the socket's turn: asking again at once would almost always be a failing system
+ * call.
  */
-static int rx_call(struct udp_dev *u, uint32_t s, struct mmsghdr *v, uint32_t k)
+static int rx_call(struct udp_dev *u, uint32_t s, struct mmsghdr *v, union udp_sa *names,
+                   uint32_t k)
 {
     /* The connected socket's datagrams all come from its peer (rx_src): the kernel need not
      * write the address back. */
     bool conn = s >= u->np;
-    union udp_sa *names = v == &u->rx1.msg ? &u->rx1.name : u->rxname;
     if (conn)
         for (uint32_t j = 0; j < k; j++)
             v[j].msg_hdr.msg_name = NULL;
@@ -251,7 +252,7 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
         rx_prepare(u, j, u->stage_mem + (size_t)j * GRO_BUF_SIZE, GRO_BUF_SIZE);
     if (k > u->stage_prep)
         u->stage_prep = k;
-    int r = rx_call(u, s, u->rxmsg, k);
+    int r = rx_call(u, s, u->rxmsg, u->rxname, k);
     if (r <= 0) {
         rx_failed(u, s);
         return;
@@ -315,7 +316,7 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
         u->rxmsg[j].msg_hdr.msg_iov = &u->rxgiov[j * k];
         u->rxmsg[j].msg_hdr.msg_iovlen = k;
     }
-    int r = rx_call(u, s, u->rxmsg, msgs);
+    int r = rx_call(u, s, u->rxmsg, u->rxname, msgs);
     uint32_t got = r > 0 ? (uint32_t)r : 0, n = 0;
     if (r <= 0)
         rx_failed(u, s);
@@ -416,7 +417,7 @@ static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, u
         u->rxpkt[j] = p;
         rx_prepare(u, j, p->data, pool_buf_room(pool));
     }
-    int r = rx_call(u, s, u->rxmsg, k);
+    int r = rx_call(u, s, u->rxmsg, u->rxname, k);
     uint32_t got = r > 0 ? (uint32_t)r : 0, n = 0;
     if (r <= 0)
         rx_failed(u, s);
@@ -466,7 +467,7 @@ static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out,
         o->iov[1] = (struct iovec){u->stage_mem + room, GRO_BUF_SIZE - room};
         h->msg_iovlen = 2;
     }
-    int r = rx_call(u, s, &o->msg, 1);
+    int r = rx_call(u, s, &o->msg, &o->name, 1);
     if (r <= 0) {
         rx_failed(u, s);
         ub__pkt_free(p);
