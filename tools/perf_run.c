@@ -25,9 +25,12 @@
 #include "perf.h"
 
 #define MAX_LIST 64u
-/* Empty polls in a row before polling yields the CPU after each: more than a ping-pong's
- * wait on an idle host (~15 over shm, ~10 over udp). */
+/* Polling yields the CPU before each poll once PERF_YIELD_AFTER polls in a row and at least
+ * PERF_YIELD_NS found nothing: more than a ping-pong's wait on an idle host (~15 polls over
+ * shm, ~10 over udp's sockets; over udp's packet ring a poll makes no system call, and 64 of
+ * them pass in a fraction of a round trip). */
 #define PERF_YIELD_AFTER 64u
+#define PERF_YIELD_NS    30000u
 #define MS               ((uint64_t)1000000)
 #define POLL_BATCH       64u
 
@@ -246,6 +249,7 @@ static int step(struct perf_ep *e)
     int n = drain(e);
     if (n != 0) {
         e->idle = 0;
+        e->idle_long = false;
         return n;
     }
     if (!e->cfg.event) {
@@ -253,7 +257,13 @@ static int step(struct perf_ep *e)
          * for this CPU. Yielding costs a system call when nobody is; spinning through a whole
          * time slice costs milliseconds when somebody is (docs/benchmarks.md, "Polling on a
          * shared CPU"). */
-        if (++e->idle > PERF_YIELD_AFTER && !e->cfg.spin)
+        if (e->cfg.spin || ++e->idle < PERF_YIELD_AFTER)
+            return 0;
+        if (e->idle == PERF_YIELD_AFTER)
+            e->idle_since = perf_now_ns();
+        else if (!e->idle_long && e->idle % 16 == 0)
+            e->idle_long = perf_now_ns() - e->idle_since >= PERF_YIELD_NS;
+        if (e->idle_long)
             sched_yield();
         return 0;
     }

@@ -113,6 +113,12 @@ static int parse_option(void *arg, const char *k, size_t klen, const char *v, si
         cfg->dscp = (uint8_t)x;
         return 0;
     }
+    if (ub__spec_key_is(k, klen, "ring")) {
+        if (ub__spec_u32(v, vlen, 0, 1, &x))
+            return UB_EINVAL;
+        cfg->ring = x == 1;
+        return 0;
+    }
     bool *flag = ub__spec_key_is(k, klen, "gso")       ? &cfg->no_gso
                  : ub__spec_key_is(k, klen, "gro")     ? &cfg->no_gro
                  : ub__spec_key_is(k, klen, "ecn")     ? &cfg->no_ecn
@@ -236,7 +242,8 @@ static int sock_options(const struct udp_dev *u, int fd)
         return UB_EIO;
     /* Best effort: only feeds the rx_kernel_drops counter. */
     (void)setopt_int(fd, SOL_SOCKET, SO_RXQ_OVFL, 1);
-    return 0;
+    /* Before the bind: what the ring takes never queues here as well. */
+    return c->ring ? ub__udp_ring_sock_filter(fd) : 0;
 }
 
 /* Puts socket fd, as index i, into the epoll set (already there: fine). */
@@ -291,6 +298,7 @@ static void udp_free(struct udp_dev *u)
         close(u->evfd);
     if (u->epfd >= 0)
         close(u->epfd);
+    ub__udp_ring_close(u);
     /* Staged GRO data holds no pool buffers: nothing else to return. */
     free(u->stage_mem);
     free(u);
@@ -318,6 +326,8 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
         return UB_EINVAL;
     if (c.local.port && (uint32_t)c.local.port + c.num_paths - 1 > 65535)
         return UB_ERANGE;
+    if (c.ring && c.local.family != UB_AF_INET)
+        return UB_ENOTSUP; /* the ring's filter and parser read IPv4 */
 
     struct udp_dev *u = calloc(1, sizeof(*u));
     if (!u)
@@ -325,6 +335,7 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
     for (uint32_t i = 0; i < UB_UDP_MAX_PATHS; i++)
         u->fds[i] = -1;
     u->evfd = -1;
+    u->ring_fd = -1;
     u->bulk = ~0ull; /* direct until a receive shows small datagrams */
     u->cfg = c;
     u->np = c.num_paths;
@@ -342,6 +353,11 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
         rc = errno_to_ub(errno);
     for (uint32_t i = 0; rc == 0 && i < u->np; i++)
         rc = open_path(u, i);
+    if (rc == 0 && c.ring) {
+        rc = ub__udp_ring_open(u);
+        if (rc == 0 && u->ep_live)
+            rc = ep_add(u, u->ring_fd, RING_EV);
+    }
     if (rc == 0 && u->gro) {
         struct epoll_event ev = {.events = EPOLLIN, .data.u32 = UB_UDP_MAX_PATHS};
         u->stage_mem = malloc((size_t)GRO_STAGE * GRO_BUF_SIZE);
@@ -797,6 +813,8 @@ static int udp_fd(struct ub__dev *dev)
     for (uint32_t i = 0; !u->ep_live && i < u->nsock; i++)
         if (ep_add(u, u->fds[i], i))
             return -1;
+    if (!u->ep_live && u->ring && ep_add(u, u->ring_fd, RING_EV))
+        return -1;
     u->ep_live = true;
     return u->epfd;
 }

@@ -41,6 +41,11 @@
  * other peers retire it (the next lone packet connects anew). `connect=0` disables it.
  * Connected to a loopback peer it does not read TOS: nothing on the way could mark CE.
  *
+ * Packet ring (`ring=1`, IPv4, CAP_NET_RAW): datagrams of up to UB_UDP_RING_SMALL bytes
+ * are read from a PACKET_RX_RING the kernel fills during the sender's system call, with no
+ * receive system call; the sockets drop them (a filter) and keep the larger ones, which the
+ * ring notes so that the sockets are read then (udp_ring.c).
+ *
  * fd() is one epoll fd holding every socket (level triggered).
  * Single-threaded like the engine driving it; no allocation after open.
  */
@@ -62,6 +67,7 @@
 #define UB_UDP_MAX_SOCKBUF     (1u << 30)
 #define UB_UDP_BATCH           64 /* messages per sendmmsg / recvmmsg */
 #define UB_UDP_SPEC_MAX        256
+#define UB_UDP_RING_SMALL      548 /* ring=1: payloads up to this (576 bytes of IP) */
 
 /*
  * Zero fields take the defaults. local: family UB_AF_INET or UB_AF_INET6,
@@ -78,13 +84,14 @@ struct ub__udp_cfg {
     bool no_gro;        /* never enable UDP GRO on receive */
     bool no_ecn;        /* send every datagram Not-ECT instead of ECT(0) */
     bool no_connect;    /* one path: no socket connected to the first peer */
+    bool ring;          /* small datagrams from a packet ring (IPv4, CAP_NET_RAW) */
 };
 
 /*
  * Parses "[udp:]IP:PORT[?key=value&...]" into cfg (zeroed first). IP is a
  * dotted IPv4 address or a bracketed IPv6 one ("[::1]", "[fe80::1%eth0]").
  * PORT is the base port, 0 for ephemeral. Keys: paths, mtu, rcvbuf,
- * sndbuf, dscp, gso=0|1, gro=0|1, ecn=0|1. UB_EINVAL for anything else,
+ * sndbuf, dscp, gso=0|1, gro=0|1, ecn=0|1, connect=0|1, ring=0|1. UB_EINVAL for anything else,
  * out of range or longer than UB_UDP_SPEC_MAX.
  */
 int ub__udp_cfg_parse(const char *spec, struct ub__udp_cfg *cfg);
@@ -92,8 +99,8 @@ int ub__udp_cfg_parse(const char *spec, struct ub__udp_cfg *cfg);
 /*
  * Opens the device. UB_EINVAL for a bad cfg, UB_ERANGE when base + paths
  * passes 65535, UB_EBUSY when a path's port is already taken, UB_EACCESS
- * for a privileged port, UB_ENOTSUP when the family is unavailable, UB_EIO
- * for other socket errors. Nothing is left open on failure.
+ * for a privileged port (or ring=1 without CAP_NET_RAW), UB_ENOTSUP when the
+ * family is unavailable (or ring=1 on IPv6), UB_EIO for other socket errors. Nothing is left open on failure.
  */
 int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out);
 
@@ -138,11 +145,15 @@ struct ub__udp_stats {
     uint64_t tx_connected;    /* packets sent through the connected socket */
     uint64_t rx_connected;    /* datagrams received on it (a GRO train counts once) */
     uint64_t conn_retired;    /* connected sockets closed: 64 datagrams in a row from others */
+    uint64_t rx_ring;         /* packets taken from the packet ring (ring=1) */
+    uint64_t rx_ring_notes;   /* its notes of larger datagrams, read from the sockets */
+    uint64_t rx_ring_bad;     /* its frames dropped: malformed, bad checksum, too large */
 
     bool gso, gro;           /* offloads in use now */
     bool epoll_live;         /* the sockets are in the epoll set (several paths, or fd() asked) */
     bool connected;          /* a socket connected to `peer` is in use */
     bool conn_tos_off;       /* ... which does not read TOS (peer on loopback: no ECN marks) */
+    bool ring;               /* small datagrams arrive through the packet ring */
     struct ub__addr peer;    /* its peer */
     uint32_t num_paths, mtu; /* as configured */
     uint32_t rcvbuf, sndbuf; /* what the kernel granted (path 0, as getsockopt reports it) */

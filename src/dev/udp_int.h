@@ -39,6 +39,7 @@
 #define RX_UNCONN_EVERY 8     /* with a connected socket: single receives per path socket read */
 #define RX_EPOLL_EVERY  8     /* several paths, only socket 0 busy: its reads per epoll */
 #define CONN_IDLE       64    /* path socket datagrams in a row that retire the connected socket */
+#define RING_EV         (UB_UDP_MAX_PATHS + 1) /* the packet ring's epoll data (evfd: MAX_PATHS) */
 #define ECN_MASK        3u
 #define ECN_ECT0        2u
 #define ECN_CE          3u
@@ -133,7 +134,13 @@ struct udp_dev {
      * wrote back into the ones it used. The other receive paths reuse rxmsg and clear it. */
     uint32_t stage_prep;
     int fds[UB_UDP_MAX_PATHS];
-    struct udp_one tx1, rx1;         /* send_one's; recv_single's */
+    struct udp_one tx1, rx1; /* send_one's; recv_single's */
+    /* The packet ring (ring=1, udp_ring.c): its mapping, the next frame to look at, empty
+     * polls since the sockets were last read. */
+    uint8_t *ring;
+    int ring_fd;
+    uint32_t ring_head, ring_idle;
+    bool ring_due; /* the sockets hold datagrams the ring noted (or may: a periodic look) */
     struct ub__udp_stats st;         /* counters a turn updates, beside the above */
     uint32_t ovfl[UB_UDP_MAX_PATHS]; /* last SO_RXQ_OVFL count seen per socket */
     struct ub__addr path_addr[UB_UDP_MAX_PATHS];
@@ -248,6 +255,23 @@ static inline void sa_to_addr(const union udp_sa *sa, struct ub__addr *a)
     }
 }
 
+/* Bytes a pool buffer holds after its headroom. */
+static inline uint32_t pool_buf_room(const struct ub__pktpool *pool)
+{
+    return pool->buf_size - pool->headroom;
+}
+
+/* A received packet handed out: the counters. */
+static inline void rx_count(struct udp_dev *u, const struct ub__pkt *p)
+{
+    u->st.rx_pkts++;
+    u->st.rx_bytes += p->len;
+    u->st.path[p->path].rx_pkts++;
+    u->st.path[p->path].rx_bytes += p->len;
+    if (p->ecn == ECN_CE)
+        u->st.rx_ce++;
+}
+
 /* The path a packet received on socket s took: the connected socket is path 0's. */
 static inline uint16_t sock_path(const struct udp_dev *u, uint32_t s)
 {
@@ -260,5 +284,18 @@ void ub__udp_conn_close(struct udp_dev *u);
 /* The vtable's receive (udp_rx.c). */
 int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max,
                  struct ub__pktpool *pool);
+
+/* udp_ring.c */
+/* Opens the packet ring for the device's bound sockets: UB_EACCESS without CAP_NET_RAW. */
+int ub__udp_ring_open(struct udp_dev *u);
+void ub__udp_ring_close(struct udp_dev *u);
+/* The filter every UDP socket of a ring device carries (before its bind): it drops what the
+ * ring takes. */
+int ub__udp_ring_sock_filter(int fd);
+/* Up to max packets from the ring; *sock_due when the sockets hold data to read. */
+uint32_t ub__udp_ring_take(struct udp_dev *u, struct ub__pkt **out, uint32_t max,
+                           struct ub__pktpool *pool, bool *sock_due);
+/* Whether an IPv4 UDP datagram (ulen bytes at udp, its IP header at ip) checks out. */
+bool ub__udp_ring_csum_ok(const uint8_t *ip, const uint8_t *udp, uint32_t ulen);
 
 #endif

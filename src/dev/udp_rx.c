@@ -70,16 +70,6 @@ static void rx_prepare(struct udp_dev *u, uint32_t j, void *buf, size_t len)
     rx_prepare_at(&u->rxmsg[j].msg_hdr, &u->rxiov[j], &u->rxname[j], &u->rxctrl[j], buf, len);
 }
 
-static void rx_count(struct udp_dev *u, struct ub__pkt *p)
-{
-    u->st.rx_pkts++;
-    u->st.rx_bytes += p->len;
-    u->st.path[p->path].rx_pkts++;
-    u->st.path[p->path].rx_bytes += p->len;
-    if (p->ecn == ECN_CE)
-        u->st.rx_ce++;
-}
-
 /* Whether receives take one datagram now: in single mode, and with several sockets only
  * while epoll finds one of them readable (a ping-pong's; a sender's spray over many paths
  * is read in batches, see udp_int.h). */
@@ -170,11 +160,6 @@ static void rx_failed(struct udp_dev *u, uint32_t s)
     if (e != EAGAIN && e != EWOULDBLOCK && e != EINTR)
         u->st.rx_errors++;
     u->ready &= ~(1ull << s);
-}
-
-static inline uint32_t pool_buf_room(const struct ub__pktpool *pool)
-{
-    return pool->buf_size - pool->headroom;
 }
 
 /* Hands out staged segments into pool buffers; *stalled when the pool ran dry. */
@@ -494,16 +479,14 @@ static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out,
     return stage_drain(u, out, max, pool, stalled);
 }
 
-int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struct ub__pktpool *pool)
+/* What the sockets hold (and staging): single receives, batches, GRO, round robin. */
+static uint32_t sock_recv(struct udp_dev *u, struct ub__pkt **pkts, uint32_t max,
+                          struct ub__pktpool *pool)
 {
-    struct udp_dev *u = udp_of(dev);
-    if (!pool)
-        return UB_EINVAL;
-    max = UB_MIN(max, (uint32_t)INT32_MAX);
     uint32_t n = 0;
     bool stalled = false;
     if (u->stage_n)
-        n = stage_drain(u, pkts, max, pool, &stalled);
+        n += stage_drain(u, pkts + n, max - n, pool, &stalled);
     if (!u->stage_n && !stalled && n < max && !u->ready && u->np == 1) {
         /* One path: ask its socket(s) directly; epoll first would be a system call more. */
         u->ready = 1;
@@ -579,5 +562,27 @@ out:
         stage_signal(u);
     if (u->path0_streak >= CONN_IDLE)
         ub__udp_conn_close(u);
-    return (int)n;
+    return n;
+}
+
+int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struct ub__pktpool *pool)
+{
+    struct udp_dev *u = udp_of(dev);
+    if (!pool)
+        return UB_EINVAL;
+    max = UB_MIN(max, (uint32_t)INT32_MAX);
+    uint32_t n = 0;
+    if (u->ring) {
+        /* The sockets only when the ring says they hold something (or now and then), until
+         * a read of them comes up short. */
+        n = ub__udp_ring_take(u, pkts, max, pool, &u->ring_due);
+        if ((!u->ring_due && !u->stage_n) || n == max)
+            return (int)n;
+        u->ring_idle = 0;
+        uint32_t k = n;
+        n += sock_recv(u, pkts + n, max - n, pool);
+        u->ring_due = n == max && n > k;
+        return (int)n;
+    }
+    return (int)sock_recv(u, pkts, max, pool);
 }

@@ -1,7 +1,7 @@
 /*
  * The public API over the multipath UDP device, on loopback: every operation between two
  * contexts of this process, traffic over every path, malformed and foreign datagrams,
- * a tiny socket receive buffer, zero-copy sends with losses, a peer process killed
+ * the packet ring, a tiny socket receive buffer, zero-copy sends with losses, a peer process killed
  * mid-transfer, a peer restarted on the same address.
  */
 #define _GNU_SOURCE
@@ -11,6 +11,7 @@
 
 #include "unit/api_net_util.h"
 #include "api/api.h"
+#include "dev/udp.h"
 #include "pds/pds_int.h"
 
 #define URI "udp://127.0.0.1:0?paths=8"
@@ -50,6 +51,42 @@ static void test_every_op(void **state)
     char addr[64];
     assert_true(ub_context_addr(a.ctx, addr, sizeof(addr)) > 0);
     assert_true(strncmp(addr, "udp:127.0.0.1:", 14) == 0);
+    node_close(&a);
+    node_close(&b);
+}
+
+/* Every operation and 1 MiB over devices reading small datagrams from the packet ring (the
+ * bulk data through the sockets): needs CAP_NET_RAW. */
+static void test_ring(void **state)
+{
+    (void)state;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    struct node a, b;
+    int rc = node_open(&a, "udp://127.0.0.1:0?paths=4&ring=1&mtu=9000", &ca);
+    if (rc == UB_EACCESS)
+        skip();
+    assert_int_equal(rc, 0);
+    assert_int_equal(node_open(&b, "udp://127.0.0.1:0?paths=4&ring=1&mtu=9000", &ca), 0);
+    t_every_op_post(&b);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    t_every_op(&a, &b, &p, b.mem);
+    assert_int_equal(t_every_op_check(&b, &a), 0);
+    struct ub_sge sg = {a.mem, 1u << 20, a.seg};
+    t_fill(a.mem, 1u << 20, 13);
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
+    assert_int_equal(t_run(&a, &b, &wr), UB_CR_SUCCESS);
+    assert_memory_equal(b.mem, a.mem, 1u << 20);
+    struct ub__udp_stats sa, sb;
+    assert_int_equal(ub__udp_stats(a.ctx->dev, &sa), 0);
+    assert_int_equal(ub__udp_stats(b.ctx->dev, &sb), 0);
+    assert_true(sa.ring && sb.ring);
+    assert_true(sa.rx_ring > 0 && sb.rx_ring > 0); /* ACKs, responses, small requests */
+    assert_true(sb.rx_ring_notes > 0);             /* the write's full datagrams */
+    assert_true(sb.rx_pkts > sb.rx_ring);          /* ... read from the sockets */
+    assert_int_equal(sa.rx_ring_bad + sb.rx_ring_bad, 0);
     node_close(&a);
     node_close(&b);
 }
@@ -374,11 +411,17 @@ static void test_across_processes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_op),          cmocka_unit_test(test_ipv6),
-        cmocka_unit_test(test_bad_uris),          cmocka_unit_test(test_cc_lb_attrs),
-        cmocka_unit_test(test_malformed_foreign), cmocka_unit_test(test_tiny_rcvbuf),
-        cmocka_unit_test(test_zero_copy),         cmocka_unit_test(test_across_processes),
-        cmocka_unit_test(test_peer_killed),       cmocka_unit_test(test_peer_restarted),
+        cmocka_unit_test(test_every_op),
+        cmocka_unit_test(test_ring),
+        cmocka_unit_test(test_ipv6),
+        cmocka_unit_test(test_bad_uris),
+        cmocka_unit_test(test_cc_lb_attrs),
+        cmocka_unit_test(test_malformed_foreign),
+        cmocka_unit_test(test_tiny_rcvbuf),
+        cmocka_unit_test(test_zero_copy),
+        cmocka_unit_test(test_across_processes),
+        cmocka_unit_test(test_peer_killed),
+        cmocka_unit_test(test_peer_restarted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

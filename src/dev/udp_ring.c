@@ -1,0 +1,283 @@
+/*
+ * The udp device's packet ring (`ring=1`, IPv4): small datagrams are read from a
+ * PACKET_RX_RING shared with the kernel instead of by a receive system call per datagram.
+ *
+ * A packet socket on the local address's interface, with a classic BPF filter that takes
+ * only unfragmented IPv4 UDP datagrams for the device's ports (and its address, when bound
+ * to one), copies each such datagram into a ring frame while the sender's system call
+ * delivers it; polling the ring is a load of the next frame's status word, so a busy poller
+ * finds a datagram the moment it is written and enters the kernel only to send. Every UDP
+ * socket of the device carries the complementary filter: it drops what the ring took whole,
+ * a datagram of at most RING_SMALL bytes of UDP, so nothing arrives twice. Larger datagrams
+ * (bulk data, GSO trains, fragmented ones) stay with the sockets; the ring gets their first
+ * headers only, a note that tells the device to read its sockets, and every RING_SOCK_EVERY
+ * empty polls it reads them anyway (a note lost to a full ring). 576 bytes of IP fit every
+ * IPv4 link's MTU, so a datagram the ring takes whole is never fragmented on its way.
+ *
+ * Needs CAP_NET_RAW (UB_EACCESS without it). docs/device-udp.md, "The packet ring".
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ifaddrs.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <softub/errors.h>
+#include "dev/critpath.h"
+#include "dev/udp_int.h"
+
+#define RING_FRAME      1024u /* tpacket2 header, address, a 576-byte IP datagram */
+#define RING_FRAMES     512u
+#define RING_BLOCK      65536u
+#define RING_NOTE_SNAP  96u /* a large datagram's note: IP (with options) and UDP headers */
+#define RING_SOCK_EVERY 1024u
+
+static int attach(int fd, struct sock_filter *f, unsigned short n)
+{
+    struct sock_fprog prog = {n, f};
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) ? -1 : 0;
+}
+
+int ub__udp_ring_sock_filter(int fd)
+{
+    /* A UDP socket's filter sees the UDP header and payload. */
+    struct sock_filter f[] = {
+        {BPF_LD | BPF_W | BPF_LEN, 0, 0, 0},
+        {BPF_JMP | BPF_JGT | BPF_K, 1, 0, UB_UDP_RING_SMALL + 8}, /* larger: kept */
+        {BPF_RET | BPF_K, 0, 0, 0},
+        {BPF_RET | BPF_K, 0, 0, 0xffffffffu},
+    };
+    return attach(fd, f, (unsigned short)UB_ARRAY_SIZE(f)) ? UB_EIO : 0;
+}
+
+/* A filter program under construction; tests that fail jump to a reject placed last. */
+struct bpf_build {
+    struct sock_filter f[24 + UB_UDP_MAX_PATHS];
+    unsigned short n, fix[8], nfix;
+};
+
+static void put(struct bpf_build *b, uint16_t code, uint32_t k, uint8_t jt, uint8_t jf)
+{
+    b->f[b->n++] = (struct sock_filter){code, jt, jf, k};
+}
+
+/* A test whose failure (or, for BPF_JA, whose reaching) rejects the datagram. */
+static void put_rej(struct bpf_build *b, uint16_t code, uint32_t k)
+{
+    b->fix[b->nfix++] = b->n;
+    put(b, code, k, 0, 0);
+}
+
+/* The packet socket's filter; offsets from the IP header (SOCK_DGRAM). */
+static int ring_filter(const struct udp_dev *u, int fd)
+{
+    struct bpf_build b = {.n = 0};
+    uint32_t ip;
+    memcpy(&ip, u->path_addr[0].ip, 4);
+    ip = ntohl(ip);
+    put(&b, BPF_LD | BPF_W | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE), 0, 0);
+    put_rej(&b, BPF_JMP | BPF_JEQ | BPF_K, PACKET_HOST);
+    put(&b, BPF_LD | BPF_B | BPF_ABS, 0, 0, 0);
+    put(&b, BPF_ALU | BPF_AND | BPF_K, 0xf0, 0, 0);
+    put_rej(&b, BPF_JMP | BPF_JEQ | BPF_K, 0x40);
+    put(&b, BPF_LD | BPF_B | BPF_ABS, 9, 0, 0);
+    put_rej(&b, BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP);
+    put(&b, BPF_LD | BPF_H | BPF_ABS, 6, 0, 0);
+    put(&b, BPF_JMP | BPF_JSET | BPF_K, 0x3fff, 0, 1); /* a fragment: the sockets' */
+    put_rej(&b, BPF_JMP | BPF_JA, 0);
+    if (ip) {
+        put(&b, BPF_LD | BPF_W | BPF_ABS, 16, 0, 0);
+        put_rej(&b, BPF_JMP | BPF_JEQ | BPF_K, ip);
+    }
+    put(&b, BPF_LDX | BPF_B | BPF_MSH, 0, 0, 0);
+    put(&b, BPF_LD | BPF_H | BPF_IND, 2, 0, 0);
+    /* One test per path port: a match skips the others and the reject after them. */
+    for (uint32_t i = 0; i < u->np; i++)
+        put(&b, BPF_JMP | BPF_JEQ | BPF_K, u->path_addr[i].port, (uint8_t)(u->np - i), 0);
+    put_rej(&b, BPF_JMP | BPF_JA, 0);
+    put(&b, BPF_LD | BPF_H | BPF_IND, 4, 0, 0);
+    put(&b, BPF_JMP | BPF_JGT | BPF_K, UB_UDP_RING_SMALL + 8, 1, 0);
+    put(&b, BPF_RET | BPF_K, 0x10000, 0, 0);        /* small: the whole datagram */
+    put(&b, BPF_RET | BPF_K, RING_NOTE_SNAP, 0, 0); /* large: a note, the data stays queued */
+    unsigned short rej = b.n;
+    put(&b, BPF_RET | BPF_K, 0, 0, 0);
+    for (unsigned short i = 0; i < b.nfix; i++) {
+        struct sock_filter *j = &b.f[b.fix[i]];
+        unsigned d = (unsigned)(rej - b.fix[i] - 1);
+        if (BPF_OP(j->code) == BPF_JA)
+            j->k = d;
+        else
+            j->jf = (uint8_t)d;
+    }
+    return attach(fd, b.f, b.n);
+}
+
+/* The interface holding the device's address (0: any, for a wildcard or unknown address). */
+static int ring_ifindex(const struct udp_dev *u)
+{
+    uint32_t ip;
+    memcpy(&ip, u->path_addr[0].ip, 4);
+    struct ifaddrs *all;
+    if (!ip || getifaddrs(&all))
+        return 0;
+    int idx = 0;
+    for (struct ifaddrs *a = all; a && !idx; a = a->ifa_next)
+        if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+            ((const struct sockaddr_in *)(const void *)a->ifa_addr)->sin_addr.s_addr == ip)
+            idx = (int)if_nametoindex(a->ifa_name);
+    freeifaddrs(all);
+    return idx;
+}
+
+int ub__udp_ring_open(struct udp_dev *u)
+{
+    /* No protocol until the bind: nothing is queued before the filter and the ring are in. */
+    int fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno == EPERM || errno == EACCES ? UB_EACCESS : UB_ENOTSUP;
+    u->ring_fd = fd;
+    int v = TPACKET_V2, one = 1;
+    struct tpacket_req req = {
+        .tp_block_size = RING_BLOCK,
+        .tp_block_nr = RING_FRAMES * RING_FRAME / RING_BLOCK,
+        .tp_frame_size = RING_FRAME,
+        .tp_frame_nr = RING_FRAMES,
+    };
+    if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)) || ring_filter(u, fd) ||
+        setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)))
+        return UB_EIO;
+    /* Our own datagrams to a peer on the same interface: the filter's PACKET_HOST test
+     * rejects them anyway, this spares the kernel the copy for the filter. */
+    (void)setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+    void *m =
+        mmap(NULL, (size_t)RING_FRAMES * RING_FRAME, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED)
+        return UB_ENOMEM;
+    u->ring = m;
+    struct sockaddr_ll ll = {
+        .sll_family = AF_PACKET,
+        .sll_protocol = htons(ETH_P_IP),
+        .sll_ifindex = ring_ifindex(u),
+    };
+    if (bind(fd, (struct sockaddr *)&ll, sizeof(ll)))
+        return UB_EIO;
+    u->st.ring = true;
+    return 0;
+}
+
+void ub__udp_ring_close(struct udp_dev *u)
+{
+    if (u->ring)
+        munmap(u->ring, (size_t)RING_FRAMES * RING_FRAME);
+    if (u->ring_fd >= 0)
+        close(u->ring_fd);
+    u->ring = NULL;
+    u->ring_fd = -1;
+}
+
+/* RFC 768's checksum over the pseudo-header and the UDP datagram (0: none sent). */
+bool ub__udp_ring_csum_ok(const uint8_t *ip, const uint8_t *udp, uint32_t ulen)
+{
+    if (!udp[6] && !udp[7])
+        return true;
+    uint64_t sum = (uint64_t)IPPROTO_UDP + ulen;
+    for (uint32_t i = 12; i < 20; i += 2)
+        sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+    for (uint32_t i = 0; i + 1 < ulen; i += 2)
+        sum += (uint32_t)(udp[i] << 8 | udp[i + 1]);
+    if (ulen & 1)
+        sum += (uint32_t)udp[ulen - 1] << 8;
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return sum == 0xffff;
+}
+
+/* The ring was full for some datagrams: the kernel's count (reset by reading it). */
+static void ring_drops(struct udp_dev *u)
+{
+    struct tpacket_stats ts;
+    socklen_t l = sizeof(ts);
+    if (getsockopt(u->ring_fd, SOL_PACKET, PACKET_STATISTICS, &ts, &l) == 0)
+        u->st.rx_kernel_drops += ts.tp_drops;
+}
+
+/* The path whose port a datagram was sent to. */
+static uint16_t port_path(const struct udp_dev *u, uint16_t port)
+{
+    for (uint32_t i = 1; i < u->np; i++)
+        if (u->path_addr[i].port == port)
+            return (uint16_t)i;
+    return 0;
+}
+
+/* Frame f's datagram into a pool buffer, or NULL (counted) when it is not one to take. */
+static struct ub__pkt *frame_take(struct udp_dev *u, const struct tpacket2_hdr *h,
+                                  struct ub__pktpool *pool, bool *note)
+{
+    const uint8_t *ip = (const uint8_t *)h + h->tp_net;
+    uint32_t cap = h->tp_snaplen, ihl = (ip[0] & 15u) * 4u;
+    if (cap < 28 || ihl < 20 || ihl + 8 > cap) {
+        u->st.rx_ring_bad++;
+        return NULL;
+    }
+    const uint8_t *udp = ip + ihl;
+    uint32_t ulen = (uint32_t)(udp[4] << 8 | udp[5]);
+    if (ulen > UB_UDP_RING_SMALL + 8 || h->tp_len > cap) {
+        u->st.rx_ring_notes++;
+        *note = true;
+        return NULL;
+    }
+    bool csum = h->tp_status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID);
+    if (ulen < 8 || ihl + ulen > cap || ulen - 8 > pool_buf_room(pool) ||
+        (!csum && !ub__udp_ring_csum_ok(ip, udp, ulen))) {
+        u->st.rx_ring_bad++;
+        return NULL;
+    }
+    struct ub__pkt *p = ub__pkt_alloc(pool);
+    memcpy(p->data, udp + 8, ulen - 8);
+    p->len = ulen - 8;
+    memset(&p->addr, 0, sizeof(p->addr));
+    p->addr.family = UB_AF_INET;
+    p->addr.port = (uint16_t)(udp[0] << 8 | udp[1]);
+    memcpy(p->addr.ip, ip + 12, 4);
+    p->path = port_path(u, (uint16_t)(udp[2] << 8 | udp[3]));
+    p->ecn = ip[1] & ECN_MASK;
+    rx_count(u, p);
+    return p;
+}
+
+uint32_t ub__udp_ring_take(struct udp_dev *u, struct ub__pkt **out, uint32_t max,
+                           struct ub__pktpool *pool, bool *sock_due)
+{
+    uint32_t n = 0;
+    while (n < max) {
+        struct tpacket2_hdr *h = (void *)(u->ring + (size_t)u->ring_head * RING_FRAME);
+        if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
+            break;
+        if (pool->avail == 0) { /* the frame waits; the ring may fill and drop */
+            u->st.rx_pool_empty++;
+            break;
+        }
+        bool note = false;
+        struct ub__pkt *p = frame_take(u, h, pool, &note);
+        if (h->tp_status & TP_STATUS_LOSING)
+            ring_drops(u);
+        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        u->ring_head = u->ring_head + 1 == RING_FRAMES ? 0 : u->ring_head + 1;
+        *sock_due |= note;
+        if (p) {
+            if (n == 0)
+                ub__critpath_rx(&u->dev);
+            u->st.rx_ring++;
+            out[n++] = p;
+        }
+    }
+    if (n == 0 && ++u->ring_idle % RING_SOCK_EVERY == 0)
+        *sock_due = true;
+    return n;
+}
