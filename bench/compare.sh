@@ -4,7 +4,8 @@
 #   raw UDP busy-poll ping-pong (bench/raw_udp_pingpong: the floor for anything over UDP),
 #   UCX ucx_perftest over TCP and over shared memory,
 #   libfabric fi_pingpong over tcp, udp;ofi_rxd and shm (rdm endpoints),
-#   softub-perf over udp and over shm.
+#   softub-perf over udp (its sockets; and its packet ring, ring=1, which needs CAP_NET_RAW)
+#   and over shm.
 # Prints one markdown table (8 B latency p50 and p99.9, 64 KiB and 1 MiB bandwidth, 8 B
 # message rate) and the softub/peer ratios against the targets (docs/benchmarks.md).
 #
@@ -190,11 +191,12 @@ bw_cols() { awk '/^ *[0-9]/ {print $4, $5; exit}' "$1"; }
 ucx_final() { awk -v c="$2" '/^ *[0-9]+ +[0-9.]+ +[0-9.]+/ {l = $0} END { if (l != "") { split(l, f, " "); print f[c] } }' "$1"; }
 mib_to_mb() { awk -v v="$1" 'BEGIN { if (v == "") print "-"; else printf "%.1f", v * 1.048576 }'; }
 
+# run_softub TRANSPORT DEVICE [OPTIONS OF BOTH SIDES...]
 run_softub() {
     local tr=$1 dev=$2 v
     local P=("$PERF")
-    local S=(--bind "$HOST" -p PORT --timeout 10000)
-    local C=(-p PORT --timeout 10000 -d "$dev")
+    local S=(--bind "$HOST" -p PORT --timeout 10000 "${@:3}")
+    local C=(-p PORT --timeout 10000 -d "$dev" "${@:3}")
     if [ "$dev" = udp ]; then C+=(--mtu "$SOFTUB_MTU"); fi
     if pair "$tr-lat" tcp "${P[@]}" send_lat "${S[@]}" -- "${P[@]}" send_lat "${C[@]}" -s 8 -n "$LAT_N" --warmup 1000 "$HOST"; then
         read -r a b < <(lat_cols "$WORK/$tr-lat.out") && put "$tr" p50 "$a" && put "$tr" p999 "$b"
@@ -284,6 +286,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
     log "compare: round $round of $ROUNDS"
     log "compare: raw UDP";        place raw;        run_raw
     log "compare: softub udp";     place softub-udp; run_softub softub-udp udp
+    # The packet ring (docs/device-udp.md) needs CAP_NET_RAW: without it the row stays empty.
+    log "compare: softub udp, packet ring"; place softub-ring; run_softub softub-ring udp --udp-opts ring=1
     log "compare: UCX tcp";        place ucx-tcp;    run_ucx ucx-tcp tcp
     log "compare: fi tcp";         place fi-tcp;     run_fi fi-tcp tcp
     log "compare: fi udp;ofi_rxd"; place fi-rxd;     run_fi fi-rxd "udp;ofi_rxd"
@@ -325,11 +329,12 @@ table() {
     echo "| transport | 8 B lat p50 (us) | 8 B lat p99.9 (us) | 64 KiB BW (MB/s) | 1 MiB BW (MB/s) | 8 B rate (Mpps) |"
     echo "|---|---:|---:|---:|---:|---:|"
     local tr
-    for tr in raw softub-udp ucx-tcp fi-tcp fi-rxd softub-shm ucx-shm fi-shm; do
+    for tr in raw softub-udp softub-ring ucx-tcp fi-tcp fi-rxd softub-shm ucx-shm fi-shm; do
         local label=$tr
         case $tr in
         raw) label="raw UDP ping-pong (floor)" ;;
         softub-udp) label="**softub udp**" ;;
+        softub-ring) label="**softub udp, packet ring** (ring=1)" ;;
         ucx-tcp) label="UCX tcp" ;;
         fi-tcp) label="fi_pingpong tcp" ;;
         fi-rxd) label="fi_pingpong udp;ofi_rxd" ;;
@@ -348,21 +353,23 @@ table() {
     echo "passes 0.1 % (at 400/s: round trips above 1.25 us)."
     echo "Each figure is the median of $ROUNDS round(s); the rounds' values of the targets' figures:"
     local f
-    for f in "raw p50" "softub-udp p50" "ucx-tcp p50" "softub-udp bw1m" "ucx-tcp bw1m" \
-        "softub-udp rate" "softub-shm p50" "ucx-shm p50" "softub-shm bw1m" "ucx-shm bw1m"; do
+    for f in "raw p50" "softub-udp p50" "softub-ring p50" "ucx-tcp p50" "softub-udp bw1m" \
+        "softub-ring bw1m" "ucx-tcp bw1m" "softub-udp rate" "softub-shm p50" "ucx-shm p50" "softub-shm bw1m" "ucx-shm bw1m"; do
         # shellcheck disable=SC2086 # two words: transport, metric
         echo "- ${f/ /.}: $(all $f)"
     done
     echo "CPU placement before each transport's runs, per round (bench/c2c: ns per cache-line"
     echo "round trip between the two CPUs; figures are comparable where these are alike):"
     local t
-    for t in raw softub-udp ucx-tcp fi-tcp fi-rxd softub-shm ucx-shm fi-shm; do
+    for t in raw softub-udp softub-ring ucx-tcp fi-tcp fi-rxd softub-shm ucx-shm fi-shm; do
         echo "- $t: $(all "$t" c2c)"
     done
     echo "The targets' ratios round by round (each round's runs are minutes apart, not more):"
     echo "- udp p50 / raw: $(per_round softub-udp p50 raw p50)"
     echo "- udp p50 / UCX tcp: $(per_round softub-udp p50 ucx-tcp p50)"
     echo "- udp 1 MiB / UCX tcp: $(per_round softub-udp bw1m ucx-tcp bw1m)"
+    echo "- udp packet ring p50 / raw: $(per_round softub-ring p50 raw p50)"
+    echo "- udp packet ring p50 / UCX tcp: $(per_round softub-ring p50 ucx-tcp p50)"
     echo "- shm p50 / UCX shm: $(per_round softub-shm p50 ucx-shm p50)"
     echo "- shm 1 MiB / UCX shm: $(per_round softub-shm bw1m ucx-shm bw1m)"
     echo "Where a udp turn goes (bench/turnstamp, one more run each, the client's medians in us:"
@@ -381,6 +388,14 @@ table() {
     echo "| udp 8 B p99.9 / raw UDP | $r | - | - | the medians |"
     IFS='|' read -r r basis <<<"$(paired softub-udp p50 ucx-tcp p50)"
     echo "| udp 8 B p50 / UCX tcp | $r | <= 0.6 | $(verdict "$r" "<=" 0.6) | $basis |"
+    IFS='|' read -r r basis <<<"$(paired softub-ring p50 raw p50)"
+    echo "| udp packet ring 8 B p50 / raw UDP | $r | <= 1.2 | $(verdict "$r" "<=" 1.2) | $basis |"
+    IFS='|' read -r r basis <<<"$(paired softub-ring p50 ucx-tcp p50)"
+    echo "| udp packet ring 8 B p50 / UCX tcp | $r | <= 0.6 | $(verdict "$r" "<=" 0.6) | $basis |"
+    IFS='|' read -r r basis <<<"$(paired softub-ring bw1m ucx-tcp bw1m)"
+    echo "| udp packet ring 1 MiB BW / UCX tcp | $r | >= 1.2 | $(verdict "$r" ">=" 1.2) | $basis |"
+    r=$(get softub-ring rate)
+    echo "| udp packet ring 8 B rate (Mpps) | $r | >= 2 | $(verdict "$r" ">=" 2) | the median |"
     r=$(ratio "$(get raw p50)" "$(get ucx-tcp p50)")
     echo "| raw UDP p50 / UCX tcp (the least any transport over UDP sockets can reach) | $r | - | - | the medians |"
     r=$(ratio "$(get softub-udp p999)" "$(get ucx-tcp p999)")

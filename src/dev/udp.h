@@ -100,7 +100,8 @@ int ub__udp_cfg_parse(const char *spec, struct ub__udp_cfg *cfg);
  * Opens the device. UB_EINVAL for a bad cfg, UB_ERANGE when base + paths
  * passes 65535, UB_EBUSY when a path's port is already taken, UB_EACCESS
  * for a privileged port (or ring=1 without CAP_NET_RAW), UB_ENOTSUP when the
- * family is unavailable (or ring=1 on IPv6), UB_EIO for other socket errors. Nothing is left open on failure.
+ * family is unavailable (or ring=1 on IPv6), UB_EIO for other socket errors. Nothing is left open
+ * on failure.
  */
 int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out);
 
