@@ -109,6 +109,8 @@ struct perf_ep {
     uint32_t idle;                   /* polls in a row that found nothing (polling mode) */
     uint64_t idle_since;             /* ... the time the PERF_YIELD_AFTER-th of them came */
     bool idle_long;                  /* ... for PERF_YIELD_NS: each poll yields first */
+    bool cpu_alone;                  /* yields return at once: nobody else wants this CPU */
+    uint32_t quick_yields;           /* yields in a row that returned at once */
     /* The post list's work requests and the poll's completion records, in one allocation
      * sized by -l (perf_setup) rather than in arrays on the stack: a latency test's request
      * and records share a page, and its turn touches fewer stack pages (docs/benchmarks.md,

@@ -25,14 +25,19 @@
 #include "perf.h"
 
 #define MAX_LIST 64u
-/* Polling yields the CPU before each poll once PERF_YIELD_AFTER polls in a row and at least
- * PERF_YIELD_NS found nothing: more than a ping-pong's wait on an idle host (~15 polls over
- * shm, ~10 over udp's sockets; over udp's packet ring a poll makes no system call, and 64 of
- * them pass in a fraction of a round trip). */
-#define PERF_YIELD_AFTER 64u
-#define PERF_YIELD_NS    30000u
-#define MS               ((uint64_t)1000000)
-#define POLL_BATCH       64u
+/* Polling yields the CPU before each poll once PERF_YIELD_AFTER polls in a row found nothing:
+ * more than a ping-pong's wait on an idle host (~15 over shm, ~10 over udp's sockets). Once
+ * PERF_YIELD_QUICK yields in a row returned within PERF_YIELD_BUSY_NS, nobody else wants the
+ * CPU, and it waits PERF_YIELD_NS as well before yielding: over udp's packet ring a poll
+ * makes no system call and 64 of them pass within a round trip, and a yield's system call
+ * would delay the answer that arrives during it. A yield that took longer (another task
+ * ran) goes back to yielding early. */
+#define PERF_YIELD_AFTER   64u
+#define PERF_YIELD_NS      30000u
+#define PERF_YIELD_QUICK   8u
+#define PERF_YIELD_BUSY_NS 4000u
+#define MS                 ((uint64_t)1000000)
+#define POLL_BATCH         64u
 
 static int msg_send(struct perf_ep *e, const void *m, size_t len)
 {
@@ -259,12 +264,22 @@ static int step(struct perf_ep *e)
          * shared CPU"). */
         if (e->cfg.spin || ++e->idle < PERF_YIELD_AFTER)
             return 0;
-        if (e->idle == PERF_YIELD_AFTER)
-            e->idle_since = perf_now_ns();
-        else if (!e->idle_long && e->idle % 16 == 0)
-            e->idle_long = perf_now_ns() - e->idle_since >= PERF_YIELD_NS;
-        if (e->idle_long)
-            sched_yield();
+        if (e->cpu_alone && !e->idle_long) {
+            if (e->idle == PERF_YIELD_AFTER)
+                e->idle_since = perf_now_ns();
+            else if (e->idle % 16 == 0)
+                e->idle_long = perf_now_ns() - e->idle_since >= PERF_YIELD_NS;
+            if (!e->idle_long)
+                return 0;
+        }
+        uint64_t t = perf_now_ns();
+        sched_yield();
+        if (perf_now_ns() - t >= PERF_YIELD_BUSY_NS) {
+            e->cpu_alone = false;
+            e->quick_yields = 0;
+        } else if (++e->quick_yields >= PERF_YIELD_QUICK) {
+            e->cpu_alone = true;
+        }
         return 0;
     }
     ub_rearm_jfc(e->jfc, false);
