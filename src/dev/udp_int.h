@@ -295,6 +295,19 @@ int ub__udp_ring_sock_filter(int fd);
 /* Up to max packets from the ring; *sock_due when the sockets hold data to read. */
 uint32_t ub__udp_ring_take(struct udp_dev *u, struct ub__pkt **out, uint32_t max,
                            struct ub__pktpool *pool, bool *sock_due);
+/* A ring frame's datagram: the payload at ip + off, len bytes. */
+struct ub__udp_ring_dgram {
+    uint32_t off, len;
+    struct ub__addr src;
+    uint16_t dport;
+    uint8_t ecn;
+};
+/* Parses a ring frame from its IP header (cap bytes captured of the datagram's len):
+ * 1 with *d for a datagram to take whole, 0 for a larger datagram's note (its data waits in
+ * a socket), UB_EBADMSG for a malformed one or, unless csum_known (the kernel checked it), a
+ * bad UDP checksum. Never reads past cap. */
+int ub__udp_ring_parse(const uint8_t *ip, uint32_t cap, uint32_t len, bool csum_known,
+                       struct ub__udp_ring_dgram *d);
 /* Whether an IPv4 UDP datagram (ulen bytes at udp, its IP header at ip) checks out. */
 bool ub__udp_ring_csum_ok(const uint8_t *ip, const uint8_t *udp, uint32_t ulen);
 

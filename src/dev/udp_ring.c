@@ -215,38 +215,54 @@ static uint16_t port_path(const struct udp_dev *u, uint16_t port)
     return 0;
 }
 
-/* Frame f's datagram into a pool buffer, or NULL (counted) when it is not one to take. */
+int ub__udp_ring_parse(const uint8_t *ip, uint32_t cap, uint32_t len, bool csum_known,
+                       struct ub__udp_ring_dgram *d)
+{
+    if (cap < 28 || (ip[0] >> 4) != 4)
+        return UB_EBADMSG;
+    uint32_t ihl = (ip[0] & 15u) * 4u;
+    if (ihl < 20 || ihl + 8 > cap)
+        return UB_EBADMSG;
+    const uint8_t *udp = ip + ihl;
+    uint32_t ulen = (uint32_t)(udp[4] << 8 | udp[5]);
+    if (ulen > UB_UDP_RING_SMALL + 8 || len > cap)
+        return 0; /* a larger datagram's note: the data waits in a socket */
+    if (ulen < 8 || ihl + ulen > cap || (!csum_known && !ub__udp_ring_csum_ok(ip, udp, ulen)))
+        return UB_EBADMSG;
+    d->off = ihl + 8;
+    d->len = ulen - 8;
+    memset(&d->src, 0, sizeof(d->src));
+    d->src.family = UB_AF_INET;
+    d->src.port = (uint16_t)(udp[0] << 8 | udp[1]);
+    memcpy(d->src.ip, ip + 12, 4);
+    d->dport = (uint16_t)(udp[2] << 8 | udp[3]);
+    d->ecn = ip[1] & ECN_MASK;
+    return 1;
+}
+
+/* Frame h's datagram into a pool buffer, or NULL (counted) when it is not one to take. */
 static struct ub__pkt *frame_take(struct udp_dev *u, const struct tpacket2_hdr *h,
                                   struct ub__pktpool *pool, bool *note)
 {
     const uint8_t *ip = (const uint8_t *)h + h->tp_net;
-    uint32_t cap = h->tp_snaplen, ihl = (ip[0] & 15u) * 4u;
-    if (cap < 28 || ihl < 20 || ihl + 8 > cap) {
-        u->st.rx_ring_bad++;
-        return NULL;
-    }
-    const uint8_t *udp = ip + ihl;
-    uint32_t ulen = (uint32_t)(udp[4] << 8 | udp[5]);
-    if (ulen > UB_UDP_RING_SMALL + 8 || h->tp_len > cap) {
+    bool csum = h->tp_status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID);
+    struct ub__udp_ring_dgram d;
+    int rc = ub__udp_ring_parse(ip, h->tp_snaplen, h->tp_len, csum, &d);
+    if (rc == 0) {
         u->st.rx_ring_notes++;
         *note = true;
         return NULL;
     }
-    bool csum = h->tp_status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID);
-    if (ulen < 8 || ihl + ulen > cap || ulen - 8 > pool_buf_room(pool) ||
-        (!csum && !ub__udp_ring_csum_ok(ip, udp, ulen))) {
+    if (rc < 0 || d.len > pool_buf_room(pool)) {
         u->st.rx_ring_bad++;
         return NULL;
     }
     struct ub__pkt *p = ub__pkt_alloc(pool);
-    memcpy(p->data, udp + 8, ulen - 8);
-    p->len = ulen - 8;
-    memset(&p->addr, 0, sizeof(p->addr));
-    p->addr.family = UB_AF_INET;
-    p->addr.port = (uint16_t)(udp[0] << 8 | udp[1]);
-    memcpy(p->addr.ip, ip + 12, 4);
-    p->path = port_path(u, (uint16_t)(udp[2] << 8 | udp[3]));
-    p->ecn = ip[1] & ECN_MASK;
+    memcpy(p->data, ip + d.off, d.len);
+    p->len = d.len;
+    p->addr = d.src;
+    p->path = port_path(u, d.dport);
+    p->ecn = d.ecn;
     rx_count(u, p);
     return p;
 }

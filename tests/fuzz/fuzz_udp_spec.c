@@ -32,10 +32,11 @@ static void format_cfg(const struct ub__udp_cfg *c, char *buf, size_t len)
     if (c->local.scope_id)
         snprintf(scope, sizeof(scope), "%%%u", c->local.scope_id);
     snprintf(buf, len,
-             "%s%s%s%s:%u?paths=%u&rcvbuf=%u&sndbuf=%u&dscp=%u&gso=%d&gro=%d&ecn=%d&connect=%d",
+             "%s%s%s%s:%u?paths=%u&rcvbuf=%u&sndbuf=%u&dscp=%u&gso=%d&gro=%d&ecn=%d&connect=%d"
+             "&ring=%d",
              v6 ? "[" : "", ip, scope, v6 ? "]" : "", c->local.port,
              c->num_paths ? c->num_paths : 8, c->rcvbuf, c->sndbuf, c->dscp, !c->no_gso, !c->no_gro,
-             !c->no_ecn, !c->no_connect);
+             !c->no_ecn, !c->no_connect, c->ring);
     if (c->mtu) {
         size_t n = strlen(buf);
         snprintf(buf + n, len - n, "&mtu=%u", c->mtu);

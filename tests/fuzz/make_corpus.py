@@ -57,6 +57,11 @@ EXT_SO = h("04 04 84 00 ffff 0000 ffffffff 00000001")
 EXT_V1 = h("13 06 78 00 0064 0102 0a0b0c0d deadbeef c0c1c2c3c4c5c6c7")
 
 
+# ---- IPv4 + UDP, as the udp device's packet ring gets it ---------------------
+IP4_UDP = h("4500 0022 0000 4000 4011 0000 7f000001 7f000001"
+            " 03e8 12b7 000e 9bea") + b"softub"
+
+
 def with_nh(pds, nh):
     """The PDS header with its 4-bit next-header field replaced."""
     b = bytearray(pds)
@@ -145,6 +150,18 @@ CORPUS = {
         "tss_write": TSS_SSI + with_nh(RUD_REQ, 15) + EXT_RO + STD_SOM + bytes(16) + bytes(16),
         "uud_small": with_nh(UUD, 1) + SMALL + bytes(0x10),
         "bad_len": with_nh(RUD_REQ, 3) + STD_MID + bytes(0xFF),
+    },
+    "fuzz_udp_ring": {
+        # flags byte (bit 0: the kernel checked the checksum; the rest: bytes not captured),
+        # then the frame from its IP header (tests/unit/test_udp_ring.c's datagram)
+        "csum_ok": bytes([0]) + IP4_UDP,
+        "csum_bad": bytes([0]) + flip(IP4_UDP, 29, 0x01),
+        "csum_known": bytes([1]) + flip(IP4_UDP, 29, 0x01),
+        "no_csum": bytes([0]) + IP4_UDP[:26] + bytes(2) + IP4_UDP[28:],
+        "options": bytes([1]) + h("46") + IP4_UDP[1:20] + bytes(4) + IP4_UDP[20:],
+        "note": bytes([2 * 100 + 1]) + IP4_UDP[:24] + h("05dc") + IP4_UDP[26:],
+        "cut": bytes([1]) + IP4_UDP[:27],
+        "bad_ihl": bytes([1]) + h("43") + IP4_UDP[1:],
     },
     "fuzz_bundle": {
         "two": h("f8 0003 400102 0001 17"),

@@ -1,8 +1,8 @@
 /*
  * The udp device's packet ring (ring=1) over 127.0.0.1: small datagrams through the ring,
  * large ones through the sockets, each exactly once with its source, path and ECN; a plain
- * socket's datagram; the checksum check; what ring=1 refuses. Needs CAP_NET_RAW (skipped
- * without it). Every wait is bounded; nothing sleeps to synchronise.
+ * socket's datagram; the checksum check; the frame parser; what ring=1 refuses. Needs CAP_NET_RAW
+ * (skipped without it). Every wait is bounded; nothing sleeps to synchronise.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -212,6 +212,46 @@ static void test_ring_csum(void **state)
     assert_true(ub__udp_ring_csum_ok(ip, odd, sizeof(odd)));
 }
 
+/* The frame parser's outcomes over the same datagram: taken, noted, refused. */
+static void test_ring_parse(void **state)
+{
+    (void)state;
+    uint8_t f[40] = {0x45, 0x01, 0, 34, 0,   0,   0x40, 0,   64,   17,   0,    0,
+                     10,   1,    2, 3,  127, 0,   0,    1,   0x03, 0xe8, 0x12, 0xb7,
+                     0,    14,   0, 0,  's', 'o', 'f',  't', 'u',  'b'};
+    struct ub__udp_ring_dgram d;
+    assert_int_equal(ub__udp_ring_parse(f, 34, 34, true, &d), 1);
+    assert_int_equal(d.off, 28);
+    assert_int_equal(d.len, 6);
+    assert_memory_equal(f + d.off, "softub", 6);
+    assert_int_equal(d.src.family, UB_AF_INET);
+    assert_int_equal(d.src.port, 1000);
+    assert_memory_equal(d.src.ip, "\x0a\x01\x02\x03", 4);
+    assert_int_equal(d.dport, 4791);
+    assert_int_equal(d.ecn, 1);
+    /* Its checksum field is 0: none sent, so the unverified path takes it too. */
+    assert_int_equal(ub__udp_ring_parse(f, 34, 34, false, &d), 1);
+    f[26] = 0x12; /* a checksum that does not check out */
+    assert_int_equal(ub__udp_ring_parse(f, 34, 34, false, &d), UB_EBADMSG);
+    assert_int_equal(ub__udp_ring_parse(f, 34, 34, true, &d), 1); /* the kernel vouched */
+    /* Cut short, a UDP length past the capture, an IP header too short, not IPv4. */
+    assert_int_equal(ub__udp_ring_parse(f, 27, 27, true, &d), UB_EBADMSG);
+    assert_int_equal(ub__udp_ring_parse(f, 33, 33, true, &d), UB_EBADMSG);
+    f[0] = 0x44;
+    assert_int_equal(ub__udp_ring_parse(f, 34, 34, true, &d), UB_EBADMSG);
+    f[0] = 0x65;
+    assert_int_equal(ub__udp_ring_parse(f, 34, 34, true, &d), UB_EBADMSG);
+    f[0] = 0x45;
+    /* A larger datagram's note: its UDP length past the bound, or more than was captured. */
+    f[24] = 0x05;
+    assert_int_equal(ub__udp_ring_parse(f, 34, 34, true, &d), 0);
+    f[24] = 0;
+    assert_int_equal(ub__udp_ring_parse(f, 34, 1400, true, &d), 0);
+    /* A UDP length under its own header. */
+    f[25] = 7;
+    assert_int_equal(ub__udp_ring_parse(f, 34, 34, true, &d), UB_EBADMSG);
+}
+
 static void test_ring_refused(void **state)
 {
     (void)state;
@@ -229,9 +269,8 @@ static void test_ring_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ring_mixed),
-        cmocka_unit_test(test_ring_plain_sender),
-        cmocka_unit_test(test_ring_csum),
+        cmocka_unit_test(test_ring_mixed),   cmocka_unit_test(test_ring_plain_sender),
+        cmocka_unit_test(test_ring_csum),    cmocka_unit_test(test_ring_parse),
         cmocka_unit_test(test_ring_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
