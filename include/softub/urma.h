@@ -161,6 +161,8 @@ struct ub_context_stats {
     /* Congestion signals: data packets that arrived CE-marked (this side as target), ACKs
      * that echoed a mark back (this side as initiator). */
     uint64_t rx_ce, acks_ecn_rx;
+    /* udp with ring=1: datagrams taken from the packet ring (docs/device-udp.md). */
+    uint64_t rx_udp_ring;
 };
 int ub_context_stats(ub_context *ctx, struct ub_context_stats *out);
 

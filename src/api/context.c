@@ -521,6 +521,7 @@ UB_EXPORT int ub_context_stats(ub_context *ctx, struct ub_context_stats *out)
         if (ub__udp_stats(x->udp, &us) == 0) {
             out->dev_rx_drops = us.rx_kernel_drops + us.rx_truncated;
             out->tx_udp_pkts = us.tx_pkts;
+            out->rx_udp_ring = us.rx_ring;
             for (uint32_t i = 0; i < us.num_paths && i < UB_STATS_MAX_PATHS; i++)
                 out->path_tx_pkts[i] = us.path[i].tx_pkts;
         }

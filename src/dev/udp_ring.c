@@ -2,7 +2,7 @@
  * The udp device's packet ring (`ring=1`, IPv4): small datagrams are read from a
  * PACKET_RX_RING shared with the kernel instead of by a receive system call per datagram.
  *
- * A packet socket on the local address's interface, with a classic BPF filter that takes
+ * A packet socket on every interface, with a classic BPF filter that takes
  * only unfragmented IPv4 UDP datagrams for the device's ports (and its address, when bound
  * to one), copies each such datagram into a ring frame while the sender's system call
  * delivers it; polling the ring is a load of the next frame's status word, so a busy poller
@@ -18,11 +18,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <ifaddrs.h>
 #include <linux/filter.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
-#include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -117,23 +115,6 @@ static int ring_filter(const struct udp_dev *u, int fd)
     return attach(fd, b.f, b.n);
 }
 
-/* The interface holding the device's address (0: any, for a wildcard or unknown address). */
-static int ring_ifindex(const struct udp_dev *u)
-{
-    uint32_t ip;
-    memcpy(&ip, u->path_addr[0].ip, 4);
-    struct ifaddrs *all;
-    if (!ip || getifaddrs(&all))
-        return 0;
-    int idx = 0;
-    for (struct ifaddrs *a = all; a && !idx; a = a->ifa_next)
-        if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
-            ((const struct sockaddr_in *)(const void *)a->ifa_addr)->sin_addr.s_addr == ip)
-            idx = (int)if_nametoindex(a->ifa_name);
-    freeifaddrs(all);
-    return idx;
-}
-
 int ub__udp_ring_open(struct udp_dev *u)
 {
     /* No protocol until the bind: nothing is queued before the filter and the ring are in. */
@@ -159,11 +140,9 @@ int ub__udp_ring_open(struct udp_dev *u)
     if (m == MAP_FAILED)
         return UB_ENOMEM;
     u->ring = m;
-    struct sockaddr_ll ll = {
-        .sll_family = AF_PACKET,
-        .sll_protocol = htons(ETH_P_IP),
-        .sll_ifindex = ring_ifindex(u),
-    };
+    /* Every interface: a multihomed host's paths (ECMP over several links) arrive on
+     * several, whichever holds the address. */
+    struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_IP)};
     if (bind(fd, (struct sockaddr *)&ll, sizeof(ll)))
         return UB_EIO;
     u->st.ring = true;
