@@ -486,7 +486,7 @@ static uint32_t sock_recv(struct udp_dev *u, struct ub__pkt **pkts, uint32_t max
     uint32_t n = 0;
     bool stalled = false;
     if (u->stage_n)
-        n += stage_drain(u, pkts + n, max - n, pool, &stalled);
+        n = stage_drain(u, pkts, max, pool, &stalled);
     if (!u->stage_n && !stalled && n < max && !u->ready && u->np == 1) {
         /* One path: ask its socket(s) directly; epoll first would be a system call more. */
         u->ready = 1;
@@ -571,18 +571,15 @@ int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struc
     if (!pool)
         return UB_EINVAL;
     max = UB_MIN(max, (uint32_t)INT32_MAX);
-    uint32_t n = 0;
-    if (u->ring) {
-        /* The sockets only when the ring says they hold something (or now and then), until
-         * a read of them comes up short. */
-        n = ub__udp_ring_take(u, pkts, max, pool, &u->ring_due);
-        if ((!u->ring_due && !u->stage_n) || n == max)
-            return (int)n;
-        u->ring_idle = 0;
-        uint32_t k = n;
-        n += sock_recv(u, pkts + n, max - n, pool);
-        u->ring_due = n == max && n > k;
+    if (!u->ring)
+        return (int)sock_recv(u, pkts, max, pool);
+    /* The sockets only once the ring noted a datagram for them (or now and then), and then
+     * until a read of them finds nothing. */
+    uint32_t n = ub__udp_ring_take(u, pkts, max, pool, &u->ring_due);
+    if ((!u->ring_due && !u->stage_n) || n == max)
         return (int)n;
-    }
-    return (int)sock_recv(u, pkts, max, pool);
+    u->ring_idle = 0;
+    uint32_t got = sock_recv(u, pkts + n, max - n, pool);
+    u->ring_due = got > 0;
+    return (int)(n + got);
 }
