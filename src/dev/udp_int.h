@@ -140,8 +140,13 @@ struct udp_dev {
     uint8_t *ring;
     int ring_fd;
     uint32_t ring_head, ring_idle;
-    bool ring_due; /* the sockets hold datagrams the ring noted (or may: a periodic look) */
-    struct ub__udp_stats st;         /* counters a turn updates, beside the above */
+    /* Notes of datagrams the sockets hold, less the messages read from them since (below 0
+     * when a batch read ahead of the ring); ring_look: read them until one read finds
+     * nothing (the ring lost notes, or the periodic look). */
+    int32_t ring_owed;
+    bool ring_look;
+    uint32_t rx_msgs;        /* messages the sockets gave (every receive call's, wrapping) */
+    struct ub__udp_stats st; /* counters a turn updates, beside the above */
     uint32_t ovfl[UB_UDP_MAX_PATHS]; /* last SO_RXQ_OVFL count seen per socket */
     struct ub__addr path_addr[UB_UDP_MAX_PATHS];
 
@@ -292,9 +297,9 @@ void ub__udp_ring_close(struct udp_dev *u);
 /* The filter every UDP socket of a ring device carries (before its bind): it drops what the
  * ring takes. */
 int ub__udp_ring_sock_filter(int fd);
-/* Up to max packets from the ring; *sock_due when the sockets hold data to read. */
+/* Up to max packets from the ring; counts its notes into ring_owed, sets ring_look. */
 uint32_t ub__udp_ring_take(struct udp_dev *u, struct ub__pkt **out, uint32_t max,
-                           struct ub__pktpool *pool, bool *sock_due);
+                           struct ub__pktpool *pool);
 /* A ring frame's datagram: the payload at ip + off, len bytes. */
 struct ub__udp_ring_dgram {
     uint32_t off, len;

@@ -247,7 +247,7 @@ static struct ub__pkt *frame_take(struct udp_dev *u, const struct tpacket2_hdr *
 }
 
 uint32_t ub__udp_ring_take(struct udp_dev *u, struct ub__pkt **out, uint32_t max,
-                           struct ub__pktpool *pool, bool *sock_due)
+                           struct ub__pktpool *pool)
 {
     uint32_t n = 0;
     while (n < max) {
@@ -260,11 +260,13 @@ uint32_t ub__udp_ring_take(struct udp_dev *u, struct ub__pkt **out, uint32_t max
         }
         bool note = false;
         struct ub__pkt *p = frame_take(u, h, pool, &note);
-        if (h->tp_status & TP_STATUS_LOSING)
+        if (h->tp_status & TP_STATUS_LOSING) {
             ring_drops(u);
+            u->ring_look = true; /* notes may be among the lost */
+        }
         __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
         u->ring_head = u->ring_head + 1 == RING_FRAMES ? 0 : u->ring_head + 1;
-        *sock_due |= note;
+        u->ring_owed += note;
         if (p) {
             if (n == 0)
                 ub__critpath_rx(&u->dev);
@@ -273,6 +275,6 @@ uint32_t ub__udp_ring_take(struct udp_dev *u, struct ub__pkt **out, uint32_t max
         }
     }
     if (n == 0 && ++u->ring_idle % RING_SOCK_EVERY == 0)
-        *sock_due = true;
+        u->ring_look = true;
     return n;
 }

@@ -94,8 +94,10 @@ static int rx_call(struct udp_dev *u, uint32_t s, struct mmsghdr *v, union udp_s
         for (uint32_t j = 0; j < k; j++)
             v[j].msg_hdr.msg_name = NULL;
     int r = k == 1 ? sys_recvmsg1(u->fds[s], v) : sys_recvmmsg(u->fds[s], v, k);
-    if (r > 0)
+    if (r > 0) {
         ub__critpath_rx(&u->dev);
+        u->rx_msgs += (uint32_t)r;
+    }
     if (conn)
         for (uint32_t j = 0; j < k; j++)
             v[j].msg_hdr.msg_name = &names[j];
@@ -573,13 +575,20 @@ int ub__udp_recv(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t max, struc
     max = UB_MIN(max, (uint32_t)INT32_MAX);
     if (!u->ring)
         return (int)sock_recv(u, pkts, max, pool);
-    /* The sockets only once the ring noted a datagram for them (or now and then), and then
-     * until a read of them finds nothing. */
-    uint32_t n = ub__udp_ring_take(u, pkts, max, pool, &u->ring_due);
-    if ((!u->ring_due && !u->stage_n) || n == max)
+    /* The sockets only while the ring's notes say they hold datagrams not yet read, or
+     * when it may have lost notes (a full ring, now and then): then until a read finds
+     * nothing. */
+    uint32_t n = ub__udp_ring_take(u, pkts, max, pool);
+    if ((u->ring_owed <= 0 && !u->ring_look && !u->stage_n) || n == max)
         return (int)n;
     u->ring_idle = 0;
+    uint32_t m0 = u->rx_msgs;
     uint32_t got = sock_recv(u, pkts + n, max - n, pool);
-    u->ring_due = got > 0;
+    if (got == 0 && pool->avail) { /* drained: any note left stood for a dropped datagram */
+        u->ring_owed = 0;
+        u->ring_look = false;
+    } else {
+        u->ring_owed -= (int32_t)(u->rx_msgs - m0);
+    }
     return (int)(n + got);
 }
