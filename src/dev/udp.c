@@ -243,7 +243,7 @@ static int sock_options(const struct udp_dev *u, int fd)
     /* Best effort: only feeds the rx_kernel_drops counter. */
     (void)setopt_int(fd, SOL_SOCKET, SO_RXQ_OVFL, 1);
     /* Before the bind: what the ring takes never queues here as well. */
-    return c->ring ? ub__udp_ring_sock_filter(fd) : 0;
+    return c->ring ? ub__udp_ring_sock_filter(fd, v6) : 0;
 }
 
 /* Puts socket fd, as index i, into the epoll set (already there: fine). */
@@ -326,8 +326,6 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
         return UB_EINVAL;
     if (c.local.port && (uint32_t)c.local.port + c.num_paths - 1 > 65535)
         return UB_ERANGE;
-    if (c.ring && c.local.family != UB_AF_INET)
-        return UB_ENOTSUP; /* the ring's filter and parser read IPv4 */
 
     struct udp_dev *u = calloc(1, sizeof(*u));
     if (!u)

@@ -41,7 +41,7 @@
  * other peers retire it (the next lone packet connects anew). `connect=0` disables it.
  * Connected to a loopback peer it does not read TOS: nothing on the way could mark CE.
  *
- * Packet ring (`ring=1`, IPv4, CAP_NET_RAW): datagrams of up to UB_UDP_RING_SMALL bytes
+ * Packet ring (`ring=1`, CAP_NET_RAW): datagrams of up to UB_UDP_RING_SMALL bytes
  * are read from a PACKET_RX_RING the kernel fills during the sender's system call, with no
  * receive system call; the sockets drop them (a filter) and keep the larger ones, which the
  * ring notes so that the sockets are read then (udp_ring.c).
@@ -84,7 +84,7 @@ struct ub__udp_cfg {
     bool no_gro;        /* never enable UDP GRO on receive */
     bool no_ecn;        /* send every datagram Not-ECT instead of ECT(0) */
     bool no_connect;    /* one path: no socket connected to the first peer */
-    bool ring;          /* small datagrams from a packet ring (IPv4, CAP_NET_RAW) */
+    bool ring;          /* small datagrams from a packet ring (CAP_NET_RAW) */
 };
 
 /*
@@ -100,7 +100,7 @@ int ub__udp_cfg_parse(const char *spec, struct ub__udp_cfg *cfg);
  * Opens the device. UB_EINVAL for a bad cfg, UB_ERANGE when base + paths
  * passes 65535, UB_EBUSY when a path's port is already taken, UB_EACCESS
  * for a privileged port (or ring=1 without CAP_NET_RAW), UB_ENOTSUP when the
- * family is unavailable (or ring=1 on IPv6), UB_EIO for other socket errors. Nothing is left open
+ * family is unavailable, UB_EIO for other socket errors. Nothing is left open
  * on failure.
  */
 int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out);

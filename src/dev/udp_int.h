@@ -296,7 +296,7 @@ int ub__udp_ring_open(struct udp_dev *u);
 void ub__udp_ring_close(struct udp_dev *u);
 /* The filter every UDP socket of a ring device carries (before its bind): it drops what the
  * ring takes. */
-int ub__udp_ring_sock_filter(int fd);
+int ub__udp_ring_sock_filter(int fd, bool v6);
 /* Up to max packets from the ring; counts its notes into ring_owed, sets ring_look. */
 uint32_t ub__udp_ring_take(struct udp_dev *u, struct ub__pkt **out, uint32_t max,
                            struct ub__pktpool *pool);
@@ -307,13 +307,13 @@ struct ub__udp_ring_dgram {
     uint16_t dport;
     uint8_t ecn;
 };
-/* Parses a ring frame from its IP header (cap bytes captured of the datagram's len):
- * 1 with *d for a datagram to take whole, 0 for a larger datagram's note (its data waits in
- * a socket), UB_EBADMSG for a malformed one or, unless csum_known (the kernel checked it), a
- * bad UDP checksum. Never reads past cap. */
+/* Parses a ring frame from its IP header, IPv4 or IPv6 (cap bytes captured of the
+ * datagram's len, received on interface ifindex): 1 with *d for a datagram to take whole, 0
+ * for a larger datagram's note (its data waits in a socket), UB_EBADMSG for a malformed one
+ * or, unless csum_known (the kernel checked it), a bad UDP checksum. Never reads past cap. */
 int ub__udp_ring_parse(const uint8_t *ip, uint32_t cap, uint32_t len, bool csum_known,
-                       struct ub__udp_ring_dgram *d);
-/* Whether an IPv4 UDP datagram (ulen bytes at udp, its IP header at ip) checks out. */
+                       uint32_t ifindex, struct ub__udp_ring_dgram *d);
+/* Whether a UDP datagram (ulen bytes at udp, its IPv4 or IPv6 header at ip) checks out. */
 bool ub__udp_ring_csum_ok(const uint8_t *ip, const uint8_t *udp, uint32_t ulen);
 
 #endif

@@ -1,18 +1,18 @@
 /*
- * The udp device's packet ring (`ring=1`, IPv4): small datagrams are read from a
+ * The udp device's packet ring (`ring=1`): small datagrams are read from a
  * PACKET_RX_RING shared with the kernel instead of by a receive system call per datagram.
  *
  * A packet socket on every interface, with a classic BPF filter that takes
- * only unfragmented IPv4 UDP datagrams for the device's ports (and its address, when bound
- * to one), copies each such datagram into a ring frame while the sender's system call
- * delivers it; polling the ring is a load of the next frame's status word, so a busy poller
- * finds a datagram the moment it is written and enters the kernel only to send. Every UDP
- * socket of the device carries the complementary filter: it drops what the ring took whole,
- * a datagram of at most RING_SMALL bytes of UDP, so nothing arrives twice. Larger datagrams
- * (bulk data, GSO trains, fragmented ones) stay with the sockets; the ring gets their first
- * headers only, a note that tells the device to read its sockets, and every RING_SOCK_EVERY
- * empty polls it reads them anyway (a note lost to a full ring). 576 bytes of IP fit every
- * IPv4 link's MTU, so a datagram the ring takes whole is never fragmented on its way.
+ * only the device's own UDP datagrams (its family, UDP right behind the IP header) for its ports
+ * (and its address, when bound to one), copies each such datagram into a ring frame while the
+ * sender's system call delivers it; polling the ring is a load of the next frame's status word, so
+ * a busy poller finds a datagram the moment it is written and enters the kernel only to send. Every
+ * UDP socket of the device carries the complementary filter: it drops what the ring took whole, a
+ * datagram of at most RING_SMALL bytes of UDP, so nothing arrives twice. Larger datagrams (bulk
+ * data, GSO trains, fragmented ones) stay with the sockets; the ring gets their first headers only,
+ * a note that tells the device to read its sockets, and every RING_SOCK_EVERY empty polls it reads
+ * them anyway (a note lost to a full ring). 576 bytes of IP fit every IPv4 link's MTU (IPv6's least
+ * is 1 280), so a datagram the ring takes whole is never fragmented on its way.
  *
  * Needs CAP_NET_RAW (UB_EACCESS without it). docs/device-udp.md, "The packet ring".
  */
@@ -34,6 +34,8 @@
 #define RING_BLOCK      65536u
 #define RING_NOTE_SNAP  96u /* a large datagram's note: IP (with options) and UDP headers */
 #define RING_SOCK_EVERY 1024u
+/* Where a frame's sockaddr_ll follows its header: TPACKET_ALIGN (16) of the header's size. */
+#define RING_HDR_LEN ((sizeof(struct tpacket2_hdr) + 15u) & ~(size_t)15u)
 
 static int attach(int fd, struct sock_filter *f, unsigned short n)
 {
@@ -41,22 +43,35 @@ static int attach(int fd, struct sock_filter *f, unsigned short n)
     return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) ? -1 : 0;
 }
 
-int ub__udp_ring_sock_filter(int fd)
+int ub__udp_ring_sock_filter(int fd, bool v6)
 {
-    /* A UDP socket's filter sees the UDP header and payload. */
-    struct sock_filter f[] = {
+    /* A UDP socket's filter sees the UDP header and payload, the IP header before them
+     * (SKF_NET_OFF). It drops a datagram of at most UB_UDP_RING_SMALL bytes: the ring's.
+     * Over IPv6 only one right behind the fixed header: the ring refuses extension headers
+     * (IPv4 options it reads). */
+    struct sock_filter f4[] = {
         {BPF_LD | BPF_W | BPF_LEN, 0, 0, 0},
-        {BPF_JMP | BPF_JGT | BPF_K, 1, 0, UB_UDP_RING_SMALL + 8}, /* larger: kept */
+        {BPF_JMP | BPF_JGT | BPF_K, 1, 0, UB_UDP_RING_SMALL + 8},
         {BPF_RET | BPF_K, 0, 0, 0},
         {BPF_RET | BPF_K, 0, 0, 0xffffffffu},
     };
-    return attach(fd, f, (unsigned short)UB_ARRAY_SIZE(f)) ? UB_EIO : 0;
+    struct sock_filter f6[] = {
+        {BPF_LD | BPF_W | BPF_LEN, 0, 0, 0},
+        {BPF_JMP | BPF_JGT | BPF_K, 3, 0, UB_UDP_RING_SMALL + 8},
+        {BPF_LD | BPF_B | BPF_ABS, 0, 0, (uint32_t)SKF_NET_OFF + 6},
+        {BPF_JMP | BPF_JEQ | BPF_K, 0, 1, IPPROTO_UDP},
+        {BPF_RET | BPF_K, 0, 0, 0},
+        {BPF_RET | BPF_K, 0, 0, 0xffffffffu},
+    };
+    int rc = v6 ? attach(fd, f6, (unsigned short)UB_ARRAY_SIZE(f6))
+                : attach(fd, f4, (unsigned short)UB_ARRAY_SIZE(f4));
+    return rc ? UB_EIO : 0;
 }
 
 /* A filter program under construction; tests that fail jump to a reject placed last. */
 struct bpf_build {
     struct sock_filter f[24 + UB_UDP_MAX_PATHS];
-    unsigned short n, fix[8], nfix;
+    unsigned short n, fix[12], nfix;
 };
 
 static void put(struct bpf_build *b, uint16_t code, uint32_t k, uint8_t jt, uint8_t jf)
@@ -75,24 +90,37 @@ static void put_rej(struct bpf_build *b, uint16_t code, uint32_t k)
 static int ring_filter(const struct udp_dev *u, int fd)
 {
     struct bpf_build b = {.n = 0};
-    uint32_t ip;
-    memcpy(&ip, u->path_addr[0].ip, 4);
-    ip = ntohl(ip);
+    bool v6 = u->family == AF_INET6;
+    const uint8_t *a = u->path_addr[0].ip;
     put(&b, BPF_LD | BPF_W | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE), 0, 0);
     put_rej(&b, BPF_JMP | BPF_JEQ | BPF_K, PACKET_HOST);
     put(&b, BPF_LD | BPF_B | BPF_ABS, 0, 0, 0);
     put(&b, BPF_ALU | BPF_AND | BPF_K, 0xf0, 0, 0);
-    put_rej(&b, BPF_JMP | BPF_JEQ | BPF_K, 0x40);
-    put(&b, BPF_LD | BPF_B | BPF_ABS, 9, 0, 0);
+    put_rej(&b, BPF_JMP | BPF_JEQ | BPF_K, v6 ? 0x60 : 0x40);
+    /* UDP right behind the header: an IPv6 extension header (a fragment's among them) or
+     * an IPv4 fragment is the sockets'. */
+    put(&b, BPF_LD | BPF_B | BPF_ABS, v6 ? 6 : 9, 0, 0);
     put_rej(&b, BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP);
-    put(&b, BPF_LD | BPF_H | BPF_ABS, 6, 0, 0);
-    put(&b, BPF_JMP | BPF_JSET | BPF_K, 0x3fff, 0, 1); /* a fragment: the sockets' */
-    put_rej(&b, BPF_JMP | BPF_JA, 0);
-    if (ip) {
-        put(&b, BPF_LD | BPF_W | BPF_ABS, 16, 0, 0);
-        put_rej(&b, BPF_JMP | BPF_JEQ | BPF_K, ip);
+    if (!v6) {
+        put(&b, BPF_LD | BPF_H | BPF_ABS, 6, 0, 0);
+        put(&b, BPF_JMP | BPF_JSET | BPF_K, 0x3fff, 0, 1);
+        put_rej(&b, BPF_JMP | BPF_JA, 0);
     }
-    put(&b, BPF_LDX | BPF_B | BPF_MSH, 0, 0, 0);
+    /* The device's address, when it is bound to one. */
+    uint32_t alen = v6 ? 16 : 4, aoff = v6 ? 24 : 16;
+    bool any = true;
+    for (uint32_t i = 0; i < alen; i++)
+        any = any && !a[i];
+    for (uint32_t i = 0; !any && i < alen; i += 4) {
+        put(&b, BPF_LD | BPF_W | BPF_ABS, aoff + i, 0, 0);
+        put_rej(&b, BPF_JMP | BPF_JEQ | BPF_K,
+                (uint32_t)a[i] << 24 | (uint32_t)a[i + 1] << 16 | (uint32_t)a[i + 2] << 8 |
+                    a[i + 3]);
+    }
+    if (v6)
+        put(&b, BPF_LDX | BPF_W | BPF_IMM, 40, 0, 0);
+    else
+        put(&b, BPF_LDX | BPF_B | BPF_MSH, 0, 0, 0);
     put(&b, BPF_LD | BPF_H | BPF_IND, 2, 0, 0);
     /* One test per path port: a match skips the others and the reject after them. */
     for (uint32_t i = 0; i < u->np; i++)
@@ -142,7 +170,10 @@ int ub__udp_ring_open(struct udp_dev *u)
     u->ring = m;
     /* Every interface: a multihomed host's paths (ECMP over several links) arrive on
      * several, whichever holds the address. */
-    struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_IP)};
+    struct sockaddr_ll ll = {
+        .sll_family = AF_PACKET,
+        .sll_protocol = htons(u->family == AF_INET6 ? ETH_P_IPV6 : ETH_P_IP),
+    };
     if (bind(fd, (struct sockaddr *)&ll, sizeof(ll)))
         return UB_EIO;
     u->st.ring = true;
@@ -159,21 +190,31 @@ void ub__udp_ring_close(struct udp_dev *u)
     u->ring_fd = -1;
 }
 
-/* RFC 768's checksum over the pseudo-header and the UDP datagram (0: none sent). */
-bool ub__udp_ring_csum_ok(const uint8_t *ip, const uint8_t *udp, uint32_t ulen)
+/* The 16-bit one's complement sum of n bytes at b, added to sum (RFC 1071). */
+static uint64_t sum16(uint64_t sum, const uint8_t *b, uint32_t n)
 {
-    if (!udp[6] && !udp[7])
-        return true;
-    uint64_t sum = (uint64_t)IPPROTO_UDP + ulen;
-    for (uint32_t i = 12; i < 20; i += 2)
-        sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
-    for (uint32_t i = 0; i + 1 < ulen; i += 2)
-        sum += (uint32_t)(udp[i] << 8 | udp[i + 1]);
-    if (ulen & 1)
-        sum += (uint32_t)udp[ulen - 1] << 8;
+    for (uint32_t i = 0; i + 1 < n; i += 2)
+        sum += (uint32_t)(b[i] << 8 | b[i + 1]);
+    if (n & 1)
+        sum += (uint32_t)b[n - 1] << 8;
+    return sum;
+}
+
+/* The UDP checksum over the pseudo-header (the IP header's addresses, alen bytes at addrs)
+ * and the datagram: RFC 768, RFC 8200 8.1. */
+static bool csum_ok(const uint8_t *addrs, uint32_t alen, const uint8_t *udp, uint32_t ulen)
+{
+    uint64_t sum = sum16(sum16((uint64_t)IPPROTO_UDP + ulen, addrs, alen), udp, ulen);
     while (sum >> 16)
         sum = (sum & 0xffff) + (sum >> 16);
     return sum == 0xffff;
+}
+
+bool ub__udp_ring_csum_ok(const uint8_t *ip, const uint8_t *udp, uint32_t ulen)
+{
+    if ((ip[0] >> 4) == 6) /* no checksum is no datagram over IPv6 */
+        return csum_ok(ip + 8, 32, udp, ulen);
+    return (!udp[6] && !udp[7]) || csum_ok(ip + 12, 8, udp, ulen);
 }
 
 /* The ring was full for some datagrams: the kernel's count (reset by reading it). */
@@ -195,27 +236,37 @@ static uint16_t port_path(const struct udp_dev *u, uint16_t port)
 }
 
 int ub__udp_ring_parse(const uint8_t *ip, uint32_t cap, uint32_t len, bool csum_known,
-                       struct ub__udp_ring_dgram *d)
+                       uint32_t ifindex, struct ub__udp_ring_dgram *d)
 {
-    if (cap < 28 || (ip[0] >> 4) != 4)
+    if (cap < 28)
         return UB_EBADMSG;
-    uint32_t ihl = (ip[0] & 15u) * 4u;
-    if (ihl < 20 || ihl + 8 > cap)
+    bool v6 = (ip[0] >> 4) == 6;
+    uint32_t hl = v6 ? 40u : (ip[0] & 15u) * 4u;
+    if ((!v6 && ((ip[0] >> 4) != 4 || hl < 20)) || (v6 && ip[6] != IPPROTO_UDP) || hl + 8 > cap)
         return UB_EBADMSG;
-    const uint8_t *udp = ip + ihl;
+    const uint8_t *udp = ip + hl;
     uint32_t ulen = (uint32_t)(udp[4] << 8 | udp[5]);
     if (ulen > UB_UDP_RING_SMALL + 8 || len > cap)
         return 0; /* a larger datagram's note: the data waits in a socket */
-    if (ulen < 8 || ihl + ulen > cap || (!csum_known && !ub__udp_ring_csum_ok(ip, udp, ulen)))
+    if (ulen < 8 || hl + ulen > cap || (!csum_known && !ub__udp_ring_csum_ok(ip, udp, ulen)))
         return UB_EBADMSG;
-    d->off = ihl + 8;
+    d->off = hl + 8;
     d->len = ulen - 8;
     memset(&d->src, 0, sizeof(d->src));
-    d->src.family = UB_AF_INET;
     d->src.port = (uint16_t)(udp[0] << 8 | udp[1]);
-    memcpy(d->src.ip, ip + 12, 4);
     d->dport = (uint16_t)(udp[2] << 8 | udp[3]);
-    d->ecn = ip[1] & ECN_MASK;
+    if (v6) {
+        d->src.family = UB_AF_INET6;
+        memcpy(d->src.ip, ip + 8, 16);
+        /* A link-local source names its link, as the socket's sin6_scope_id would. */
+        if (ip[8] == 0xfe && (ip[9] & 0xc0) == 0x80)
+            d->src.scope_id = ifindex;
+        d->ecn = (ip[1] >> 4) & ECN_MASK; /* the traffic class's low bits */
+    } else {
+        d->src.family = UB_AF_INET;
+        memcpy(d->src.ip, ip + 12, 4);
+        d->ecn = ip[1] & ECN_MASK;
+    }
     return 1;
 }
 
@@ -226,7 +277,8 @@ static struct ub__pkt *frame_take(struct udp_dev *u, const struct tpacket2_hdr *
     const uint8_t *ip = (const uint8_t *)h + h->tp_net;
     bool csum = h->tp_status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID);
     struct ub__udp_ring_dgram d;
-    int rc = ub__udp_ring_parse(ip, h->tp_snaplen, h->tp_len, csum, &d);
+    const struct sockaddr_ll *ll = (const void *)((const uint8_t *)h + RING_HDR_LEN);
+    int rc = ub__udp_ring_parse(ip, h->tp_snaplen, h->tp_len, csum, (uint32_t)ll->sll_ifindex, &d);
     if (rc == 0) {
         u->st.rx_ring_notes++;
         *note = true;

@@ -1,10 +1,9 @@
 /*
- * Fuzz target: the udp packet ring's frame parser (src/dev/udp_ring.c). The first byte
- * chooses whether the kernel vouched for the checksum and how much longer than the capture
- * the datagram claims to be; the rest is the frame from its IP header. Invariants: the
- * result is a datagram, a note or UB_EBADMSG; a datagram's payload lies within the capture,
- * after a whole IP and UDP header, and is at most the ring's bound; the same frame parses
- * the same way twice.
+ * Fuzz target: the udp packet ring's frame parser (src/dev/udp_ring.c), IPv4 and IPv6. The first
+ * byte chooses whether the kernel vouched for the checksum and how much longer than the capture the
+ * datagram claims to be; the rest is the frame from its IP header. Invariants: the result is a
+ * datagram, a note or UB_EBADMSG; a datagram's payload lies within the capture, after a whole IP
+ * and UDP header, and is at most the ring's bound; the same frame parses the same way twice.
  */
 #define _GNU_SOURCE /* udp_int.h: sendmmsg, recvmmsg */
 #include <stddef.h>
@@ -32,13 +31,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ub__udp_ring_dgram d, again;
     memset(&d, 0, sizeof(d));
     memset(&again, 0, sizeof(again));
-    int rc = ub__udp_ring_parse(data + 1, cap, len, csum_known, &d);
+    int rc = ub__udp_ring_parse(data + 1, cap, len, csum_known, 3, &d);
     CHECK(rc == 1 || rc == 0 || rc == UB_EBADMSG);
-    CHECK(ub__udp_ring_parse(data + 1, cap, len, csum_known, &again) == rc);
+    CHECK(ub__udp_ring_parse(data + 1, cap, len, csum_known, 3, &again) == rc);
     if (rc != 1)
         return 0;
     CHECK(memcmp(&d, &again, sizeof(d)) == 0);
     CHECK(d.off >= 28 && d.off + d.len <= cap && d.len <= UB_UDP_RING_SMALL);
-    CHECK(len == cap && d.src.family == UB_AF_INET && d.ecn <= 3);
+    CHECK(len == cap && d.ecn <= 3);
+    CHECK(d.src.family == UB_AF_INET6 ? d.off == 48 && (d.src.scope_id == 0 || d.src.scope_id == 3)
+                                      : d.src.family == UB_AF_INET && d.src.scope_id == 0);
     return 0;
 }
