@@ -61,6 +61,10 @@ EXT_V1 = h("13 06 78 00 0064 0102 0a0b0c0d deadbeef c0c1c2c3c4c5c6c7")
 IP4_UDP = h("4500 0022 0000 4000 4011 0000 7f000001 7f000001"
             " 03e8 12b7 000e 9bea") + b"softub"
 
+# (test_udp_ring.c's IPv6 datagram: fe80::1 -> ::1, traffic class 1)
+IP6_UDP = h("6010 0000 000e 1140 fe800000000000000000000000000001"
+            " 00000000000000000000000000000001 03e8 12b7 000e 9b6a") + b"softub"
+
 
 def with_nh(pds, nh):
     """The PDS header with its 4-bit next-header field replaced."""
@@ -162,6 +166,9 @@ CORPUS = {
         "note": bytes([2 * 100 + 1]) + IP4_UDP[:24] + h("05dc") + IP4_UDP[26:],
         "cut": bytes([1]) + IP4_UDP[:27],
         "bad_ihl": bytes([1]) + h("43") + IP4_UDP[1:],
+        "v6": bytes([0]) + IP6_UDP,
+        "v6_ext": bytes([1]) + IP6_UDP[:6] + h("00") + IP6_UDP[7:],
+        "v6_no_csum": bytes([0]) + IP6_UDP[:46] + bytes(2) + IP6_UDP[48:],
     },
     "fuzz_bundle": {
         "two": h("f8 0003 400102 0001 17"),
