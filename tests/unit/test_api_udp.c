@@ -23,26 +23,31 @@ static void pair_open(struct node *a, struct node *b, const char *ua, const char
     assert_int_equal(node_open(b, ub, &ca), 0);
 }
 
+/* Every operation from a to b, then a 1 MiB WRITE (its bytes seeded by seed), all checked. */
+static void every_op_1mib(struct node *a, struct node *b, uint32_t seed)
+{
+    t_every_op_post(b);
+    uint8_t d[NODE_DESC];
+    node_export(b, d);
+    struct peer p;
+    node_import(a, d, &p);
+    t_every_op(a, b, &p, b->mem);
+    assert_int_equal(t_every_op_check(b, a), 0);
+    struct ub_sge sg = {a->mem, 1u << 20, a->seg};
+    t_fill(a->mem, 1u << 20, seed);
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
+    wr.user_ctx = 99;
+    assert_int_equal(t_run(a, b, &wr), UB_CR_SUCCESS);
+    assert_memory_equal(b->mem, a->mem, 1u << 20);
+}
+
 static void test_every_op(void **state)
 {
     (void)state;
     struct node a, b;
     pair_open(&a, &b, URI, URI);
-    t_every_op_post(&b);
-    uint8_t d[NODE_DESC];
-    node_export(&b, d);
-    struct peer p;
-    node_import(&a, d, &p);
-    t_every_op(&a, &b, &p, b.mem);
-    assert_int_equal(t_every_op_check(&b, &a), 0);
-
-    /* 1 MiB more: every one of the 8 entropy values (source ports) carried traffic. */
-    struct ub_sge sg = {a.mem, 1u << 20, a.seg};
-    t_fill(a.mem, 1u << 20, 9);
-    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
-    wr.user_ctx = 99;
-    assert_int_equal(t_run(&a, &b, &wr), UB_CR_SUCCESS);
-    assert_memory_equal(b.mem, a.mem, 1u << 20);
+    /* The 1 MiB: every one of the 8 entropy values (source ports) carried traffic. */
+    every_op_1mib(&a, &b, 9);
     struct ub_context_stats st;
     assert_int_equal(ub_context_stats(a.ctx, &st), 0);
     assert_int_equal(st.num_paths, 8);
@@ -66,18 +71,7 @@ static bool ring_pair_run(const char *uri)
         return false; /* no CAP_NET_RAW */
     assert_int_equal(rc, 0);
     assert_int_equal(node_open(&b, uri, &ca), 0);
-    t_every_op_post(&b);
-    uint8_t d[NODE_DESC];
-    node_export(&b, d);
-    struct peer p;
-    node_import(&a, d, &p);
-    t_every_op(&a, &b, &p, b.mem);
-    assert_int_equal(t_every_op_check(&b, &a), 0);
-    struct ub_sge sg = {a.mem, 1u << 20, a.seg};
-    t_fill(a.mem, 1u << 20, 13);
-    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
-    assert_int_equal(t_run(&a, &b, &wr), UB_CR_SUCCESS);
-    assert_memory_equal(b.mem, a.mem, 1u << 20);
+    every_op_1mib(&a, &b, 13);
     struct ub__udp_stats sa, sb;
     assert_int_equal(ub__udp_stats(a.ctx->dev, &sa), 0);
     assert_int_equal(ub__udp_stats(b.ctx->dev, &sb), 0);
