@@ -10,14 +10,7 @@
 
 #include <softub/errors.h>
 #include "wire/bundle.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)              \
-    do {                      \
-        if (!(c))             \
-            __builtin_trap(); \
-    } while (0)
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

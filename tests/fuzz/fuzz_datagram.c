@@ -10,14 +10,7 @@
 #include <string.h>
 
 #include "wire/datagram.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)              \
-    do {                      \
-        if (!(c))             \
-            __builtin_trap(); \
-    } while (0)
+#include "fuzz.h"
 
 static void one(const uint8_t *data, size_t size, unsigned flags)
 {

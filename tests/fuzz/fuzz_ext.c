@@ -9,14 +9,7 @@
 
 #include "wire/ext.h"
 #include "wire/pds.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)              \
-    do {                      \
-        if (!(c))             \
-            __builtin_trap(); \
-    } while (0)
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

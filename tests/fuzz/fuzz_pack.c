@@ -13,14 +13,7 @@
 #include "ses/ses.h"
 #include "wire/ext.h"
 #include "wire/ses.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)              \
-    do {                      \
-        if (!(c))             \
-            __builtin_trap(); \
-    } while (0)
+#include "fuzz.h"
 
 typedef int (*rec_fn)(const uint8_t *p, size_t n, struct ub__ses_prec *rec);
 

@@ -10,14 +10,7 @@
 
 #include "wire/pds.h"
 #include "wire/tss.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)              \
-    do {                      \
-        if (!(c))             \
-            __builtin_trap(); \
-    } while (0)
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -13,14 +13,7 @@
 
 #include <softub/errors.h>
 #include "dev/udp.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)              \
-    do {                      \
-        if (!(c))             \
-            __builtin_trap(); \
-    } while (0)
+#include "fuzz.h"
 
 /* The canonical spelling of cfg (numeric scope, every option present). */
 static void format_cfg(const struct ub__udp_cfg *c, char *buf, size_t len)
