@@ -372,7 +372,7 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         return c ? UB_EFULL : rc;
     }
     pkt->tag = tx->cookie;
-    pkt->flags = (uint8_t)((tx->ack_req ? 1 : 0) | (tx->own ? 2 : 0) |
+    pkt->flags = (uint8_t)((tx->ack_req ? UB_PDS_PKT_ACK_REQ : 0) | (tx->own ? UB_PDS_PKT_OWN : 0) |
                            (tx->after_ack ? UB_PKT_F_AFTER_ACK : 0));
     pkt->next = NULL;
     /*

@@ -42,6 +42,12 @@ enum { IPDC_SYN = 0, IPDC_EST, IPDC_CLOSING };
  * whose own ACK (which may carry its response) has not: kept for resending, out of flight. */
 enum { SLOT_FREE = 0, SLOT_INFLIGHT, SLOT_LOST, SLOT_ACKED, SLOT_COVERED };
 
+/* PDS's own bits in a packet it holds for sending (ub__pkt.flags, below the UB_PKT_F_ ones):
+ * ask the target to ACK at once (ub__pds_tx.ack_req); the response may ride on the ACK
+ * (.own). */
+#define UB_PDS_PKT_ACK_REQ 0x01u
+#define UB_PDS_PKT_OWN     0x02u
+
 /* One PSN in flight at the initiator. The packet holds the full PDS header. */
 struct ub__pds_slot {
     struct ub__pkt *pkt;

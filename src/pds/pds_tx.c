@@ -540,8 +540,8 @@ static struct ub__pkt *emit_new(struct ub__pds_ipdc *c, struct ub__pkt *p, bool 
     /* The last queued packet asks for an ACK, to learn of a loss early. A lossless
      * carrier loses nothing: the target's own pace (ack_every, ack_delay) frees the window
      * and its ACK leaves the latency path. */
-    s->ack_req = !c->lossless && ((p->flags & 1) || last);
-    s->own = (p->flags & 2) && !gbn(c);
+    s->ack_req = !c->lossless && ((p->flags & UB_PDS_PKT_ACK_REQ) || last);
+    s->own = (p->flags & UB_PDS_PKT_OWN) && !gbn(c);
     s->first_ns = now;
     struct ub__pkt *out = transmit(c, psn, false, now);
     if (!out) { /* keep it; it goes out as a repair */
