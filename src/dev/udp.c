@@ -846,6 +846,7 @@ int ub__udp_stats(const struct ub__dev *dev, struct ub__udp_stats *out)
     *out = u->st;
     out->gso = u->gso;
     out->gro = u->gro;
+    out->ring = u->ring != NULL;
     out->epoll_live = u->ep_live;
     out->connected = u->nsock > u->np;
     if (out->connected) {

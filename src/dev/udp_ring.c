@@ -176,7 +176,6 @@ int ub__udp_ring_open(struct udp_dev *u)
     };
     if (bind(fd, (struct sockaddr *)&ll, sizeof(ll)))
         return UB_EIO;
-    u->st.ring = true;
     return 0;
 }
 
