@@ -158,6 +158,9 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
     } else if (ub__dev_gathers(ctx->dev)) {
         ec.zc_min = UB_API_ZC_MIN;
     }
+    /* shm peers: no PDCs over the lanes (docs/pds.md, "The link path"); SOFTUB_LINK=0 keeps
+     * them (lossless PDCs), to compare. */
+    ec.pds.link = !ub__env_off("SOFTUB_LINK");
     /* Real devices: the packets of one received batch are acknowledged once per PDC. */
     ec.pds.ack_coalesce = x->kind != UB_CTX_LOOP;
     int rc = ub__engine_init(&ctx->eng, &ec);

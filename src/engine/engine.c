@@ -434,8 +434,9 @@ uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t
     struct ub__pkt *p;
     while (h < max && (p = ub__ring_pop(&e->held)) != NULL) {
         /* A receiver alive but not draining (stopped) must not keep us spinning: past the
-         * bound the packet is dropped, and PDS's timer takes over as for any loss. */
-        if (now - p->ts > UB_ENGINE_HOLD_MAX_NS) {
+         * bound the packet is dropped, and PDS's timer takes over as for any loss. Not on the
+         * link path, where nothing would repair it: there the response bound above decides. */
+        if (now - p->ts > UB_ENGINE_HOLD_MAX_NS && !e->cfg.pds.link) {
             e->stats.tx_hold_expired++;
             ub__pkt_free(p);
             continue;

@@ -138,7 +138,7 @@ int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct u
         (rc = ub__hmap_init(&pds->tpdc_by_id, 16, n, hseed + 3)) ||
         (rc = ub__hmap_init(&pds->graves, 16, 0, hseed + 4)) ||
         (rc = ub__hmap_init(&pds->ccx_by_key, 16, n, hseed + 5)) ||
-        (rc = ub__ring_init(&pds->ctlq, UB_PDS_CTLQ))) {
+        (rc = ub__pds_link_init(pds, hseed + 7)) || (rc = ub__ring_init(&pds->ctlq, UB_PDS_CTLQ))) {
         ub__pds_destroy(pds, 0);
         return rc;
     }
@@ -165,6 +165,7 @@ void ub__pds_destroy(struct ub__pds *pds, uint64_t now)
         pds->out_head = p->next;
         ub__pkt_free(p);
     }
+    ub__pds_link_fini(pds);
     if (pds->ctlq.items)
         while ((p = ub__ring_pop(&pds->ctlq)) != NULL)
             ub__pkt_free(p);
@@ -338,6 +339,8 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
         ub__pkt_pull(pkt, ext_len);
         return rc;
     }
+    if (tx->mode <= UB_PDS_ROD && ub__pds_link_peer(&pds->cfg, tx->dst))
+        return ub__pds_link_send(pds, tx, pkt, ext_len);
     if (tx->mode == UB_PDS_UUD) {
         /* Unreliable: no context, no PSN, straight to the wire. */
         struct ub__wire_dgram d;
@@ -451,6 +454,9 @@ int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wir
             return 0;
         deliver_uud(pds, pkt, d, now);
         return 1;
+    case UB_PDS_TYPE_LINK:
+        ub__pds_on_link(pds, pkt, d, now);
+        return 1;
     case UB_PDS_TYPE_ACK:
     case UB_PDS_TYPE_ACK_CC:
     case UB_PDS_TYPE_ACK_CCX:
@@ -476,8 +482,8 @@ int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wir
 
 bool ub__pds_has_output(const struct ub__pds *pds)
 {
-    return ub__ring_count(&pds->ctlq) || pds->out_head || !ub__list_empty(&pds->ready) ||
-           !ub__list_empty(&pds->rccc_dirty);
+    return ub__ring_count(&pds->ctlq) || pds->out_head || pds->link_head ||
+           !ub__list_empty(&pds->ready) || !ub__list_empty(&pds->rccc_dirty);
 }
 
 uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now)
@@ -499,6 +505,8 @@ uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, 
         p->next = NULL;
         pkts[n++] = p;
     }
+    if (pds->link_head)
+        n += ub__pds_link_pull(pds, pkts + n, max - n, now);
     /* Round robin over the PDCs with work, a burst each, so one busy peer cannot starve others. */
     while (n < max && !ub__list_empty(&pds->ready)) {
         struct ub__list *l = ub__list_pop_front(&pds->ready);
@@ -574,6 +582,10 @@ static UB_NOINLINE void peer_find(const struct ub__pds *pds, const struct ub__ad
 void ub__pds_peer(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                   struct ub__pds_peer *out)
 {
+    if (mode <= UB_PDS_ROD && ub__pds_link_peer(&pds->cfg, dst)) {
+        *out = (struct ub__pds_peer){.outstanding = pds->link_qlen};
+        return;
+    }
     struct ub__pds_ipdc *c = ub__pds_last_ipdc(pds, dst, mode);
     if (c)
         peer_fill(pds, c, dst, mode, out);

@@ -116,6 +116,17 @@ struct ub__pds_cfg {
      * UB_PDS_LOSSLESS_ACK_EVERY packets. no_lossless treats those peers like any other.
      */
     bool no_lossless;
+    /*
+     * Lossless links without PDCs (docs/pds.md, "The link path"). RUD and ROD packets to a
+     * lossless peer go as LINK packets: the extension header (with this side's incarnation)
+     * behind an 8-byte PDS header that names the receiver's incarnation as last heard from
+     * it; no PSN, no ACK, no timer. Handed to the driver, a packet counts as acknowledged
+     * (acked upcall): the carrier delivers it once and in order or the peer is gone, which
+     * the layer above's response bound reports. Received, one is delivered at once if it
+     * came over a lossless carrier (the device's word, not the packet's) and names this
+     * incarnation or none; others are counted (rx_stale, rx_malformed) and dropped.
+     */
+    bool link;
 };
 
 #define UB_PDS_LOSSLESS_RTO_NS 50000000ull /* 50 ms: the first RTO of a lossless PDC */
@@ -129,6 +140,12 @@ static inline bool ub__pds_lossless_peer(const struct ub__pds_cfg *cfg, const st
     return !cfg->no_lossless && dst->family == UB_AF_SHM;
 }
 
+/* Whether RUD and ROD packets to dst take the link path (see link). */
+static inline bool ub__pds_link_peer(const struct ub__pds_cfg *cfg, const struct ub__addr *dst)
+{
+    return cfg->link && ub__pds_lossless_peer(cfg, dst);
+}
+
 /* Set by a device or the simulator on a received datagram whose payload a switch cut off
  * (the headers survive): PDS NACKs it with TRIMMED instead of delivering it. Equal to the
  * simulator's UB_SIM_TRIMMED (sim/sim.h). */
@@ -140,6 +157,7 @@ static inline bool ub__pds_lossless_peer(const struct ub__pds_cfg *cfg, const st
 struct ub__pds_stats {
     uint64_t tx_pkts, tx_bytes; /* first transmissions of data packets */
     uint64_t tx_direct;         /* of them, emitted as they were sent (ub__pds_tx.now) */
+    uint64_t tx_link, rx_link;  /* LINK packets sent / delivered (cfg.link; not in the above) */
     uint64_t retx_pkts;         /* retransmissions */
     uint64_t retx_rto, retx_fast, retx_nack, retx_probe;
     uint64_t spurious_retx; /* retransmissions whose original had arrived (seen at target) */

@@ -266,6 +266,12 @@ struct ub__pds {
     /* Requests emitted as they were sent (ub__pds_tx.now), each a reference for the device;
      * linked through pkt->next, pulled after ctlq, before the ready list's turn. */
     struct ub__pkt *out_head, *out_tail;
+    /* LINK packets (pds_link.c) waiting for the driver, in order, through pkt->next; and what
+     * each lossless peer's incarnation was when last heard from (struct ub__pds_link_peer). */
+    struct ub__pkt *link_head, *link_tail;
+    uint32_t link_qlen;
+    struct ub__hmap link_peers;
+    struct ub__pds_link_peer *link_last;
     uint16_t next_ipdc_id, next_tpdc_id;
     struct ub__hmap ccx_by_key;
     const struct ub__cc_algo *cc_algo; /* NULL: "none" */
@@ -286,6 +292,22 @@ struct ub__pds {
     struct ub__timer rccc_timer;          /* the grant pace */
     uint32_t rccc_npend;                  /* peers with pending credit (ACKs skip the scan) */
 };
+
+/* pds_link.c: the link path (ub__pds_cfg.link). */
+struct ub__pds_link_peer {
+    struct ub__addr addr;
+    uint32_t incarnation;
+};
+int ub__pds_link_init(struct ub__pds *pds, uint64_t seed);
+void ub__pds_link_fini(struct ub__pds *pds);
+/* pkt has its extension header (ext_len bytes) on: the rest of ub__pds_send. */
+int ub__pds_link_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pkt *pkt,
+                      uint32_t ext_len);
+void ub__pds_on_link(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wire_dgram *d,
+                     uint64_t now);
+/* Up to max queued LINK packets, each reported acknowledged as it leaves. */
+uint32_t ub__pds_link_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now);
+uint32_t ub__pds_link_flatten(struct ub__pds *pds, uint64_t cookie);
 
 /* pds.c */
 uint64_t ub__pds_host_key(const struct ub__addr *a);

@@ -179,6 +179,8 @@ struct ub__pds_ipdc *ub__pds_ipdc_find(const struct ub__pds *pds, const struct u
 uint32_t ub__pds_flatten(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                          uint64_t cookie)
 {
+    if (mode <= UB_PDS_ROD && ub__pds_link_peer(&pds->cfg, dst))
+        return ub__pds_link_flatten(pds, cookie);
     bool collision;
     struct ub__pds_ipdc *c = ub__pds_ipdc_find(pds, dst, mode, &collision);
     uint32_t n = 0;

@@ -241,6 +241,40 @@ int ub__pds_uud_decode(struct ub__pds_uud *h, struct ub__rcur *r)
     return 0;
 }
 
+/* ---- LINK (softub) --------------------------------------------------------- */
+
+int ub__pds_link_encode(const struct ub__pds_link *h, struct ub__wcur *w)
+{
+    int rc = check_nh_flags(h->next_hdr, h->flags, UB_PDS_LINK_F_MASK);
+    if (rc)
+        return rc;
+    uint8_t *p = ub__wcur_take(w, UB_PDS_LINK_SIZE);
+    if (!p)
+        return UB_ETRUNC;
+    ub__pds_link_put(p, h->next_hdr, h->flags, h->dst_inc);
+    return 0;
+}
+
+int ub__pds_link_decode(struct ub__pds_link *h, struct ub__rcur *r)
+{
+    struct ub__pds_prologue pr;
+    if (!peek_prologue(r, &pr))
+        return UB_ETRUNC;
+    if (pr.type != UB_PDS_TYPE_LINK) {
+        ub__rcur_skip(r, UB_PDS_PROLOGUE_SIZE);
+        return UB_EBADMSG;
+    }
+    const uint8_t *p = ub__rcur_take(r, UB_PDS_LINK_SIZE);
+    if (!p)
+        return UB_ETRUNC;
+    if (ub__ld16(p + 2) || (pr.flags & ~UB_PDS_LINK_F_MASK) || !ub__pds_nh_valid(pr.next_hdr))
+        return UB_EBADMSG;
+    h->next_hdr = pr.next_hdr;
+    h->flags = pr.flags;
+    h->dst_inc = ub__ld32(p + 4);
+    return 0;
+}
+
 /* ---- ACK_CC congestion state --------------------------------------------- */
 
 void ub__pds_nscc_unpack(struct ub__pds_nscc_state *s, uint64_t v)
@@ -522,6 +556,8 @@ size_t ub__pds_hdr_size(uint8_t type, uint8_t flags)
         return UB_PDS_RUDI_SIZE;
     case UB_PDS_TYPE_UUD_REQ:
         return UB_PDS_UUD_SIZE;
+    case UB_PDS_TYPE_LINK:
+        return UB_PDS_LINK_SIZE;
     case UB_PDS_TYPE_ACK:
         return (flags & UB_PDS_ACK_F_EPSN) ? UB_PDS_ACK_EPSN_SIZE : UB_PDS_ACK_SIZE;
     case UB_PDS_TYPE_ACK_CC:
@@ -558,6 +594,8 @@ int ub__pds_decode(struct ub__pds_hdr *h, struct ub__rcur *r)
         return ub__pds_rudi_decode(&h->u.rudi, r);
     case UB_PDS_TYPE_UUD_REQ:
         return ub__pds_uud_decode(&h->u.uud, r);
+    case UB_PDS_TYPE_LINK:
+        return ub__pds_link_decode(&h->u.link, r);
     case UB_PDS_TYPE_ACK:
     case UB_PDS_TYPE_ACK_CC:
     case UB_PDS_TYPE_ACK_CCX:
@@ -585,6 +623,8 @@ int ub__pds_encode(const struct ub__pds_hdr *h, struct ub__wcur *w)
         return h->u.rudi.type == h->type ? ub__pds_rudi_encode(&h->u.rudi, w) : UB_EINVAL;
     case UB_PDS_TYPE_UUD_REQ:
         return ub__pds_uud_encode(&h->u.uud, w);
+    case UB_PDS_TYPE_LINK:
+        return ub__pds_link_encode(&h->u.link, w);
     case UB_PDS_TYPE_ACK:
     case UB_PDS_TYPE_ACK_CC:
     case UB_PDS_TYPE_ACK_CCX:
@@ -612,6 +652,8 @@ uint8_t ub__pds_next_hdr(const struct ub__pds_hdr *h)
         return h->u.rudi.next_hdr;
     case UB_PDS_TYPE_UUD_REQ:
         return h->u.uud.next_hdr;
+    case UB_PDS_TYPE_LINK:
+        return h->u.link.next_hdr;
     case UB_PDS_TYPE_ACK:
     case UB_PDS_TYPE_ACK_CC:
     case UB_PDS_TYPE_ACK_CCX:

@@ -42,6 +42,9 @@
 #define UB_PDS_TYPE_NACK_CCX   12
 #define UB_PDS_TYPE_RUD_CC_REQ 13
 #define UB_PDS_TYPE_ROD_CC_REQ 14
+/* softub's choice (reserved in UET 1.0): a request or response carried by a lossless link
+ * (shm) without a PDC: no PSN, no ACK; the link delivers once and in order. */
+#define UB_PDS_TYPE_LINK 31
 /* 15..31 reserved */
 
 /* ---- prologue: next header (what follows the PDS header) ---------------- */
@@ -151,6 +154,7 @@
 #define UB_PDS_REQ_CC_SIZE    16 /* RUD_CC_REQ, ROD_CC_REQ */
 #define UB_PDS_RUDI_SIZE      8  /* RUDI_REQ, RUDI_RESP */
 #define UB_PDS_UUD_SIZE       4
+#define UB_PDS_LINK_SIZE      8
 #define UB_PDS_ACK_SIZE       12
 #define UB_PDS_ACK_EPSN_SIZE  16 /* ACK with the EPSN flag */
 #define UB_PDS_ACK_CC_SIZE    32
@@ -201,6 +205,15 @@ struct ub__pds_rudi {
 /* UUD_REQ. */
 struct ub__pds_uud {
     uint8_t next_hdr;
+};
+
+/* LINK: prologue | reserved(16) | dst_inc(32). */
+#define UB_PDS_LINK_F_ROD  0x01 /* sent in ROD mode (else RUD) */
+#define UB_PDS_LINK_F_MASK 0x01
+struct ub__pds_link {
+    uint8_t next_hdr;
+    uint8_t flags;    /* UB_PDS_LINK_F_* */
+    uint32_t dst_inc; /* the receiver's incarnation as the sender knows it; 0: not known */
 };
 
 /* NSCC view of the 64-bit ACK_CC congestion state. */
@@ -292,6 +305,7 @@ struct ub__pds_hdr {
         struct ub__pds_req req;   /* RUD/ROD (+CC) */
         struct ub__pds_rudi rudi; /* RUDI_REQ, RUDI_RESP */
         struct ub__pds_uud uud;
+        struct ub__pds_link link;
         struct ub__pds_ack ack;   /* ACK, ACK_CC, ACK_CCX */
         struct ub__pds_nack nack; /* NACK, NACK_CCX */
         struct ub__pds_ctrl ctrl;
@@ -329,6 +343,15 @@ int ub__pds_rudi_encode(const struct ub__pds_rudi *h, struct ub__wcur *w);
 int ub__pds_rudi_decode(struct ub__pds_rudi *h, struct ub__rcur *r);
 int ub__pds_uud_encode(const struct ub__pds_uud *h, struct ub__wcur *w);
 int ub__pds_uud_decode(struct ub__pds_uud *h, struct ub__rcur *r);
+int ub__pds_link_encode(const struct ub__pds_link *h, struct ub__wcur *w);
+int ub__pds_link_decode(struct ub__pds_link *h, struct ub__rcur *r);
+/* The UB_PDS_LINK_SIZE bytes of a LINK header at p, from fields valid by construction. */
+static inline void ub__pds_link_put(uint8_t *p, uint8_t next_hdr, uint8_t flags, uint32_t dst_inc)
+{
+    ub__st64(p, (uint64_t)(((unsigned)UB_PDS_TYPE_LINK << 11) | ((unsigned)next_hdr << 7) | flags)
+                        << 48 |
+                    dst_inc);
+}
 int ub__pds_ack_encode(const struct ub__pds_ack *h, struct ub__wcur *w);
 /* The 64-bit CC state word of an ACK_CC (0 for the other types); UB_EOVERFLOW / UB_EINVAL as
  * ub__pds_ack_encode. Inline for NSCC, the target's usual ACK; the others in pds.c. */

@@ -180,11 +180,16 @@ static void test_next_header_rules(void **state)
             bool ok = ub__wire_nh_allowed(t, k);
             if (k >= 7)
                 assert_false(ok);
-            if (t == UB_PDS_TYPE_CTRL || t < UB_PDS_TYPE_RUD_REQ || t > UB_PDS_TYPE_ROD_CC_REQ)
+            if (t == UB_PDS_TYPE_CTRL || t < UB_PDS_TYPE_RUD_REQ ||
+                (t > UB_PDS_TYPE_ROD_CC_REQ && t != UB_PDS_TYPE_LINK))
                 assert_false(ok);
         }
     assert_true(ub__wire_nh_allowed(UB_PDS_TYPE_RUD_REQ, UB_PDS_NH_RSP_DATA));
     assert_false(ub__wire_nh_allowed(UB_PDS_TYPE_UUD_REQ, UB_PDS_NH_RSP_DATA));
+    /* the link path carries requests and responses alike */
+    assert_true(ub__wire_nh_allowed(UB_PDS_TYPE_LINK, UB_PDS_NH_REQ_STD));
+    assert_true(ub__wire_nh_allowed(UB_PDS_TYPE_LINK, UB_PDS_NH_RSP_DATA));
+    assert_false(ub__wire_nh_allowed(UB_PDS_TYPE_LINK, UB_PDS_NH_NONE));
     assert_false(ub__wire_nh_allowed(UB_PDS_TYPE_RUDI_RESP, UB_PDS_NH_REQ_STD));
     assert_true(ub__wire_nh_allowed(UB_PDS_TYPE_ACK_CC, UB_PDS_NH_RSP_DATA_SMALL));
 }

@@ -13,6 +13,7 @@
 WIRE_ADAPT(pds_req, struct ub__pds_req)
 WIRE_ADAPT(pds_rudi, struct ub__pds_rudi)
 WIRE_ADAPT(pds_uud, struct ub__pds_uud)
+WIRE_ADAPT(pds_link, struct ub__pds_link)
 WIRE_ADAPT(pds_ack, struct ub__pds_ack)
 WIRE_ADAPT(pds_nack, struct ub__pds_nack)
 WIRE_ADAPT(pds_ctrl, struct ub__pds_ctrl)
@@ -202,6 +203,34 @@ static void test_uud_vector(void **state)
     wire_check_decode_fails(pds_uud_dec, wire_mutate(m, v_uud, 4, 3, 0x01), 4, UB_EBADMSG);
     h.next_hdr = 9;
     wire_check_encode_fails(pds_uud_enc, &h, UB_EINVAL);
+}
+
+/* ---- LINK (softub) ---------------------------------------------------------- */
+
+/* type 31, next header 15 (the extension), ROD; reserved; the receiver's incarnation */
+static const uint8_t v_link[] = {0xff, 0x81, 0x00, 0x00, 0xde, 0xad, 0xbe, 0xef};
+
+static void test_link_vector(void **state)
+{
+    (void)state;
+    struct ub__pds_link h = {UB_PDS_NH_SOFTUB_EXT, UB_PDS_LINK_F_ROD, 0xdeadbeef};
+    check_both(pds_link_enc, pds_link_dec, &h, sizeof(h), v_link, sizeof(v_link));
+    struct ub__pds_hdr any = {.type = UB_PDS_TYPE_LINK, .u.link = h};
+    check_both(pds_enc, pds_dec, &any, sizeof(any), v_link, sizeof(v_link));
+    assert_int_equal(ub__pds_hdr_size(UB_PDS_TYPE_LINK, 0), UB_PDS_LINK_SIZE);
+    uint8_t m[8];
+    size_t n = sizeof(v_link);
+    wire_check_decode_fails(pds_link_dec, wire_mutate(m, v_link, n, 1, 0x02), n, UB_EBADMSG);
+    wire_check_decode_fails(pds_link_dec, wire_mutate(m, v_link, n, 2, 0x01), n, UB_EBADMSG);
+    wire_check_decode_fails(pds_link_dec, wire_mutate(m, v_link, n, 3, 0x80), n, UB_EBADMSG);
+    wire_check_decode_fails(pds_link_dec, v_link, 7, UB_ETRUNC);
+    h.next_hdr = 9;
+    wire_check_encode_fails(pds_link_enc, &h, UB_EINVAL);
+    h.next_hdr = UB_PDS_NH_REQ_STD;
+    h.flags = 0x02;
+    wire_check_encode_fails(pds_link_enc, &h, UB_EINVAL);
+    h.flags = 0x80;
+    wire_check_encode_fails(pds_link_enc, &h, UB_EOVERFLOW);
 }
 
 /* ---- ACK family ------------------------------------------------------------ */
@@ -542,7 +571,8 @@ static void test_generic_reserved_types(void **state)
         uint8_t b[64] = {0};
         b[0] = (uint8_t)(t << 3);
         size_t size = ub__pds_hdr_size((uint8_t)t, 0);
-        bool known = t >= UB_PDS_TYPE_RUD_REQ && t <= UB_PDS_TYPE_ROD_CC_REQ;
+        bool known =
+            (t >= UB_PDS_TYPE_RUD_REQ && t <= UB_PDS_TYPE_ROD_CC_REQ) || t == UB_PDS_TYPE_LINK;
         assert_int_equal(size != 0, known);
         if (!known)
             wire_check_decode_fails(pds_dec, b, sizeof(b), UB_EBADMSG);
@@ -596,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_req_encode_errors),
         cmocka_unit_test(test_rudi_vector),
         cmocka_unit_test(test_uud_vector),
+        cmocka_unit_test(test_link_vector),
         cmocka_unit_test(test_ack_vector),
         cmocka_unit_test(test_ack_epsn_vector),
         cmocka_unit_test(test_ack_cc_nscc_vector),
