@@ -163,6 +163,9 @@ struct ub_context_stats {
     uint64_t rx_ce, acks_ecn_rx;
     /* udp with ring=1: datagrams taken from the packet ring (docs/device-udp.md). */
     uint64_t rx_udp_ring;
+    /* Packets to and from shm peers without transport contexts (docs/pds.md, "The link
+     * path"), and those dropped as meant for an earlier process under this shm id. */
+    uint64_t tx_link, rx_link, rx_link_stale;
 };
 int ub_context_stats(ub_context *ctx, struct ub_context_stats *out);
 

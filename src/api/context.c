@@ -516,6 +516,9 @@ UB_EXPORT int ub_context_stats(ub_context *ctx, struct ub_context_stats *out)
         out->rx_ce = ps->rx_ce;
         out->acks_ecn_rx = ps->acks_ecn_rx;
         out->peers_failed = ps->pdc_failed;
+        out->tx_link = ps->tx_link;
+        out->rx_link = ps->rx_link;
+        out->rx_link_stale = ps->rx_link_stale;
         out->rx_malformed += ps->rx_malformed;
     }
     out->num_paths = ub__dev_num_paths(ctx->dev);

@@ -157,8 +157,10 @@ static inline bool ub__pds_link_peer(const struct ub__pds_cfg *cfg, const struct
 struct ub__pds_stats {
     uint64_t tx_pkts, tx_bytes; /* first transmissions of data packets */
     uint64_t tx_direct;         /* of them, emitted as they were sent (ub__pds_tx.now) */
-    uint64_t tx_link, rx_link;  /* LINK packets sent / delivered (cfg.link; not in the above) */
-    uint64_t retx_pkts;         /* retransmissions */
+    /* LINK packets (cfg.link; not in the above): sent, delivered, dropped as meant for an
+     * earlier incarnation (not in rx_stale). */
+    uint64_t tx_link, rx_link, rx_link_stale;
+    uint64_t retx_pkts; /* retransmissions */
     uint64_t retx_rto, retx_fast, retx_nack, retx_probe;
     uint64_t spurious_retx; /* retransmissions whose original had arrived (seen at target) */
     uint64_t rx_pkts;       /* data packets delivered up */

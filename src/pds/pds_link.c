@@ -144,7 +144,7 @@ void ub__pds_on_link(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__
     }
     uint32_t dst_inc = d->pds.u.link.dst_inc;
     if (dst_inc && dst_inc != pds->incarnation) { /* meant for this id's predecessor */
-        pds->st.rx_stale++;
+        pds->st.rx_link_stale++;
         return;
     }
     peer_learn(pds, &pkt->addr, d->ext.incarnation);

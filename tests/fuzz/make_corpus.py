@@ -22,6 +22,7 @@ ROD_SYN = h("1894 0005 a0b0c0d0 0007 8123")
 RUD_CC = h("6900 0000 00000001 0002 0003 44 556677")
 RUDI_RESP = h("2a30 0000 deadbeef")
 UUD = h("3180 0000")
+LINK = h("ff81 0000 0a0b0c0d")  # softub: shm without a PDC; ROD, the receiver's incarnation
 ACK = h("3a24 0003 00000100 0102 0304")
 ACK_OWN = h("3f81 0003 00000100 0102 0304")
 ACK_EPSN = h("3840 0000 00000010 0001 0002 12345678")
@@ -112,6 +113,8 @@ CORPUS = {
         "ctrl_neg": CTRL_NEG,
         "bad_reserved_type": flip(RUD_REQ, 0, 0x68),
         "cut_ack_cc": ACK_CC_NSCC[:31],
+        "link": LINK,
+        "link_bad_rsvd": flip(LINK, 2, 0x01),
     },
     "fuzz_ses": {
         "std_som": bytes([3]) + STD_SOM,
@@ -153,6 +156,7 @@ CORPUS = {
         "ctrl": CTRL_PROBE,
         "tss_write": TSS_SSI + with_nh(RUD_REQ, 15) + EXT_RO + STD_SOM + bytes(16) + bytes(16),
         "uud_small": with_nh(UUD, 1) + SMALL + bytes(0x10),
+        "link_write": LINK + EXT_RO + STD_SOM + bytes([0x5C] * 16),
         "bad_len": with_nh(RUD_REQ, 3) + STD_MID + bytes(0xFF),
     },
     "fuzz_udp_ring": {
