@@ -122,9 +122,10 @@ struct ub__pds_cfg {
      * behind an 8-byte PDS header that names the receiver's incarnation as last heard from
      * it; no PSN, no ACK, no timer. Handed to the driver, a packet counts as acknowledged
      * (acked upcall): the carrier delivers it once and in order or the peer is gone, which
-     * the layer above's response bound reports. Received, one is delivered at once if it
-     * came over a lossless carrier (the device's word, not the packet's) and names this
-     * incarnation or none; others are counted (rx_stale, rx_malformed) and dropped.
+     * the layer above's response bound reports. Received (link on or off), one is delivered
+     * at once if it came over a lossless carrier (the device's word, not the packet's) and
+     * names this incarnation or none; others are counted (rx_link_stale, rx_malformed) and
+     * dropped.
      */
     bool link;
 };

@@ -137,8 +137,8 @@ void ub__pds_on_link(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__
                      uint64_t now)
 {
     /* Only a lossless carrier vouches for what PDS would otherwise check: over any other, a
-     * LINK packet is malformed. */
-    if (!d->has_ext || !ub__pds_link_peer(&pds->cfg, &pkt->addr)) {
+     * LINK packet is malformed. Taken with cfg.link off too: either side may keep PDCs. */
+    if (!d->has_ext || !ub__pds_lossless_peer(&pds->cfg, &pkt->addr)) {
         pds->st.rx_malformed++;
         return;
     }

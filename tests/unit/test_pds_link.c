@@ -3,7 +3,7 @@
  * packets, delivered at once and in order, acknowledged as they leave for the driver, with no
  * ACK, timer or PDC. Each names the receiver's incarnation as last heard from it: a restarted
  * peer drops what was meant for its predecessor. A LINK packet from any other carrier is
- * malformed.
+ * malformed; a receiver that keeps PDCs itself takes one all the same.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -229,11 +229,17 @@ static void test_only_a_lossless_carrier_vouches(void **state)
     carry(&b, &udp, out[0]);
     assert_int_equal(b.delivered, 0);
     assert_int_equal(ub__pds_stats(b.pds)->rx_malformed, 1);
-    /* To a receiver without the link path: malformed too. */
+    /* A receiver that keeps PDCs itself still takes it: either side may turn the path off. */
     assert_int_equal(k_send(&a, &c.addr, UB_PDS_RUD, 1, 1), 0);
     assert_int_equal(flush(&a, &c), 1);
-    assert_int_equal(c.delivered, 0);
-    assert_int_equal(ub__pds_stats(c.pds)->rx_malformed, 1);
+    assert_int_equal(c.delivered, 1);
+    /* ... and what it sends back goes through a PDC, which a's PDS serves as ever. */
+    assert_int_equal(k_send(&c, &a.addr, UB_PDS_RUD, 1, 1), 0);
+    assert_int_equal(flush(&c, &a), 1);
+    assert_int_equal(a.delivered, 1);
+    assert_int_equal(ub__pds_tpdc_count(a.pds), 1);
+    assert_int_equal(flush(&a, &c), 1); /* its ACK */
+    assert_int_equal(ub__pds_stats(c.pds)->acks_rx, 1);
     /* Towards a udp peer, or in the other modes, PDS goes on as ever. */
     assert_int_equal(k_send(&a, &udp, UB_PDS_RUD, 1, 1), 0);
     assert_int_equal(ub__pds_pull(a.pds, out, K_MAX, 0), 1);
