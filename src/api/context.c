@@ -365,6 +365,21 @@ UB_EXPORT int ub_context_close(ub_context *ctx)
     return 0;
 }
 
+/* Probes the shm peers; requests to one found dead or closed fail now. */
+static void shm_check(ub_context *ctx)
+{
+    struct ub__ctx *x = ub__ctx_of(ctx);
+    ub__shm_check_peers(x->shm);
+    uint16_t ids[16];
+    uint32_t n;
+    while ((n = ub__shm_take_gone(x->shm, ids, 16)) != 0)
+        for (uint32_t i = 0; i < n; i++) {
+            struct ub__addr a;
+            ub__shm_addr(&a, ids[i]);
+            ub__ses_peer_gone(&ctx->ses, &a);
+        }
+}
+
 int ub__ctx_progress_locked(ub_context *ctx)
 {
     struct ub__ctx *x = ub__ctx_of(ctx);
@@ -418,8 +433,10 @@ int ub__ctx_progress_locked(ub_context *ctx)
         ub__ses_tgt_gc(&ctx->ses, now);
         if (x->kind == UB_CTX_LOOP && !ub__list_empty(&ctx->net->zombies))
             ub__loopnet_reap(ctx->net, false);
-        if (x->shm && (ctx->drive_rounds & 65535) == 0)
-            ub__shm_check_peers(x->shm);
+        if (x->shm && now - x->shm_checked >= UB_API_SHM_CHECK_NS) {
+            x->shm_checked = now;
+            shm_check(ctx);
+        }
     }
     return n < 0 ? 0 : n;
 }

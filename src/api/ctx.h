@@ -30,6 +30,9 @@ enum ub__ctx_kind { UB_CTX_LOOP = 1, UB_CTX_UDP, UB_CTX_SHM, UB_CTX_MULTI };
 #define UB_API_PACER_BURST     65536 /* a real device's pacing burst (ub__pds_cfg.pacer_burst) */
 #define UB_API_PACER_BURST_NS  20000 /* ... or this long at the rate (pacer_burst_ns) */
 #define UB_API_ZC_MIN          2048  /* request payloads attached, not copied, from this size */
+/* A driving context probes its shm peers' processes at most this often: a dead one's
+ * requests fail then, not at the response bound (no transport context watches it). */
+#define UB_API_SHM_CHECK_NS 10000000
 
 /*
  * The context lock: a futex mutex that knows its owner, so a thread may take it again (API
@@ -98,6 +101,7 @@ struct ub__ctx {
     enum ub__ctx_kind kind;
     struct ub__dev *udp, *shm; /* the devices under c.dev (one of them is c.dev unless MULTI) */
     struct ub__addr shm_addr;  /* alternative address advertised in descriptors (MULTI) */
+    uint64_t shm_checked;      /* when the shm peers were last probed */
     uint32_t host_id;          /* this host's boot id hash: shm peers must share it */
     /*
      * Held output (hold.c): in manual progress a round that produced completion records

@@ -54,6 +54,7 @@
 #define SHM_DRAIN_MAX   16           /* FIFO reads per drain */
 #define SHM_FULL_PROBE  64           /* full-lane hits per liveness probe of the receiver */
 #define SHM_FLAG_WAKE   1u
+#define SHM_GONE_MAX    64 /* dead peers remembered until taken (more: the oldest stay) */
 #define SHM_DEFAULT_DIR "/dev/shm"
 
 enum { SHM_INIT = 0, SHM_READY = 1, SHM_CLOSED = 2 };
@@ -153,6 +154,8 @@ struct shm_dev {
     uint32_t tab_mask, npeers;
     uint64_t tick;
     struct ub__shm_stats st;
+    uint16_t gone[SHM_GONE_MAX]; /* ids of peers found gone, for ub__shm_take_gone */
+    uint32_t ngone;
 };
 
 static const struct ub__dev_ops shm_ops;
@@ -843,13 +846,21 @@ static bool peer_gone(const struct shm_peer *pe)
            !owner_alive(pe->fd);
 }
 
+/* pe's receiver is dead or closed: detached, and its id kept for ub__shm_take_gone. */
+static void peer_dead(struct shm_dev *s, struct shm_peer *pe)
+{
+    if (s->ngone < SHM_GONE_MAX)
+        s->gone[s->ngone++] = pe->id;
+    detach(s, pe);
+    s->st.peer_dead++;
+}
+
 /* The peer for id, attaching on first use; a closed receiver is dropped and looked up again. */
 static struct shm_peer *get_peer(struct shm_dev *s, uint16_t id)
 {
     struct shm_peer *pe = peer_find(s, id);
     if (pe && atomic_load_explicit(&pe->hdr->state, memory_order_acquire) != SHM_READY) {
-        detach(s, pe);
-        s->st.peer_dead++;
+        peer_dead(s, pe);
         pe = NULL;
     }
     if (!pe && attach(s, id, &pe) != 0)
@@ -910,8 +921,7 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
              * caller retries a full lane every round, so the liveness probe (a system
              * call) runs on the first hit and then every SHM_FULL_PROBE-th. */
             if ((cur->full++ % SHM_FULL_PROBE) == 0 && peer_gone(cur)) {
-                detach(s, cur);
-                s->st.peer_dead++;
+                peer_dead(s, cur);
                 cur = NULL;
                 s->st.tx_unreach++;
                 ub__pkt_free(p);
@@ -1259,10 +1269,21 @@ int ub__shm_check_peers(struct ub__dev *dev)
     int n = 0;
     for (uint32_t i = 0; i < s->cfg.max_peers; i++)
         if (s->peers[i].used && peer_gone(&s->peers[i])) {
-            detach(s, &s->peers[i]);
-            s->st.peer_dead++;
+            peer_dead(s, &s->peers[i]);
             n++;
         }
+    return n;
+}
+
+uint32_t ub__shm_take_gone(struct ub__dev *dev, uint16_t *ids, uint32_t max)
+{
+    if (!dev || dev->ops != &shm_ops)
+        return 0;
+    struct shm_dev *s = shm_of(dev);
+    uint32_t n = UB_MIN(max, s->ngone);
+    memcpy(ids, s->gone, n * sizeof(*ids));
+    memmove(s->gone, s->gone + n, (s->ngone - n) * sizeof(*ids));
+    s->ngone -= n;
     return n;
 }
 

@@ -143,6 +143,13 @@ int ub__shm_peer_cma(struct ub__dev *dev, const struct ub__addr *dst, pid_t *pid
 int ub__shm_check_peers(struct ub__dev *dev);
 
 /*
+ * The ids of peers found dead or closed since the last call (by the probe above, a full
+ * lane's probe or a send that found the receiver closed), up to max; returns how many. The
+ * layers above fail what waits on them (no transport context watches a shm peer).
+ */
+uint32_t ub__shm_take_gone(struct ub__dev *dev, uint16_t *ids, uint32_t max);
+
+/*
  * Single copy between this process's iov and [remote, remote + total) in
  * process pid (process_vm_readv / writev), all of it or an error:
  * UB_ENOTSUP when not permitted (or unsupported), UB_EUNREACH when pid is

@@ -526,6 +526,8 @@ static inline void ub__ses_wr_release(ub_jfs *jfs, uint16_t idx)
 void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now);
 void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now);
+/* dst is gone (a shm peer's process died): every request to it completes PEER_UNREACHABLE. */
+void ub__ses_peer_gone(struct ub__tl *s, const struct ub__addr *dst);
 /* The active request (stream, seq) of this context, or NULL. */
 struct ub__wr *ub__ses_pending(struct ub__tl *s, uint16_t stream, uint32_t seq);
 /* A target's DEFER_RTR for the request whose restart token is token. */

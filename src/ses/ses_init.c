@@ -1166,7 +1166,7 @@ void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
 
 /* The peer failed (unreachable or restarted): every request to it fails, whatever JFS or
  * stream it is on, including requests PDS delivered long ago that wait for a response. */
-static void fail_peer(struct ub__tl *s, const struct ub__addr *dst)
+void ub__ses_peer_gone(struct ub__tl *s, const struct ub__addr *dst)
 {
     s->st.peer_failed++;
     struct ub__list *it;
@@ -1206,7 +1206,7 @@ void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now)
         ub__async_push(s->ctx, UB_ASYNC_PEER_RESTARTED, UB_ESTALE, arg);
     }
     if (err == UB_ESTALE || err == UB_EUNREACH) {
-        fail_peer(s, &dst);
+        ub__ses_peer_gone(s, &dst);
         return;
     }
     /* Anything else: this stream's order state is in doubt; every request on it fails. */

@@ -1348,6 +1348,11 @@ static void test_stale_reclaim(void **state)
     assert_int_equal(sp.peer_dead, 1);
     assert_int_equal(sp.tx_unreach, 1);
     assert_int_equal(sp.peers, 0);
+    /* ... and named once for the layers above. */
+    uint16_t gone[4];
+    assert_int_equal(ub__shm_take_gone(p, gone, 4), 1);
+    assert_int_equal(gone[0], id);
+    assert_int_equal(ub__shm_take_gone(p, gone, 4), 0);
 
     /* Opening the id reclaims the stale object. */
     char spec[32];
@@ -1370,6 +1375,8 @@ static void test_stale_reclaim(void **state)
     raw_fill(q, 0, 4, (uint16_t)id);
     assert_int_equal(ub__dev_send(p, &q, 1), 1);
     assert_int_equal(stats_of(p).peer_dead, 2);
+    assert_int_equal(ub__shm_take_gone(p, gone, 4), 1);
+    assert_int_equal(gone[0], id);
     ub__dev_close(p);
     ub__pktpool_fini(&pool);
 }
