@@ -411,20 +411,19 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
     return 0;
 }
 
-static void deliver_uud(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d,
-                        uint64_t now)
+void ub__pds_deliver_nopdc(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d,
+                           uint8_t mode, uint64_t now)
 {
     struct ub__pds_rx rx = {
         .src = &p->addr,
         .incarnation = d->has_ext ? d->ext.incarnation : 0,
-        .mode = UB_PDS_UUD,
+        .mode = mode,
         .path = p->path,
         .ecn = p->ecn,
         .hdr = d,
         .payload = p->data + d->payload_off,
         .payload_len = (uint32_t)d->payload_len,
     };
-    pds->st.rx_pkts++;
     if (pds->up && pds->up->deliver)
         pds->up->deliver(pds->up_arg, &rx, now);
 }
@@ -452,7 +451,8 @@ int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wir
     case UB_PDS_TYPE_UUD_REQ:
         if (!d->has_ext) /* the engine's own datagram service */
             return 0;
-        deliver_uud(pds, pkt, d, now);
+        pds->st.rx_pkts++;
+        ub__pds_deliver_nopdc(pds, pkt, d, UB_PDS_UUD, now);
         return 1;
     case UB_PDS_TYPE_LINK:
         ub__pds_on_link(pds, pkt, d, now);

@@ -310,6 +310,21 @@ uint32_t ub__pds_link_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t 
 uint32_t ub__pds_link_flatten(struct ub__pds *pds, uint64_t cookie);
 
 /* pds.c */
+/* p, whose headers parsed as d, goes up as it is, without a PDC (UUD, LINK). */
+void ub__pds_deliver_nopdc(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d,
+                           uint8_t mode, uint64_t now);
+/* Flattens the packets from p on (through pkt->next) with attached payloads and this cookie;
+ * returns how many. */
+static inline uint32_t ub__pds_flatten_list(struct ub__pkt *p, uint64_t cookie)
+{
+    uint32_t n = 0;
+    for (; p; p = p->next)
+        if (p->xlen && p->tag == cookie) {
+            ub__pkt_flatten(p);
+            n++;
+        }
+    return n;
+}
 uint64_t ub__pds_host_key(const struct ub__addr *a);
 /* The ipdc_by_dev key of a device: its host and its PDS incarnation. */
 static inline uint64_t ub__pds_dev_key(const struct ub__addr *a, uint32_t incarnation)

@@ -123,12 +123,7 @@ uint32_t ub__pds_link_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t 
 
 uint32_t ub__pds_link_flatten(struct ub__pds *pds, uint64_t cookie)
 {
-    uint32_t n = 0;
-    for (struct ub__pkt *p = pds->link_head; p; p = p->next)
-        if (p->xlen && p->tag == cookie) {
-            ub__pkt_flatten(p);
-            n++;
-        }
+    uint32_t n = ub__pds_flatten_list(pds->link_head, cookie);
     pds->st.zc_flattened += n;
     return n;
 }
@@ -148,17 +143,7 @@ void ub__pds_on_link(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__
         return;
     }
     peer_learn(pds, &pkt->addr, d->ext.incarnation);
-    struct ub__pds_rx rx = {
-        .src = &pkt->addr,
-        .incarnation = d->ext.incarnation,
-        .mode = (d->pds.u.link.flags & UB_PDS_LINK_F_ROD) ? UB_PDS_ROD : UB_PDS_RUD,
-        .path = pkt->path,
-        .ecn = pkt->ecn,
-        .hdr = d,
-        .payload = pkt->data + d->payload_off,
-        .payload_len = (uint32_t)d->payload_len,
-    };
     pds->st.rx_link++;
-    if (pds->up && pds->up->deliver)
-        pds->up->deliver(pds->up_arg, &rx, now);
+    ub__pds_deliver_nopdc(pds, pkt, d,
+                          (d->pds.u.link.flags & UB_PDS_LINK_F_ROD) ? UB_PDS_ROD : UB_PDS_RUD, now);
 }

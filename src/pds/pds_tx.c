@@ -193,11 +193,7 @@ uint32_t ub__pds_flatten(struct ub__pds *pds, const struct ub__addr *dst, uint8_
             n++;
         }
     }
-    for (struct ub__pkt *p = c->q_head; p; p = p->next)
-        if (p->xlen && p->tag == cookie) {
-            ub__pkt_flatten(p);
-            n++;
-        }
+    n += ub__pds_flatten_list(c->q_head, cookie);
     pds->st.zc_flattened += n;
     return n;
 }
