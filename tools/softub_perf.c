@@ -466,6 +466,10 @@ static void print_transport(const struct ub_context_stats *st)
            "; CE marks received %" PRIu64 ", echoed to us %" PRIu64 "\n",
            st->retx_rto, st->rto_fired, st->rto_undone, st->retx_fast, st->retx_nack,
            st->retx_probe, st->rx_ce, st->acks_ecn_rx);
+    if (st->tx_link || st->rx_link)
+        printf(" # shm without transport contexts: packets sent %" PRIu64 ", received %" PRIu64
+               ", stale dropped %" PRIu64 "\n",
+               st->tx_link, st->rx_link, st->rx_link_stale);
 }
 
 static int server(struct opts *o)
@@ -712,9 +716,10 @@ static int client(struct opts *o)
                 ",\"retransmits\":%" PRIu64 ",\"rx_drops\":%" PRIu64 ",\"retx_rto\":%" PRIu64
                 ",\"retx_fast\":%" PRIu64 ",\"retx_nack\":%" PRIu64 ",\"retx_probe\":%" PRIu64
                 ",\"rto_fired\":%" PRIu64 ",\"rto_undone\":%" PRIu64 ",\"rx_ce\":%" PRIu64
-                ",\"acks_ecn_rx\":%" PRIu64 "}}\n",
+                ",\"acks_ecn_rx\":%" PRIu64 ",\"tx_link\":%" PRIu64 ",\"rx_link\":%" PRIu64 "}}\n",
                 st.tx_pkts, st.rx_pkts, st.retransmits, st.dev_rx_drops, st.retx_rto, st.retx_fast,
-                st.retx_nack, st.retx_probe, st.rto_fired, st.rto_undone, st.rx_ce, st.acks_ecn_rx);
+                st.retx_nack, st.retx_probe, st.rto_fired, st.rto_undone, st.rx_ce, st.acks_ecn_rx,
+                st.tx_link, st.rx_link);
         if (js.buf)
             fputs(js.buf, stdout);
     } else {

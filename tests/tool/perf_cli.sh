@@ -104,10 +104,24 @@ if start_server "$WORK/json.srv" atomic_lat; then
 fi
 wait "$SRV" || true
 SRV=""
-if printf '%s' "$json" | grep -q '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\],"transport":{"tx_pkts":[1-9][0-9]*,"rx_pkts":[0-9]*,"retransmits":[0-9]*,"rx_drops":[0-9]*,"retx_rto":[0-9]*,"retx_fast":[0-9]*,"retx_nack":[0-9]*,"retx_probe":[0-9]*,"rto_fired":[0-9]*,"rto_undone":[0-9]*,"rx_ce":[0-9]*,"acks_ecn_rx":[0-9]*}}$'; then
+if printf '%s' "$json" | grep -q '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\],"transport":{"tx_pkts":[1-9][0-9]*,"rx_pkts":[0-9]*,"retransmits":[0-9]*,"rx_drops":[0-9]*,"retx_rto":[0-9]*,"retx_fast":[0-9]*,"retx_nack":[0-9]*,"retx_probe":[0-9]*,"rto_fired":[0-9]*,"rto_undone":[0-9]*,"rx_ce":[0-9]*,"acks_ecn_rx":[0-9]*,"tx_link":0,"rx_link":0}}$'; then
     echo "ok   json"
 else
     echo "FAIL json: $json"
+    fails=$((fails + 1))
+fi
+
+# over shm the packets go on the link path (no transport contexts), and the JSON says so
+json=""
+if start_server "$WORK/jshm.srv" send_lat -d shm; then
+    json=$(timeout 30 "$PERF" send_lat -d shm --json -n 10 -p "$PORT" --timeout 5000 127.0.0.1 || true)
+fi
+wait "$SRV" || true
+SRV=""
+if printf '%s' "$json" | grep -q '"retransmits":0,.*"tx_link":[1-9][0-9]*,"rx_link":[1-9][0-9]*}}$'; then
+    echo "ok   json shm"
+else
+    echo "FAIL json shm: $json"
     fails=$((fails + 1))
 fi
 
