@@ -18,6 +18,12 @@ static void set_defaults(struct ub__engine_cfg *c)
         c->txq_cap = UB_ENGINE_DEFAULT_TXQ;
 }
 
+static void hold_fire(struct ub__timer *t, uint64_t now)
+{
+    (void)now;
+    UB_CONTAINER_OF(t, struct ub__engine, hold_timer)->held_parked = false;
+}
+
 int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
 {
     memset(e, 0, sizeof(*e));
@@ -39,6 +45,7 @@ int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
     rc = ub__ring_init(&e->held, e->cfg.txq_cap);
     if (rc)
         goto fail_held;
+    ub__timer_init(&e->hold_timer, hold_fire);
     rc = ub__ring_init(&e->rx_later, UB_ENGINE_YIELD_REST);
     if (rc)
         goto fail_later;
@@ -63,6 +70,7 @@ fail_pool:
 
 void ub__engine_fini(struct ub__engine *e)
 {
+    ub__timer_cancel(&e->timers, &e->hold_timer);
     if (e->pds) /* a context may have torn PDS down early (ub_context_close) */
         ub__pds_destroy(e->pds, 0);
     struct ub__pkt *p;
@@ -432,14 +440,23 @@ uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t
 {
     uint32_t n = 0, h = 0;
     struct ub__pkt *p;
+    if (e->held_parked) /* nothing overtakes the held packets: all waits for hold_timer */
+        return 0;
+    e->held_slow = false;
+    e->out_now = now;
     while (h < max && (p = ub__ring_pop(&e->held)) != NULL) {
         /* A receiver alive but not draining (stopped) must not keep us spinning: past the
-         * bound the packet is dropped, and PDS's timer takes over as for any loss. Not on the
-         * link path, where nothing would repair it: there the response bound above decides. */
-        if (now - p->ts > UB_ENGINE_HOLD_MAX_NS && !e->cfg.pds.link) {
-            e->stats.tx_hold_expired++;
-            ub__pkt_free(p);
-            continue;
+         * bound the packet is dropped, and PDS's timer takes over as for any loss. On the
+         * link path nothing would repair it: kept, tried once per UB_ENGINE_HOLD_RETRY_NS
+         * (ub__engine_requeue), until the peer drains or is found gone. */
+        if (now - p->ts > UB_ENGINE_HOLD_MAX_NS) {
+            if (e->cfg.pds.link) {
+                e->held_slow = true;
+            } else {
+                e->stats.tx_hold_expired++;
+                ub__pkt_free(p);
+                continue;
+            }
         }
         pkts[h++] = p; /* counted when first handed out */
     }
@@ -472,6 +489,11 @@ uint32_t ub__engine_requeue(struct ub__engine *e, struct ub__pkt *const *pkts, u
             room = false;
         ub__pkt_free(pkts[i]);
         dropped++;
+    }
+    if (e->held_slow && ub__ring_count(&e->held)) { /* refused past the bound: park */
+        e->held_parked = true;
+        e->stats.tx_hold_parked++;
+        ub__timer_arm(&e->timers, &e->hold_timer, e->out_now + UB_ENGINE_HOLD_RETRY_NS);
     }
     return dropped;
 }

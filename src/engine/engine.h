@@ -69,6 +69,9 @@ struct ub__engine_cfg {
 #define UB_ENGINE_HEADROOM      (64 + 256)
 #define UB_ENGINE_BUNDLE_MEMBER 1024        /* packets up to this size are bundled */
 #define UB_ENGINE_HOLD_MAX_NS   10000000ull /* a refused shm datagram is retried this long */
+/* ... then, on the link path (kept, not dropped), once per this long: a receiver that does
+ * not drain must not keep a progress thread spinning. */
+#define UB_ENGINE_HOLD_RETRY_NS 1000000ull
 /* A yield is honoured only when at most this many received datagrams are left behind:
  * a ping-pong's batch (the request, a response, an ACK), never a stream's. */
 #define UB_ENGINE_YIELD_REST 4
@@ -91,6 +94,7 @@ struct ub__engine_stats {
     uint64_t tx_nobufs;       /* sends refused: the packet pool was empty */
     uint64_t tx_held;         /* datagrams a full shm lane gave back, kept for the next output */
     uint64_t tx_hold_expired; /* of those, dropped after UB_ENGINE_HOLD_MAX_NS still refused */
+    uint64_t tx_hold_parked;  /* link path: outputs held back UB_ENGINE_HOLD_RETRY_NS instead */
     uint64_t timers_fired;
     uint64_t tx_bundles, tx_bundled; /* bundles sent, packets inside them */
     uint64_t rx_bundles, rx_bundled; /* well-formed bundles received, packets inside them */
@@ -121,6 +125,11 @@ struct ub__engine {
     struct ub__pktpool pool;
     struct ub__ring txq;
     struct ub__ring held; /* given back by the driver (a full shm lane): out first, in order */
+    /* Link path: the held packets were refused past UB_ENGINE_HOLD_MAX_NS; nothing leaves
+     * (they go first) until hold_timer fires. held_slow: the last output handed such out. */
+    struct ub__timer hold_timer;
+    bool held_parked, held_slow;
+    uint64_t out_now; /* the last output's time */
     struct ub__engine_stats stats;
     const struct ub__engine_upcalls *up;
     void *up_arg;
@@ -179,7 +188,8 @@ static inline bool ub__engine_rx_later(const struct ub__engine *e)
 /* Whether ub__engine_output has something to hand out now. */
 static inline bool ub__engine_pending(const struct ub__engine *e)
 {
-    return ub__ring_count(&e->held) || ub__ring_count(&e->txq) || ub__pds_has_output(e->pds);
+    return !e->held_parked &&
+           (ub__ring_count(&e->held) || ub__ring_count(&e->txq) || ub__pds_has_output(e->pds));
 }
 
 /*

@@ -490,6 +490,57 @@ static void test_requeue(void **state)
     ub__engine_fini(&e);
 }
 
+/*
+ * On the link path a held shm packet is never dropped (nothing would repair it): refused past
+ * UB_ENGINE_HOLD_MAX_NS, the output parks (nothing pending, nothing handed out, so a progress
+ * thread sleeps) until a timer UB_ENGINE_HOLD_RETRY_NS later, then offers it again, first.
+ */
+static void test_requeue_link_parks(void **state)
+{
+    (void)state;
+    struct ub__engine e;
+    struct ub__engine_cfg ec = {.seed = 1};
+    ec.pds.link = true;
+    assert_int_equal(ub__engine_init(&e, &ec), 0);
+    struct ub__addr shm;
+    memset(&shm, 0, sizeof(shm));
+    shm.family = UB_AF_SHM;
+    shm.port = 9;
+    uint8_t b = 7;
+    assert_int_equal(ub__engine_dgram_send(&e, &shm, 0, 0, 0, &b, 1, 0), 0);
+    struct ub__pkt *out[4];
+    assert_int_equal(ub__engine_output(&e, out, 4, 0), 1);
+    assert_int_equal(ub__engine_requeue(&e, out, 1), 0);
+    /* Within the bound: offered again at once. */
+    assert_true(ub__engine_pending(&e));
+    assert_int_equal(ub__engine_output(&e, out, 4, 1000), 1);
+    assert_int_equal(ub__engine_requeue(&e, out, 1), 0);
+    assert_false(e.held_parked);
+    /* Past it: kept, offered, refused again -> parked until the retry. */
+    uint64_t t = UB_ENGINE_HOLD_MAX_NS + 1000;
+    assert_int_equal(ub__engine_output(&e, out, 4, t), 1);
+    assert_int_equal(ub__engine_requeue(&e, out, 1), 0);
+    assert_int_equal(e.stats.tx_hold_expired, 0);
+    assert_int_equal(e.stats.tx_hold_parked, 1);
+    assert_false(ub__engine_pending(&e));
+    b = 8; /* a newer one waits behind it */
+    assert_int_equal(ub__engine_dgram_send(&e, &shm, 0, 0, 0, &b, 1, t), 0);
+    assert_false(ub__engine_pending(&e));
+    assert_int_equal(ub__engine_output(&e, out, 4, t + 10), 0);
+    assert_int_equal(ub__engine_next_deadline(&e), t + UB_ENGINE_HOLD_RETRY_NS);
+    ub__engine_expire(&e, t + UB_ENGINE_HOLD_RETRY_NS);
+    assert_true(ub__engine_pending(&e));
+    assert_int_equal(ub__engine_output(&e, out, 4, t + UB_ENGINE_HOLD_RETRY_NS), 2);
+    for (int i = 0; i < 2; i++) {
+        struct ub__wire_dgram d;
+        assert_int_equal(ub__wire_parse_datagram(&d, out[i]->data, out[i]->len, 0), 0);
+        assert_int_equal(out[i]->data[d.payload_off], 7 + i); /* the held one first */
+        ub__pkt_free(out[i]);
+    }
+    assert_false(ub__engine_pending(&e));
+    ub__engine_fini(&e);
+}
+
 /* A service that asks the engine to yield after a datagram whose immediate data is 1. */
 struct yield_log {
     struct ub__engine *e;
@@ -832,12 +883,19 @@ static void test_drive_one_first(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dgram_bytes),      cmocka_unit_test(test_send_errors),
-        cmocka_unit_test(test_requeue),          cmocka_unit_test(test_malformed_and_unsupported),
-        cmocka_unit_test(test_bundles),          cmocka_unit_test(test_bundles_any_path),
-        cmocka_unit_test(test_bundle_after_ack), cmocka_unit_test(test_testbed_deterministic),
-        cmocka_unit_test(test_testbed_time),     cmocka_unit_test(test_yield),
-        cmocka_unit_test(test_yield_bundle),     cmocka_unit_test(test_drive_one_first),
+        cmocka_unit_test(test_dgram_bytes),
+        cmocka_unit_test(test_send_errors),
+        cmocka_unit_test(test_requeue),
+        cmocka_unit_test(test_requeue_link_parks),
+        cmocka_unit_test(test_malformed_and_unsupported),
+        cmocka_unit_test(test_bundles),
+        cmocka_unit_test(test_bundles_any_path),
+        cmocka_unit_test(test_bundle_after_ack),
+        cmocka_unit_test(test_testbed_deterministic),
+        cmocka_unit_test(test_testbed_time),
+        cmocka_unit_test(test_yield),
+        cmocka_unit_test(test_yield_bundle),
+        cmocka_unit_test(test_drive_one_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
