@@ -50,6 +50,39 @@ static void test_names(void **state)
     assert_int_equal(ub_context_open("shm://1?bogus=1", &ca, &c), UB_EINVAL);
 }
 
+/*
+ * One side keeps transport contexts over shm (SOFTUB_LINK=0), the other takes the link path:
+ * every operation still works, each side sending its own way and taking the other's.
+ */
+static void test_link_mixed(void **state)
+{
+    (void)state;
+    struct node a, b;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    setenv("SOFTUB_LINK", "0", 1);
+    int rc = node_open(&a, "shm://0", &ca);
+    unsetenv("SOFTUB_LINK");
+    assert_int_equal(rc, 0);
+    assert_int_equal(node_open(&b, "shm://0", &ca), 0);
+    t_every_op_post(&b);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    t_every_op(&a, &b, &p, b.mem);
+    assert_int_equal(t_every_op_check(&b, &a), 0);
+    struct ub_context_stats sa, sb;
+    ub_context_stats(a.ctx, &sa);
+    ub_context_stats(b.ctx, &sb);
+    assert_int_equal(sa.tx_link, 0); /* a's requests through a PDC ... */
+    assert_true(sa.rx_link > 0);     /* ... b's responses on the link path */
+    assert_true(sb.tx_link > 0);
+    assert_int_equal(sb.rx_link, 0);
+    assert_int_equal(sa.rx_malformed + sb.rx_malformed, 0);
+    node_close(&a);
+    node_close(&b);
+}
+
 /* Both sides open udp + shm: traffic between them goes through shared memory. */
 static void test_auto_choice(void **state)
 {
@@ -323,6 +356,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_across_processes),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_link_mixed),
         cmocka_unit_test(test_auto_choice),
         cmocka_unit_test(test_auto_choice_fd_lazy),
         cmocka_unit_test(test_busy_poll_no_wakeups),
