@@ -315,6 +315,21 @@ static inline int t_every_op_check(struct node *b, struct node *other)
     return ok == 3 ? 0 : -1;
 }
 
+/* Every operation from a to b, both in this process (b progressed while a waits); b's
+ * descriptors in d when d is not NULL. */
+static inline void t_every_op_local(struct node *a, struct node *b, uint8_t *d)
+{
+    uint8_t own[NODE_DESC];
+    if (!d)
+        d = own;
+    t_every_op_post(b);
+    node_export(b, d);
+    struct peer p;
+    node_import(a, d, &p);
+    t_every_op(a, b, &p, b->mem);
+    assert_int_equal(t_every_op_check(b, a), 0);
+}
+
 /* Waits up to ms for a child; SIGKILLs it after that. Returns its exit code (or 128+sig). */
 static inline int t_reap(pid_t pid, int ms)
 {
