@@ -187,8 +187,9 @@ def main():
     for target, seeds in CORPUS.items():
         d = os.path.join(HERE, "corpus", target)
         os.makedirs(d, exist_ok=True)
-        for name in os.listdir(d):
-            os.remove(os.path.join(d, name))
+        for name in os.listdir(d):  # the seeds only: what the fuzzers found stays
+            if name.endswith(".bin"):
+                os.remove(os.path.join(d, name))
         for name, data in seeds.items():
             with open(os.path.join(d, name + ".bin"), "wb") as f:
                 f.write(data)
