@@ -97,33 +97,28 @@ run no_inline 10 write_lat -- write_lat -I 0 -n 20
 run spin 5 send_bw -- send_bw --spin -n 50 -s 1024
 run duration 5 read_bw -- read_bw -D 1 -s 1024
 
-# --json: one object with a results array
-json=""
-if start_server "$WORK/json.srv" atomic_lat; then
-    json=$(timeout 30 "$PERF" atomic_lat --json -n 10 -p "$PORT" --timeout 5000 127.0.0.1 || true)
-fi
-wait "$SRV" || true
-SRV=""
-if printf '%s' "$json" | grep -q '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\],"transport":{"tx_pkts":[1-9][0-9]*,"rx_pkts":[0-9]*,"retransmits":[0-9]*,"rx_drops":[0-9]*,"retx_rto":[0-9]*,"retx_fast":[0-9]*,"retx_nack":[0-9]*,"retx_probe":[0-9]*,"rto_fired":[0-9]*,"rto_undone":[0-9]*,"rx_ce":[0-9]*,"acks_ecn_rx":[0-9]*,"tx_link":0,"rx_link":0}}$'; then
-    echo "ok   json"
-else
-    echo "FAIL json: $json"
-    fails=$((fails + 1))
-fi
+# json_check NAME PATTERN TEST [OPTS...]: a server of TEST with OPTS and a --json client of
+# it; the client's output must match PATTERN (grep).
+json_check() {
+    local name=$1 pattern=$2 json=""
+    shift 2
+    if start_server "$WORK/$name.srv" "$@"; then
+        json=$(timeout 30 "$PERF" "$@" --json -n 10 -p "$PORT" --timeout 5000 127.0.0.1 || true)
+    fi
+    wait "$SRV" || true
+    SRV=""
+    if printf '%s' "$json" | grep -q "$pattern"; then
+        echo "ok   $name"
+    else
+        echo "FAIL $name: $json"
+        fails=$((fails + 1))
+    fi
+}
 
+# --json: one object with a results array
+json_check json '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\],"transport":{"tx_pkts":[1-9][0-9]*,"rx_pkts":[0-9]*,"retransmits":[0-9]*,"rx_drops":[0-9]*,"retx_rto":[0-9]*,"retx_fast":[0-9]*,"retx_nack":[0-9]*,"retx_probe":[0-9]*,"rto_fired":[0-9]*,"rto_undone":[0-9]*,"rx_ce":[0-9]*,"acks_ecn_rx":[0-9]*,"tx_link":0,"rx_link":0}}$' atomic_lat
 # over shm the packets go on the link path (no transport contexts), and the JSON says so
-json=""
-if start_server "$WORK/jshm.srv" send_lat -d shm; then
-    json=$(timeout 30 "$PERF" send_lat -d shm --json -n 10 -p "$PORT" --timeout 5000 127.0.0.1 || true)
-fi
-wait "$SRV" || true
-SRV=""
-if printf '%s' "$json" | grep -q '"retransmits":0,.*"tx_link":[1-9][0-9]*,"rx_link":[1-9][0-9]*}}$'; then
-    echo "ok   json shm"
-else
-    echo "FAIL json shm: $json"
-    fails=$((fails + 1))
-fi
+json_check json_shm '"retransmits":0,.*"tx_link":[1-9][0-9]*,"rx_link":[1-9][0-9]*}}$' send_lat -d shm
 
 # a mismatched test is refused by the server, and the client says so
 if ! start_server "$WORK/mm.srv" read_lat; then
