@@ -376,6 +376,7 @@ static void shm_check(ub_context *ctx)
         for (uint32_t i = 0; i < n; i++) {
             struct ub__addr a;
             ub__shm_addr(&a, ids[i]);
+            ub__pds_peer_gone(ctx->eng.pds, &a);
             ub__ses_peer_gone(&ctx->ses, &a);
         }
 }

@@ -303,6 +303,14 @@ uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, 
 /* Whether ub__pds_pull would return something now. */
 bool ub__pds_has_output(const struct ub__pds *pds);
 
+/*
+ * The carrier found the process behind dst gone (the shm device's probe): the link path
+ * forgets its incarnation, so that packets to whoever takes the id next name none (they
+ * would be dropped there as meant for the predecessor, and a restarted server never
+ * reached again).
+ */
+void ub__pds_peer_gone(struct ub__pds *pds, const struct ub__addr *dst);
+
 /* Packets queued or in flight on the context the last send went to (0 if none). */
 uint32_t ub__pds_last_outstanding(const struct ub__pds *pds);
 /* Packets queued or in flight towards dst in mode (0 if no context). */

@@ -71,6 +71,17 @@ static void peer_learn(struct ub__pds *pds, const struct ub__addr *src, uint32_t
     pds->link_last = lp;
 }
 
+void ub__pds_peer_gone(struct ub__pds *pds, const struct ub__addr *dst)
+{
+    struct ub__pds_link_peer *lp = peer_get(pds, dst);
+    if (!lp)
+        return;
+    if (pds->link_last == lp)
+        pds->link_last = NULL;
+    ub__hmap_del(&pds->link_peers, ub__addr_hash(dst, 0));
+    free(lp);
+}
+
 int ub__pds_link_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pkt *pkt,
                       uint32_t ext_len)
 {

@@ -293,6 +293,49 @@ static void test_peer_killed(void **state)
 }
 
 /*
+ * A server process at a named shm id is killed and started again under the same name: the
+ * client, which heard from the first one, reaches the second after at most a failed request
+ * or two (the old process found gone, its incarnation forgotten), never stays locked out by
+ * the link header's check.
+ */
+static void test_server_restarted(void **state)
+{
+    (void)state;
+    char uri[64];
+    snprintf(uri, sizeof(uri), "shm://softub-restart-%d", (int)getpid());
+    ub_bootstrap *bs;
+    uint8_t d[NODE_DESC];
+    pid_t pid = t_fork_target(uri, false, &bs, d);
+    struct node a;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL, .rsp_timeout_ms = 500};
+    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
+    struct peer p, q;
+    node_import(&a, d, &p);
+    t_fill(a.mem, 4096, 9);
+    struct ub_sge sg = {a.mem, 4096, a.seg};
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
+    assert_int_equal(t_run(&a, NULL, &wr), UB_CR_SUCCESS);
+    kill(pid, SIGKILL);
+    assert_true(t_reap(pid, 2000) == 128 + SIGKILL);
+    ub_bootstrap_close(bs);
+    pid = t_fork_target(uri, false, &bs, d);
+    node_import(&a, d, &q);
+    int st = -1, tries = 0;
+    while (st != UB_CR_SUCCESS && tries < 6) {
+        wr = t_rma(UB_OP_WRITE, &sg, q.ts, q.base);
+        wr.user_ctx = (uint64_t)++tries;
+        st = t_run(&a, NULL, &wr);
+        assert_true(st == UB_CR_SUCCESS || st == UB_CR_PEER_UNREACHABLE);
+    }
+    print_message("reached the restarted server after %d tries\n", tries);
+    assert_int_equal(st, UB_CR_SUCCESS);
+    assert_int_equal(ub_bootstrap_send(bs, "x", 1, N_BOOT_MS), 0);
+    assert_int_equal(t_reap(pid, 5000), 0);
+    ub_bootstrap_close(bs);
+    node_close(&a);
+}
+
+/*
  * Automatic progress: while its thread spins (within spin_us of work) it looks at the shm
  * lanes itself, so the traffic of a busy context costs no FIFO write; it asks for a wake-up
  * only in the round before it sleeps.
@@ -353,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_poll_only_sleeper_is_woken),
         cmocka_unit_test(test_full_lane_holds_back),
         cmocka_unit_test(test_peer_killed),
+        cmocka_unit_test(test_server_restarted),
         cmocka_unit_test(test_auto_progress_spins_without_wakeups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -211,6 +211,32 @@ static void test_restarted_peer_drops_what_was_meant_for_its_predecessor(void **
     rig_close(&b);
 }
 
+/* The other way round: the target restarts. What the initiator sends names the old one and
+ * is dropped, until the carrier reports the old process gone: then it names none. */
+static void test_restarted_target_reached_once_reported_gone(void **state)
+{
+    (void)state;
+    struct krig a, b, b2;
+    rig_open(&a, 1, 11, true);
+    rig_open(&b, 2, 22, true);
+    assert_int_equal(k_send(&b, &a.addr, UB_PDS_RUD, 1, 0), 0);
+    assert_int_equal(flush(&b, &a), 1); /* a heard b */
+    rig_close(&b);
+    rig_open(&b2, 2, 44, true);
+    assert_int_equal(k_send(&a, &b2.addr, UB_PDS_RUD, 1, 1), 0);
+    assert_int_equal(flush(&a, &b2), 1);
+    assert_int_equal(b2.delivered, 0);
+    assert_int_equal(ub__pds_stats(b2.pds)->rx_link_stale, 1);
+    ub__pds_peer_gone(a.pds, &b2.addr);
+    ub__pds_peer_gone(a.pds, &b2.addr); /* twice: nothing left to forget */
+    assert_int_equal(k_send(&a, &b2.addr, UB_PDS_RUD, 2, 2), 0);
+    assert_int_equal(flush(&a, &b2), 1);
+    assert_int_equal(b2.delivered, 1);
+    assert_int_equal(b2.seq[0], 2);
+    rig_close(&a);
+    rig_close(&b2);
+}
+
 static void test_only_a_lossless_carrier_vouches(void **state)
 {
     (void)state;
@@ -289,6 +315,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delivered_in_order_acked_as_they_leave),
         cmocka_unit_test(test_restarted_peer_drops_what_was_meant_for_its_predecessor),
+        cmocka_unit_test(test_restarted_target_reached_once_reported_gone),
         cmocka_unit_test(test_only_a_lossless_carrier_vouches),
         cmocka_unit_test(test_queued_payload_flattened_on_completion),
     };
