@@ -442,21 +442,16 @@ uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t
     struct ub__pkt *p;
     if (e->held_parked) /* nothing overtakes the held packets: all waits for hold_timer */
         return 0;
-    e->held_slow = false;
     e->out_now = now;
     while (h < max && (p = ub__ring_pop(&e->held)) != NULL) {
         /* A receiver alive but not draining (stopped) must not keep us spinning: past the
          * bound the packet is dropped, and PDS's timer takes over as for any loss. On the
          * link path nothing would repair it: kept, tried once per UB_ENGINE_HOLD_RETRY_NS
          * (ub__engine_requeue), until the peer drains or is found gone. */
-        if (now - p->ts > UB_ENGINE_HOLD_MAX_NS) {
-            if (e->cfg.pds.link) {
-                e->held_slow = true;
-            } else {
-                e->stats.tx_hold_expired++;
-                ub__pkt_free(p);
-                continue;
-            }
+        if (now - p->ts > UB_ENGINE_HOLD_MAX_NS && !e->cfg.pds.link) {
+            e->stats.tx_hold_expired++;
+            ub__pkt_free(p);
+            continue;
         }
         pkts[h++] = p; /* counted when first handed out */
     }
@@ -490,7 +485,10 @@ uint32_t ub__engine_requeue(struct ub__engine *e, struct ub__pkt *const *pkts, u
         ub__pkt_free(pkts[i]);
         dropped++;
     }
-    if (e->held_slow && ub__ring_count(&e->held)) { /* refused past the bound: park */
+    /* Link path: the oldest kept one (held ones keep their first time) was past the bound
+     * already at that output: park. */
+    const struct ub__pkt *old = ub__ring_peek(&e->held);
+    if (e->cfg.pds.link && old && e->out_now - old->ts > UB_ENGINE_HOLD_MAX_NS) {
         e->held_parked = true;
         e->stats.tx_hold_parked++;
         ub__timer_arm(&e->timers, &e->hold_timer, e->out_now + UB_ENGINE_HOLD_RETRY_NS);

@@ -126,9 +126,9 @@ struct ub__engine {
     struct ub__ring txq;
     struct ub__ring held; /* given back by the driver (a full shm lane): out first, in order */
     /* Link path: the held packets were refused past UB_ENGINE_HOLD_MAX_NS; nothing leaves
-     * (they go first) until hold_timer fires. held_slow: the last output handed such out. */
+     * (they go first) until hold_timer fires. */
     struct ub__timer hold_timer;
-    bool held_parked, held_slow;
+    bool held_parked;
     uint64_t out_now; /* the last output's time */
     struct ub__engine_stats stats;
     const struct ub__engine_upcalls *up;
