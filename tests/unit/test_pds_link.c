@@ -128,6 +128,13 @@ static uint32_t flush(struct krig *from, struct krig *to)
     return total;
 }
 
+/* One RUD packet from `from` carried to `to`. */
+static void pass_one(struct krig *from, struct krig *to, uint32_t seq, uint64_t cookie)
+{
+    assert_int_equal(k_send(from, &to->addr, UB_PDS_RUD, seq, cookie), 0);
+    assert_int_equal(flush(from, to), 1);
+}
+
 static void test_delivered_in_order_acked_as_they_leave(void **state)
 {
     (void)state;
@@ -182,8 +189,7 @@ static void test_restarted_peer_drops_what_was_meant_for_its_predecessor(void **
     struct krig a, b, a2;
     rig_open(&a, 1, 11, true);
     rig_open(&b, 2, 22, true);
-    assert_int_equal(k_send(&a, &b.addr, UB_PDS_RUD, 1, 1), 0);
-    assert_int_equal(flush(&a, &b), 1);
+    pass_one(&a, &b, 1, 1);
     /* b answers: its packet names a's incarnation. */
     assert_int_equal(k_send(&b, &a.addr, UB_PDS_RUD, 1, 0), 0);
     struct ub__pkt *out[K_MAX];
@@ -200,11 +206,9 @@ static void test_restarted_peer_drops_what_was_meant_for_its_predecessor(void **
     assert_int_equal(a2.delivered, 0);
     assert_int_equal(ub__pds_stats(a2.pds)->rx_link_stale, 1);
     /* Once the new one has spoken, b names it and its packets arrive. */
-    assert_int_equal(k_send(&a2, &b.addr, UB_PDS_RUD, 1, 1), 0);
-    assert_int_equal(flush(&a2, &b), 1);
+    pass_one(&a2, &b, 1, 1);
     assert_int_equal(b.inc[1], ub__pds_incarnation(a2.pds));
-    assert_int_equal(k_send(&b, &a2.addr, UB_PDS_RUD, 2, 0), 0);
-    assert_int_equal(flush(&b, &a2), 1);
+    pass_one(&b, &a2, 2, 0);
     assert_int_equal(a2.delivered, 1);
     assert_int_equal(a2.seq[0], 2);
     rig_close(&a2);
@@ -219,18 +223,15 @@ static void test_restarted_target_reached_once_reported_gone(void **state)
     struct krig a, b, b2;
     rig_open(&a, 1, 11, true);
     rig_open(&b, 2, 22, true);
-    assert_int_equal(k_send(&b, &a.addr, UB_PDS_RUD, 1, 0), 0);
-    assert_int_equal(flush(&b, &a), 1); /* a heard b */
+    pass_one(&b, &a, 1, 0); /* a heard b */
     rig_close(&b);
     rig_open(&b2, 2, 44, true);
-    assert_int_equal(k_send(&a, &b2.addr, UB_PDS_RUD, 1, 1), 0);
-    assert_int_equal(flush(&a, &b2), 1);
+    pass_one(&a, &b2, 1, 1);
     assert_int_equal(b2.delivered, 0);
     assert_int_equal(ub__pds_stats(b2.pds)->rx_link_stale, 1);
     ub__pds_peer_gone(a.pds, &b2.addr);
     ub__pds_peer_gone(a.pds, &b2.addr); /* twice: nothing left to forget */
-    assert_int_equal(k_send(&a, &b2.addr, UB_PDS_RUD, 2, 2), 0);
-    assert_int_equal(flush(&a, &b2), 1);
+    pass_one(&a, &b2, 2, 2);
     assert_int_equal(b2.delivered, 1);
     assert_int_equal(b2.seq[0], 2);
     rig_close(&a);
@@ -256,12 +257,10 @@ static void test_only_a_lossless_carrier_vouches(void **state)
     assert_int_equal(b.delivered, 0);
     assert_int_equal(ub__pds_stats(b.pds)->rx_malformed, 1);
     /* A receiver that keeps PDCs itself still takes it: either side may turn the path off. */
-    assert_int_equal(k_send(&a, &c.addr, UB_PDS_RUD, 1, 1), 0);
-    assert_int_equal(flush(&a, &c), 1);
+    pass_one(&a, &c, 1, 1);
     assert_int_equal(c.delivered, 1);
     /* ... and what it sends back goes through a PDC, which a's PDS serves as ever. */
-    assert_int_equal(k_send(&c, &a.addr, UB_PDS_RUD, 1, 1), 0);
-    assert_int_equal(flush(&c, &a), 1);
+    pass_one(&c, &a, 1, 1);
     assert_int_equal(a.delivered, 1);
     assert_int_equal(ub__pds_tpdc_count(a.pds), 1);
     assert_int_equal(flush(&a, &c), 1); /* its ACK */

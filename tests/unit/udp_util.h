@@ -180,19 +180,26 @@ static inline void check_pkt(struct rx_check *c, const struct ub__pkt *p)
     c->ecn_hist[p->ecn & 3]++;
 }
 
+/* One receive into check; returns how many packets it took. */
+static inline int recv_checked(struct ub__dev *d, struct ub__pktpool *pool, struct rx_check *c)
+{
+    struct ub__pkt *b[64];
+    int r = ub__dev_recv(d, b, 64, pool);
+    assert_true(r >= 0);
+    for (int i = 0; i < r; i++) {
+        check_pkt(c, b[i]);
+        ub__pkt_free(b[i]);
+    }
+    return r;
+}
+
 /* Receives into check until `want` packets arrived in total (or 5 s / 100k rounds). */
 static inline void drain_into(struct ub__dev *d, struct ub__pktpool *pool, struct rx_check *c,
                               uint32_t want)
 {
     uint64_t end = now_ns() + 5 * UB_NS_PER_S;
     for (int it = 0; it < 100000 && c->got + c->bad + c->dup < want && now_ns() < end; it++) {
-        struct ub__pkt *b[64];
-        int r = ub__dev_recv(d, b, 64, pool);
-        assert_true(r >= 0);
-        for (int i = 0; i < r; i++) {
-            check_pkt(c, b[i]);
-            ub__pkt_free(b[i]);
-        }
+        int r = recv_checked(d, pool, c);
         if (r == 0)
             wait_fd(ub__dev_fd(d), WAIT_MS);
     }
@@ -202,13 +209,7 @@ static inline void drain_into(struct ub__dev *d, struct ub__pktpool *pool, struc
 static inline void drain_idle(struct ub__dev *d, struct ub__pktpool *pool, struct rx_check *c)
 {
     for (int it = 0; it < 100000; it++) {
-        struct ub__pkt *b[64];
-        int r = ub__dev_recv(d, b, 64, pool);
-        assert_true(r >= 0);
-        for (int i = 0; i < r; i++) {
-            check_pkt(c, b[i]);
-            ub__pkt_free(b[i]);
-        }
+        int r = recv_checked(d, pool, c);
         struct epoll_event ev;
         if (r == 0 && epoll_wait(ub__dev_fd(d), &ev, 1, 0) == 0)
             return;
