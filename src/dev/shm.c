@@ -54,7 +54,6 @@
 #define SHM_DRAIN_MAX   16           /* FIFO reads per drain */
 #define SHM_FULL_PROBE  64           /* full-lane hits per liveness probe of the receiver */
 #define SHM_FLAG_WAKE   1u
-#define SHM_GONE_MAX    64 /* dead peers remembered until taken (more: the oldest stay) */
 #define SHM_DEFAULT_DIR "/dev/shm"
 
 enum { SHM_INIT = 0, SHM_READY = 1, SHM_CLOSED = 2 };
@@ -154,7 +153,9 @@ struct shm_dev {
     uint32_t tab_mask, npeers;
     uint64_t tick;
     struct ub__shm_stats st;
-    uint16_t gone[SHM_GONE_MAX]; /* ids of peers found gone, for ub__shm_take_gone */
+    /* Ids of peers found gone, each once, for ub__shm_take_gone: max_peers of them, as many
+     * as can be attached at once (more only if more than that died between two takes). */
+    uint16_t *gone;
     uint32_t ngone;
 };
 
@@ -385,6 +386,7 @@ static void shm_free(struct shm_dev *s)
         close(s->fd); /* drops the lock last: nobody reclaims the name while we tear down */
     free(s->peers);
     free(s->tab);
+    free(s->gone);
     free(s);
 }
 
@@ -533,7 +535,8 @@ int ub__shm_open(const struct ub__shm_cfg *cfg, struct ub__dev **out)
     s->tab_mask = tab - 1;
     s->peers = calloc(c.max_peers, sizeof(*s->peers));
     s->tab = calloc(tab, sizeof(*s->tab));
-    int rc = s->peers && s->tab ? 0 : UB_ENOMEM;
+    s->gone = calloc(c.max_peers, sizeof(*s->gone));
+    int rc = s->peers && s->tab && s->gone ? 0 : UB_ENOMEM;
     if (rc == 0 && c.id) {
         rc = open_id(s, c.id);
     } else if (rc == 0) {
@@ -849,7 +852,10 @@ static bool peer_gone(const struct shm_peer *pe)
 /* pe's receiver is dead or closed: detached, and its id kept for ub__shm_take_gone. */
 static void peer_dead(struct shm_dev *s, struct shm_peer *pe)
 {
-    if (s->ngone < SHM_GONE_MAX)
+    uint32_t i = 0;
+    while (i < s->ngone && s->gone[i] != pe->id)
+        i++;
+    if (i == s->ngone && s->ngone < s->cfg.max_peers)
         s->gone[s->ngone++] = pe->id;
     detach(s, pe);
     s->st.peer_dead++;
