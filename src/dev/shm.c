@@ -21,6 +21,7 @@
 #include "core/rand.h"
 #include "dev/critpath.h"
 #include "dev/shm.h"
+#include "dev/shm_delta.h"
 #include "dev/spec.h"
 
 /*
@@ -45,7 +46,7 @@
 #endif
 
 #define SHM_MAGIC       0x4853425554464f53ull /* "SOFTUBSH" */
-#define SHM_VERSION     2u                    /* 2: slots carry their sequence word */
+#define SHM_VERSION     3u /* 2: slots carry their sequence word; 3: delta-encoded slots */
 #define SHM_HDR_SIZE    4096u
 #define SHM_CACHELINE   64u
 #define SHM_SLOT_HDR    16u
@@ -86,7 +87,8 @@ struct shm_meta {
     uint16_t src; /* sender's endpoint id */
     uint16_t path;
     uint8_t ecn;
-    uint8_t pad[3];
+    uint8_t enc;   /* 1: the body is the mask's words of a datagram of len bytes (shm_delta.h) */
+    uint16_t mask; /* with enc: which words of the datagram the body holds */
 };
 
 /*
@@ -124,6 +126,7 @@ struct shm_peer {
     uint16_t id;
     uint16_t full; /* sends that found the lane full since it last took a packet */
     bool used, cma;
+    struct ub__shm_delta delta; /* what our lane's consumer last saw, per size */
 };
 
 struct shm_dev {
@@ -157,6 +160,7 @@ struct shm_dev {
      * as can be attached at once (more only if more than that died between two takes). */
     uint16_t *gone;
     uint32_t ngone;
+    struct ub__shm_delta *rx_delta; /* per lane: what its producer last sent, per size */
 };
 
 static const struct ub__dev_ops shm_ops;
@@ -387,6 +391,7 @@ static void shm_free(struct shm_dev *s)
     free(s->peers);
     free(s->tab);
     free(s->gone);
+    free(s->rx_delta);
     free(s);
 }
 
@@ -536,7 +541,8 @@ int ub__shm_open(const struct ub__shm_cfg *cfg, struct ub__dev **out)
     s->peers = calloc(c.max_peers, sizeof(*s->peers));
     s->tab = calloc(tab, sizeof(*s->tab));
     s->gone = calloc(c.max_peers, sizeof(*s->gone));
-    int rc = s->peers && s->tab && s->gone ? 0 : UB_ENOMEM;
+    s->rx_delta = calloc(c.lanes, sizeof(*s->rx_delta));
+    int rc = s->peers && s->tab && s->gone && s->rx_delta ? 0 : UB_ENOMEM;
     if (rc == 0 && c.id) {
         rc = open_id(s, c.id);
     } else if (rc == 0) {
@@ -942,7 +948,14 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
         sl->m.src = s->dev.local.port;
         sl->m.path = p->path;
         sl->m.ecn = p->ecn;
-        memcpy(sl + 1, p->data, p->len);
+        uint32_t body = 0;
+        if (ub__shm_delta_fits(p->len))
+            body = ub__shm_delta_encode(&cur->delta, p->data, p->len, (uint8_t *)(sl + 1),
+                                        &sl->m.mask);
+        sl->m.enc = body != 0;
+        if (!body)
+            memcpy(sl + 1, p->data, p->len);
+        s->st.tx_delta += body != 0;
         atomic_store_explicit(&sl->seq, (uint32_t)(cur->tail + 1), memory_order_release);
         cur->tail++;
         cur->full = 0;
@@ -999,7 +1012,20 @@ static uint32_t recv_lane(struct shm_dev *s, uint32_t i, struct ub__pkt **out, u
             *stalled = true;
             break;
         }
-        memcpy(p->data, (const uint8_t *)slot + SHM_SLOT_HDR, sh.len);
+        const uint8_t *body = (const uint8_t *)slot + SHM_SLOT_HDR;
+        if (sh.enc) {
+            if (ub__shm_delta_decode(&s->rx_delta[i], sh.len, sh.mask, body, p->data, room) != 0) {
+                ub__pkt_free(p);
+                s->st.rx_bad_slot++;
+                h++;
+                continue;
+            }
+            s->st.rx_delta++;
+        } else {
+            memcpy(p->data, body, sh.len);
+            if (ub__shm_delta_fits(sh.len))
+                ub__shm_delta_note(&s->rx_delta[i], p->data, sh.len);
+        }
         p->len = sh.len;
         ub__shm_addr(&p->addr, sh.src);
         p->path = (uint16_t)(sh.path % s->np);

@@ -166,10 +166,13 @@ struct ub__shm_stats {
     uint64_t tx_peer_too_big; /* accepted, dropped: larger than the peer's slots */
     uint64_t tx_bad_addr;     /* accepted, dropped: not a shm address */
     uint64_t tx_unreach;      /* accepted, dropped: no live endpoint or no free lane */
+    uint64_t tx_delta;        /* datagrams sent delta-encoded (dev/shm_delta.h) */
 
     uint64_t rx_pkts, rx_bytes;
-    uint64_t rx_bad_slot;   /* slots with a length beyond the MTU or the pool buffer: dropped */
+    uint64_t rx_bad_slot;   /* slots with a length beyond the MTU or the pool buffer, or a
+                               delta no datagram of ours could have made: dropped */
     uint64_t rx_pool_empty; /* recv calls stopped by an empty pool */
+    uint64_t rx_delta;      /* datagrams received delta-encoded */
 
     uint64_t wake_sent;    /* FIFO writes: a publish found the receiver waiting */
     uint64_t wake_avoided; /* publishes that found it busy: no system call */

@@ -100,6 +100,12 @@ def rndv_std():
     return bytes(b) + RNDV
 
 
+def shm_rec(length, mask, whole=False):
+    """One slot for fuzz_shm_delta: a datagram of `length` bytes (49..128)."""
+    return bytes([(0x80 if whole else 0) | (length - 49)]) + mask.to_bytes(2, "little") \
+        + bytes((length + i) & 0xFF for i in range(48))
+
+
 CORPUS = {
     "fuzz_pds": {
         "rud_req": RUD_REQ,
@@ -173,6 +179,15 @@ CORPUS = {
         "v6": bytes([0]) + IP6_UDP,
         "v6_ext": bytes([1]) + IP6_UDP[:6] + h("00") + IP6_UDP[7:],
         "v6_no_csum": bytes([0]) + IP6_UDP[:46] + bytes(2) + IP6_UDP[48:],
+    },
+    # slots of one shm lane: length byte (0x80: whole), word mask (little-endian), 48-byte body
+    "fuzz_shm_delta": {
+        "whole_then_delta": shm_rec(88, 0, True) + shm_rec(88, 0x0402) + shm_rec(88, 0x0001),
+        "partial_word": shm_rec(89, 0, True) + shm_rec(89, 0x0800),
+        "six_words": shm_rec(128, 0, True) + shm_rec(128, 0x8421 | 0x0300),
+        "seven_words": shm_rec(128, 0, True) + shm_rec(128, 0x007f),
+        "no_context": shm_rec(64, 0x0001),
+        "past_end": shm_rec(64, 0, True) + shm_rec(64, 0x0100),
     },
     "fuzz_bundle": {
         "two": h("f8 0003 400102 0001 17"),

@@ -468,6 +468,48 @@ static void test_one_process(void **state)
     ub__pktpool_fini(&pool);
 }
 
+/* Small datagrams of one size that differ in a few words go delta-encoded (dev/shm_delta.h),
+ * among others that cannot (too short, or all new), and arrive exactly as sent. */
+static void test_delta_lane(void **state)
+{
+    (void)state;
+    struct ub__dev *c = open_spec("shm://?slots=64");
+    struct ub__dev *p = open_spec("shm://");
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 64, 2048, 64), 0);
+    static const uint32_t lens[3] = {88, 44, 100};
+    uint8_t want[3][100];
+    memset(want, 0x42, sizeof(want));
+    uint32_t rnd = 1;
+    for (uint32_t i = 0; i < 300; i++) {
+        memcpy(want[0] + 8, &i, 4); /* a sequence number and a flag: two words */
+        want[0][80] = (uint8_t)(i & 1);
+        for (uint32_t k = 0; k < 100; k++) /* all new: whole */
+            want[2][k] = (uint8_t)((rnd = rnd * 1103515245u + 12345u) >> 16);
+        memcpy(want[1], &i, 4);
+        for (uint32_t t = 0; t < 3; t++) {
+            struct ub__pkt *pk = ub__pkt_alloc(&pool);
+            memcpy(ub__pkt_put(pk, lens[t]), want[t], lens[t]);
+            ub__shm_addr(&pk->addr, c->local.port);
+            assert_int_equal(ub__dev_send(p, &pk, 1), 1);
+            struct ub__pkt *in;
+            assert_int_equal(ub__dev_recv(c, &in, 1, &pool), 1);
+            assert_int_equal(in->len, lens[t]);
+            assert_memory_equal(in->data, want[t], lens[t]);
+            ub__pkt_free(in);
+        }
+    }
+    struct ub__shm_stats sp = stats_of(p), sc = stats_of(c);
+    assert_int_equal(sp.tx_delta, 299);
+    assert_int_equal(sc.rx_delta, 299);
+    assert_int_equal(sc.rx_pkts, 900);
+    assert_int_equal(sc.rx_bad_slot, 0);
+    ub__dev_close(p);
+    ub__dev_close(c);
+    assert_int_equal(pool.avail, pool.count);
+    ub__pktpool_fini(&pool);
+}
+
 /* ---- engines ------------------------------------------------------------------------- */
 
 struct rx {
@@ -1538,7 +1580,8 @@ static void test_garbage(void **state)
     assert_int_equal(raw_stream(p, &pool, 0, c->local.port, 0, 48, LIMIT_NS), 48);
 
     /* Scribble over every slot but its sequence word (the first four bytes, which make it
-     * readable): even ones get a plausible length, odd ones are all noise. */
+     * readable): even ones get a plausible length and are whole, odd ones are all noise
+     * (delta-encoded ones among them refer to no datagram and are dropped). */
     struct ub__shm_layout lay;
     uint8_t *m = map_object(c, &lay);
     uint64_t r = 0x9e3779b97f4a7c15ull;
@@ -1552,6 +1595,7 @@ static void test_garbage(void **state)
     for (uint32_t s = 0; s < 64; s += 2) {
         uint32_t len = (uint32_t)((s * 37u) % 1025u);
         memcpy(m + lay.slot_off + (uint64_t)s * slot_size + 4, &len, 4);
+        m[lay.slot_off + (uint64_t)s * slot_size + 13] = 0; /* sent whole, not delta-encoded */
         plausible += s < 48;
     }
     struct ub__drive_stats ds = {0};
@@ -1634,6 +1678,7 @@ int main(void)
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_open_close),
         cmocka_unit_test(test_one_process),
+        cmocka_unit_test(test_delta_lane),
         cmocka_unit_test(test_attached_payload_flattened),
         cmocka_unit_test(test_first_lap_no_faults),
         cmocka_unit_test(test_peer_table),
