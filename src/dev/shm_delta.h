@@ -1,5 +1,6 @@
 /*
- * Small datagrams on a shm lane, delta-encoded (src/dev/shm.c; docs/device-shm.md, "Small datagrams").
+ * Small datagrams on a shm lane, delta-encoded (src/dev/shm.c; docs/device-shm.md, "Small
+ * datagrams").
  *
  * A consumer polls a slot's first cache line; every further line of a datagram is another
  * transfer between the two CPUs' caches after it, on the latency path. An 8-byte SEND is 88
