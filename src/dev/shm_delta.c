@@ -12,51 +12,56 @@ static void set_ctx(struct ub__shm_delta_ctx *c, const uint8_t *data, uint32_t l
     c->len = len;
 }
 
-/* Word i of the datagram into the body (at most its last word, then the whole datagram). */
-static inline bool put_word(struct ub__shm_delta_ctx *c, uint32_t i, uint64_t v, uint8_t *out,
-                            uint32_t *n, uint16_t *m)
+/* The datagram's last word (len % 8 bytes, zero above them; len >= 8): the last 8 bytes
+ * shifted down, instead of a variable-length copy. */
+static inline uint64_t last_word(const uint8_t *data, uint32_t len)
 {
-    if (v == c->w[i])
-        return true;
-    if (*n == UB_SHM_DELTA_BODY / 8u)
-        return false;
-    c->w[i] = v;
-    memcpy(out + *n * 8u, &v, 8);
-    *m = (uint16_t)(*m | (1u << i));
-    ++*n;
-    return true;
+    uint64_t v;
+    memcpy(&v, data + len - 8u, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return v >> (8u * (8u - len % 8u));
+#else
+    v = 0;
+    memcpy(&v, data + len - len % 8u, len % 8u);
+    return v;
+#endif
 }
 
 uint32_t ub__shm_delta_encode(struct ub__shm_delta *d, const uint8_t *data, uint32_t len,
                               uint8_t *out, uint16_t *mask)
 {
     struct ub__shm_delta_ctx *c = &d->c[ub__shm_delta_index(len)];
-    uint32_t full = len / 8u, n = 0;
-    uint16_t m = 0;
-    if (c->len != len)
-        goto whole;
-    for (uint32_t i = 0; i < full; i++) {
+    if (c->len != len) {
+        set_ctx(c, data, len);
+        return 0;
+    }
+    /* A stream changes the same words each time: the branches predict well. (restrict: the
+     * body's stores cannot change the context, so nothing is reloaded.) */
+    uint64_t *restrict w = c->w;
+    uint8_t *restrict body = out;
+    uint32_t words = (len + 7u) / 8u, n = 0, m = 0;
+    for (uint32_t i = 0; i < words; i++) {
         uint64_t v;
-        memcpy(&v, data + i * 8u, 8);
-        if (!put_word(c, i, v, out, &n, &m))
-            goto whole;
+        if (i + 1 < words || len % 8u == 0)
+            memcpy(&v, data + i * 8u, 8);
+        else
+            v = last_word(data, len);
+        if (v == w[i])
+            continue;
+        w[i] = v;
+        memcpy(body + n * 8u, &v, 8);
+        n++;
+        m |= 1u << i;
     }
-    if (len % 8u) {
-        uint64_t v = 0;
-        memcpy(&v, data + full * 8u, len % 8u);
-        if (!put_word(c, full, v, out, &n, &m))
-            goto whole;
-    }
+    if (n > UB_SHM_DELTA_BODY / 8u)
+        return 0; /* whole: the context holds the datagram already */
     if (n == 0) { /* the same datagram again: one word, so that an encoded slot has a body */
-        memcpy(out, &c->w[0], 8);
+        memcpy(body, &w[0], 8);
         m = 1;
         n = 1;
     }
-    *mask = m;
+    *mask = (uint16_t)m;
     return n * 8u;
-whole: /* the context may hold some of the words already: all of them now */
-    set_ctx(c, data, len);
-    return 0;
 }
 
 void ub__shm_delta_note(struct ub__shm_delta *d, const uint8_t *data, uint32_t len)

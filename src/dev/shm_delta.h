@@ -56,7 +56,8 @@ static inline uint32_t ub__shm_delta_index(uint32_t len)
  * Producer: data (len bytes, ub__shm_delta_fits) becomes its context's new state. Returns the
  * bytes of the encoded body written to out (at most UB_SHM_DELTA_BODY) with *mask the words
  * they are, or 0 when the datagram goes whole (no context of its size yet, or too many
- * changed words); out's first UB_SHM_DELTA_BODY bytes may be written either way.
+ * changed words). out must have room for len rounded up to 8 bytes: it may be written that
+ * far either way.
  */
 uint32_t ub__shm_delta_encode(struct ub__shm_delta *d, const uint8_t *data, uint32_t len,
                               uint8_t *out, uint16_t *mask);

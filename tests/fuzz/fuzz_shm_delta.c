@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *r = data + off, *body = r + 3;
         uint32_t len = UB_SHM_DELTA_MIN + (r[0] & 0x7fu) % 80u;
         uint16_t mask = (uint16_t)(r[1] | r[2] << 8);
-        uint8_t dg[UB_SHM_DELTA_MAX], out[UB_SHM_DELTA_MAX], slot[UB_SHM_DELTA_BODY];
+        uint8_t dg[UB_SHM_DELTA_MAX], out[UB_SHM_DELTA_MAX], slot[UB_SHM_DELTA_MAX];
         before = con;
         if (r[0] & 0x80) {
             for (uint32_t i = 0; i < len; i++)

@@ -45,7 +45,7 @@ static void test_exact(void **state)
 {
     (void)state;
     reset();
-    uint8_t dg[88], body[UB_SHM_DELTA_BODY];
+    uint8_t dg[88], body[UB_SHM_DELTA_MAX];
     uint16_t mask = 0;
     fill(dg, sizeof(dg), 0);
     assert_int_equal(carry(dg, 88, body, &mask), 0); /* no context yet: whole */
@@ -67,7 +67,7 @@ static void test_partial_word(void **state)
 {
     (void)state;
     reset();
-    uint8_t dg[89], body[UB_SHM_DELTA_BODY];
+    uint8_t dg[89], body[UB_SHM_DELTA_MAX];
     uint16_t mask = 0;
     fill(dg, sizeof(dg), 3);
     assert_int_equal(carry(dg, 89, body, &mask), 0);
@@ -82,7 +82,7 @@ static void test_whole_when_too_many(void **state)
 {
     (void)state;
     reset();
-    uint8_t dg[128], body[UB_SHM_DELTA_BODY];
+    uint8_t dg[128], body[UB_SHM_DELTA_MAX];
     uint16_t mask = 0;
     fill(dg, sizeof(dg), 0);
     assert_int_equal(carry(dg, 128, body, &mask), 0);
@@ -110,7 +110,7 @@ static void test_random_run(void **state)
     reset();
     struct ub__rng r;
     ub__rng_seed(&r, 7);
-    uint8_t dg[UB_SHM_DELTA_CTXS * 2][UB_SHM_DELTA_MAX], body[UB_SHM_DELTA_BODY];
+    uint8_t dg[UB_SHM_DELTA_CTXS * 2][UB_SHM_DELTA_MAX], body[UB_SHM_DELTA_MAX];
     uint32_t lens[UB_SHM_DELTA_CTXS * 2];
     for (uint32_t k = 0; k < UB_SHM_DELTA_CTXS * 2; k++) {
         lens[k] = UB_SHM_DELTA_MIN + (uint32_t)ub__rng_below(&r, 80);
@@ -131,7 +131,7 @@ static void test_refused(void **state)
 {
     (void)state;
     reset();
-    uint8_t dg[64], body[UB_SHM_DELTA_BODY], out[UB_SHM_DELTA_MAX];
+    uint8_t dg[64], body[UB_SHM_DELTA_MAX], out[UB_SHM_DELTA_MAX];
     uint16_t mask = 0;
     fill(dg, sizeof(dg), 9);
     memset(body, 0x5a, sizeof(body));
