@@ -569,6 +569,7 @@ static void peer_fill(const struct ub__pds *pds, struct ub__pds_ipdc *c, const s
     out->pdc = c;
     out->outstanding = outstanding(c);
     out->own_ok = ub__pds_own_ok(pds, dst, mode);
+    out->link = false;
 }
 
 /* Not the last PDC: a table lookup, out of the usual path (which then saves no registers). */
@@ -583,7 +584,7 @@ void ub__pds_peer(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t
                   struct ub__pds_peer *out)
 {
     if (mode <= UB_PDS_ROD && ub__pds_link_peer(&pds->cfg, dst)) {
-        *out = (struct ub__pds_peer){.outstanding = pds->link_qlen};
+        *out = (struct ub__pds_peer){.outstanding = pds->link_qlen, .link = true};
         return;
     }
     struct ub__pds_ipdc *c = ub__pds_last_ipdc(pds, dst, mode);

@@ -324,6 +324,9 @@ struct ub__pds_peer {
      * and dst is not a lossless peer (there ACKs are paced every UB_PDS_LOSSLESS_ACK_EVERY
      * packets, and an ACK of its own per request measured slower than the response's own). */
     bool own_ok;
+    /* dst is served by the link path (docs/pds.md): a packet is as good as delivered once the
+     * driver has it, so one without an attached payload needs no cookie (no acked upcall). */
+    bool link;
 };
 void ub__pds_peer(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                   struct ub__pds_peer *out);

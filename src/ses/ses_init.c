@@ -836,12 +836,15 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         }
         uint8_t tail[UB_SES_TAIL_LEN];
         bool last = single || w->sent + n >= wire_len;
+        /* On the link path a packet that refers to no memory of ours is done with once the
+         * driver has it: nothing to count or to hear back (the response bound is armed). */
+        bool tracked = !peer.link || p->xdata;
         struct ub__pds_tx tx = {
             .dst = &w->dst,
             .mode = w->mode,
             .ses_kind = UB_PDS_NH_REQ_STD,
             .ack_req = last,
-            .cookie = ub__ses_wr_cookie(w),
+            .cookie = tracked ? ub__ses_wr_cookie(w) : 0,
             .pdc = peer.pdc,
             .now = s->emit_now,
         };
@@ -869,7 +872,7 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
             return true;
         }
         s->st.tx_req_pkts++;
-        w->in_pds++;
+        w->in_pds += tracked;
         w->first_sent = true; /* ub__ses_wr_sent, with `last` known */
         w->sent += n;
         if (last)
