@@ -128,10 +128,54 @@ static UB_ALWAYS_INLINE int parse_chain(struct ub__wire_dgram *d, const uint8_t 
     return check_payload(&d->ses, d->payload_len);
 }
 
+/*
+ * The link path's usual packet (docs/pds.md, "The link path"): LINK with the softub extension
+ * next, then a request or a response with data. What parse_chain makes of it, without the
+ * PDS decoder's dispatch and the next-header table: the LINK header's checks inline, the
+ * extension and SES headers by their own decoders. false for anything else, or anything
+ * wrong, and parse_chain runs (it writes every field again, and finds the error):
+ * fuzz_datagram checks that the two agree on every input.
+ */
+static UB_ALWAYS_INLINE bool parse_link(struct ub__wire_dgram *d, const uint8_t *buf, size_t len)
+{
+    /* type 31, next header 15 (0xff, 0x80), flags O or none, reserved 0 */
+    if (len < UB_PDS_LINK_SIZE || buf[0] != 0xff || (buf[1] & 0xfe) != 0x80 || buf[2] | buf[3])
+        return false;
+    struct ub__rcur r;
+    ub__rcur_init(&r, buf, len);
+    ub__rcur_skip(&r, UB_PDS_LINK_SIZE);
+    if (ub__ext_decode(&d->ext, &r) != 0)
+        return false;
+    uint8_t nh = d->ext.next_hdr;
+    if (nh != UB_PDS_NH_REQ_STD && nh != UB_PDS_NH_RSP_DATA)
+        return false;
+    size_t ses_off = ub__rcur_offset(&r);
+    if (ub__ses_decode(&d->ses, nh, &r) != 0)
+        return false;
+    size_t pay = ub__rcur_offset(&r);
+    if (check_payload(&d->ses, len - pay) != 0)
+        return false;
+    d->pds_off = 0;
+    d->pds_len = UB_PDS_LINK_SIZE;
+    d->pds.type = UB_PDS_TYPE_LINK;
+    d->pds.u.link.next_hdr = UB_PDS_NH_SOFTUB_EXT;
+    d->pds.u.link.flags = buf[1] & UB_PDS_LINK_F_MASK;
+    d->pds.u.link.dst_inc = ub__ld32(buf + 4);
+    d->has_ext = true;
+    d->ext_off = UB_PDS_LINK_SIZE;
+    d->ext_len = ses_off - UB_PDS_LINK_SIZE;
+    d->ses_kind = nh;
+    d->ses_off = ses_off;
+    d->ses_len = pay - ses_off;
+    d->payload_off = pay;
+    d->payload_len = len - pay;
+    return true;
+}
+
 int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t len,
                             unsigned flags)
 {
-    if (!d || (!buf && len) || (flags & ~UB_WIRE_F_OPENED))
+    if (!d || (!buf && len) || (flags & ~(UB_WIRE_F_OPENED | UB_WIRE_F_GENERAL)))
         return UB_EINVAL;
     /* Field by field, not the whole 392 bytes: the header decoders clear what they fill
      * (the PDS union member, the extension, the SES header), and parse_chain() writes
@@ -145,6 +189,8 @@ int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t
     if (UB_LIKELY(!ub__tss_present(buf, len))) {
         d->has_tss = false;
         memset(&d->tss, 0, sizeof(d->tss));
+        if (!(flags & UB_WIRE_F_GENERAL) && parse_link(d, buf, len))
+            return 0;
         return parse_chain(d, buf, &r, len);
     }
 

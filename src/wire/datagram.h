@@ -30,7 +30,8 @@
 #define UB_WIRE_UDP_PORT 4793
 
 /* Flags for ub__wire_parse_datagram(). */
-#define UB_WIRE_F_OPENED 0x1u /* the TSS-protected part is already plaintext (decrypted) */
+#define UB_WIRE_F_OPENED  0x1u /* the TSS-protected part is already plaintext (decrypted) */
+#define UB_WIRE_F_GENERAL 0x2u /* tests: no fast path for the link path's packets (same result) */
 
 struct ub__wire_dgram {
     size_t len; /* the whole datagram */
