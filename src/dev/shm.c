@@ -762,7 +762,8 @@ static struct shm_peer *lru_victim(struct shm_dev *s)
     return v;
 }
 
-/* Maps endpoint id's object and claims a lane in it. Returns 0 or UB_EUNREACH/UB_EACCESS. */
+/* Maps endpoint id's object and claims a lane in it. Returns 0 or UB_EUNREACH/UB_EACCESS, or
+ * UB_EPROTO: the object is another softub version's (its slots would not be understood). */
 static int attach(struct shm_dev *s, uint16_t id, struct shm_peer **out)
 {
     char name[UB_SHM_NAME_MAX], fifo[PATH_MAX];
@@ -776,6 +777,7 @@ static int attach(struct shm_dev *s, uint16_t id, struct shm_peer **out)
     }
     struct stat st;
     struct shm_peer pe = {.fd = fd, .wfd = -1, .id = id};
+    int rc = UB_EUNREACH;
     if (fstat(fd, &st) != 0 || st.st_size < (off_t)SHM_HDR_SIZE ||
         (uint64_t)st.st_size > SHM_MAX_OBJ)
         goto fail;
@@ -785,8 +787,15 @@ static int attach(struct shm_dev *s, uint16_t id, struct shm_peer **out)
         goto fail;
     pe.base = m;
     pe.hdr = m;
-    if (atomic_load_explicit(&pe.hdr->state, memory_order_acquire) != SHM_READY ||
-        !layout_ok(pe.hdr, pe.size, &pe) || !owner_alive(fd))
+    if (atomic_load_explicit(&pe.hdr->state, memory_order_acquire) != SHM_READY)
+        goto fail;
+    if (pe.hdr->magic == SHM_MAGIC && pe.hdr->version != SHM_VERSION) {
+        /* Another softub's slot format: a peer there, but not one we can talk to. */
+        s->st.attach_version++;
+        rc = UB_EPROTO;
+        goto fail;
+    }
+    if (!layout_ok(pe.hdr, pe.size, &pe) || !owner_alive(fd))
         goto fail;
     struct shm_lane *lanes = (struct shm_lane *)(void *)(pe.base + pe.hdr->lane_off);
     uint32_t nlanes = pe.hdr->lanes;
@@ -845,7 +854,7 @@ fail:
         munmap(pe.base, pe.size);
     close(fd);
     s->st.attach_fail++;
-    return UB_EUNREACH;
+    return rc;
 }
 
 /* Whether a receiver we are attached to has gone (closed, or died: its lock is free). */
@@ -856,27 +865,38 @@ static bool peer_gone(const struct shm_peer *pe)
 }
 
 /* pe's receiver is dead or closed: detached, and its id kept for ub__shm_take_gone. */
-static void peer_dead(struct shm_dev *s, struct shm_peer *pe)
+/* id for ub__shm_take_gone, once. */
+static void note_gone(struct shm_dev *s, uint16_t id)
 {
     uint32_t i = 0;
-    while (i < s->ngone && s->gone[i] != pe->id)
+    while (i < s->ngone && s->gone[i] != id)
         i++;
     if (i == s->ngone && s->ngone < s->cfg.max_peers)
-        s->gone[s->ngone++] = pe->id;
+        s->gone[s->ngone++] = id;
+}
+
+static void peer_dead(struct shm_dev *s, struct shm_peer *pe)
+{
+    note_gone(s, pe->id);
     detach(s, pe);
     s->st.peer_dead++;
 }
 
-/* The peer for id, attaching on first use; a closed receiver is dropped and looked up again. */
-static struct shm_peer *get_peer(struct shm_dev *s, uint16_t id)
+/* The peer at id, attaching on first use (a closed receiver is dropped and looked up again);
+ * NULL with *rc attach's error. A peer of another version is as good as gone for the layers
+ * above: nothing sent to it will ever be answered. */
+static struct shm_peer *get_peer(struct shm_dev *s, uint16_t id, int *rc)
 {
     struct shm_peer *pe = peer_find(s, id);
     if (pe && atomic_load_explicit(&pe->hdr->state, memory_order_acquire) != SHM_READY) {
         peer_dead(s, pe);
         pe = NULL;
     }
-    if (!pe && attach(s, id, &pe) != 0)
+    if (!pe && (*rc = attach(s, id, &pe)) != 0) {
+        if (*rc == UB_EPROTO)
+            note_gone(s, id);
         return NULL;
+    }
     pe->last_use = ++s->tick;
     return pe;
 }
@@ -916,7 +936,8 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
         if (!cur || cur->id != p->addr.port) {
             /* Publish per peer switch: attach may evict, and a batch rarely alternates. */
             publish(s, cur);
-            cur = get_peer(s, p->addr.port);
+            int rc;
+            cur = get_peer(s, p->addr.port, &rc);
             if (!cur) {
                 s->st.tx_unreach++;
                 ub__pkt_free(p);
@@ -1252,8 +1273,8 @@ int ub__shm_reachable(const struct ub__addr *a)
         if (m != MAP_FAILED) {
             const struct shm_hdr *h = m;
             if (atomic_load_explicit(&h->state, memory_order_acquire) == SHM_READY &&
-                h->magic == SHM_MAGIC && h->version == SHM_VERSION && owner_alive(fd))
-                rc = 0;
+                h->magic == SHM_MAGIC && owner_alive(fd))
+                rc = h->version == SHM_VERSION ? 0 : UB_EPROTO;
             munmap(m, SHM_HDR_SIZE);
         }
     }
@@ -1266,9 +1287,8 @@ static struct shm_peer *peer_for(struct ub__dev *dev, const struct ub__addr *dst
     *rc = UB_EINVAL;
     if (!dev || dev->ops != &shm_ops || !dst || dst->family != UB_AF_SHM)
         return NULL;
-    struct shm_peer *pe = get_peer(shm_of(dev), dst->port);
-    *rc = pe ? 0 : UB_EUNREACH;
-    return pe;
+    *rc = 0;
+    return get_peer(shm_of(dev), dst->port, rc);
 }
 
 int ub__shm_tx_space(struct ub__dev *dev, const struct ub__addr *dst)

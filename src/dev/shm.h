@@ -116,15 +116,17 @@ int ub__shm_objname(uint16_t id, char *buf, size_t len);
 /*
  * Whether a live endpoint with that address exists and this process may
  * attach to it: 0, or UB_EUNREACH (none, dead, or not ready), UB_EACCESS
- * (another user's), UB_EINVAL (not a shm address). For the API layer's
- * choice of the shm device for peers on this host.
+ * (another user's), UB_EPROTO (another softub version's slot format),
+ * UB_EINVAL (not a shm address). For the API layer's choice of the shm
+ * device for peers on this host.
  */
 int ub__shm_reachable(const struct ub__addr *a);
 
 /*
  * Free slots in this device's lane to dst (attaching on first use): how
  * many packets send would accept for it now. UB_EUNREACH when dst is not
- * reachable, UB_EINVAL when dev is not a shm device.
+ * reachable (UB_EPROTO: another softub version's), UB_EINVAL when dev is not
+ * a shm device.
  */
 int ub__shm_tx_space(struct ub__dev *dev, const struct ub__addr *dst);
 
@@ -144,7 +146,8 @@ int ub__shm_check_peers(struct ub__dev *dev);
 
 /*
  * The ids of peers found dead or closed since the last call (by the probe above, a full
- * lane's probe or a send that found the receiver closed), up to max; returns how many. The
+ * lane's probe or a send that found the receiver closed), or speaking another slot format
+ * version (attach_version), up to max; returns how many. The
  * layers above fail what waits on them (no transport context watches a shm peer).
  */
 uint32_t ub__shm_take_gone(struct ub__dev *dev, uint16_t *ids, uint32_t max);
@@ -181,6 +184,7 @@ struct ub__shm_stats {
 
     uint64_t attach, detach;  /* peers mapped / unmapped */
     uint64_t attach_fail;     /* attach attempts that found no live endpoint or lane */
+    uint64_t attach_version;  /* of those: the endpoint's object has another slot format version */
     uint64_t evicted;         /* detached to make room in the peer table */
     uint64_t peer_dead;       /* detached because the receiver died or closed */
     uint64_t lanes_reclaimed; /* lanes of dead producers taken over */

@@ -1563,6 +1563,46 @@ static void test_cma(void **state)
     ub__dev_close(p);
 }
 
+/* An endpoint of another slot format version (header word at offset 8): reachable neither
+ * for the API's device choice nor for a send, and said so (UB_EPROTO, attach_version, a
+ * gone report). */
+static void test_other_version(void **state)
+{
+    (void)state;
+    struct ub__dev *c = open_spec("shm://");
+    struct ub__dev *p = open_spec("shm://");
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 8, 2048, 64), 0);
+    struct ub__shm_layout lay;
+    uint8_t *m = map_object(c, &lay);
+    uint32_t mine;
+    memcpy(&mine, m + 8, 4);
+    uint32_t other = mine - 1;
+    memcpy(m + 8, &other, 4);
+    assert_int_equal(ub__shm_reachable(&c->local), UB_EPROTO);
+    assert_int_equal(ub__shm_tx_space(p, &c->local), UB_EPROTO);
+    struct ub__pkt *pk = ub__pkt_alloc(&pool);
+    raw_fill(pk, 1, 0, c->local.port);
+    assert_int_equal(ub__dev_send(p, &pk, 1), 1); /* accepted, dropped */
+    struct ub__shm_stats sp = stats_of(p);
+    assert_int_equal(sp.attach_version, 2);
+    assert_int_equal(sp.tx_unreach, 1);
+    assert_int_equal(sp.attach, 0);
+    /* Reported as gone (once), so that the requests to it fail now, not at their bound. */
+    uint16_t ids[4];
+    assert_int_equal(ub__shm_take_gone(p, ids, 4), 1);
+    assert_int_equal(ids[0], c->local.port);
+    memcpy(m + 8, &mine, 4); /* the same version again: attached */
+    assert_int_equal(ub__shm_reachable(&c->local), 0);
+    assert_true(ub__shm_tx_space(p, &c->local) > 0);
+    assert_int_equal(stats_of(p).attach, 1);
+    munmap(m, lay.obj_size);
+    ub__dev_close(p);
+    ub__dev_close(c);
+    assert_int_equal(pool.avail, pool.count);
+    ub__pktpool_fini(&pool);
+}
+
 /* ---- garbage in the ring ------------------------------------------------------------------- */
 
 static void test_garbage(void **state)
@@ -1679,6 +1719,7 @@ int main(void)
         cmocka_unit_test(test_open_close),
         cmocka_unit_test(test_one_process),
         cmocka_unit_test(test_delta_lane),
+        cmocka_unit_test(test_other_version),
         cmocka_unit_test(test_attached_payload_flattened),
         cmocka_unit_test(test_first_lap_no_faults),
         cmocka_unit_test(test_peer_table),
