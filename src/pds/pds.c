@@ -305,12 +305,7 @@ void ub__pds_mark_all(struct ub__pds_ipdc *c, uint64_t now)
 /* A request emitted as it was sent: the next pull takes it after the control queue. */
 static void out_push(struct ub__pds *pds, struct ub__pkt *p)
 {
-    p->next = NULL;
-    if (pds->out_tail)
-        pds->out_tail->next = p;
-    else
-        pds->out_head = p;
-    pds->out_tail = p;
+    ub__pds_list_append(&pds->out_head, &pds->out_tail, p);
 }
 
 int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pkt *pkt,
@@ -398,11 +393,7 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
             return 0;
         }
     }
-    if (c->q_tail)
-        c->q_tail->next = pkt;
-    else
-        c->q_head = pkt;
-    c->q_tail = pkt;
+    ub__pds_list_append(&c->q_head, &c->q_tail, pkt);
     c->qlen++;
     if (c->ccx && c->ccx->cc.credit_on) /* RCCC: demand grows */
         ub__pds_rccc_enqueue(c, ub__pkt_wire_len(pkt) + UB_PDS_REQ_SIZE);

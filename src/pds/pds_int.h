@@ -313,6 +313,18 @@ uint32_t ub__pds_link_flatten(struct ub__pds *pds, uint64_t cookie);
 /* p, whose headers parsed as d, goes up as it is, without a PDC (UUD, LINK). */
 void ub__pds_deliver_nopdc(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d,
                            uint8_t mode, uint64_t now);
+/* Appends p to the singly linked queue *head .. *tail (the PDC queue, the emitted list, the
+ * link queue). */
+static inline void ub__pds_list_append(struct ub__pkt **head, struct ub__pkt **tail,
+                                       struct ub__pkt *p)
+{
+    p->next = NULL;
+    if (*tail)
+        (*tail)->next = p;
+    else
+        *head = p;
+    *tail = p;
+}
 /* Flattens the packets from p on (through pkt->next) with attached payloads and this cookie;
  * returns how many. */
 static inline uint32_t ub__pds_flatten_list(struct ub__pkt *p, uint64_t cookie)

@@ -97,12 +97,7 @@ int ub__pds_link_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct u
     pkt->path = 0; /* one lane per peer: the path says nothing */
     pkt->tag = tx->cookie;
     pkt->flags = tx->after_ack ? UB_PKT_F_AFTER_ACK : 0;
-    pkt->next = NULL;
-    if (pds->link_tail)
-        pds->link_tail->next = pkt;
-    else
-        pds->link_head = pkt;
-    pds->link_tail = pkt;
+    ub__pds_list_append(&pds->link_head, &pds->link_tail, pkt);
     pds->link_qlen++;
     pds->st.tx_link++;
     pds->st.tx_bytes += ub__pkt_wire_len(pkt);
