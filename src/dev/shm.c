@@ -32,7 +32,8 @@
  *   lane_off    struct shm_lane[lanes] three cache lines each: owner pid,
  *                                     tail (producer's), head (consumer's)
  *   slot_off    lanes * slots slots   slot_size bytes each: struct shm_slot
- *                                     then up to mtu bytes of datagram
+ *                                     then up to mtu bytes of datagram (or,
+ *                                     delta-encoded, its changed words)
  *
  * Everything a peer relies on for memory safety (the layout) is copied out
  * of the header and validated against the object's size once, at attach:
@@ -864,7 +865,6 @@ static bool peer_gone(const struct shm_peer *pe)
            !owner_alive(pe->fd);
 }
 
-/* pe's receiver is dead or closed: detached, and its id kept for ub__shm_take_gone. */
 /* id for ub__shm_take_gone, once. */
 static void note_gone(struct shm_dev *s, uint16_t id)
 {
@@ -875,6 +875,7 @@ static void note_gone(struct shm_dev *s, uint16_t id)
         s->gone[s->ngone++] = id;
 }
 
+/* pe's receiver is dead or closed: detached, and its id kept for ub__shm_take_gone. */
 static void peer_dead(struct shm_dev *s, struct shm_peer *pe)
 {
     note_gone(s, pe->id);
