@@ -12,7 +12,7 @@
 #include <softub/softub.h>
 
 #define PERF_MAGIC     0x50455246u /* "PERF" */
-#define PERF_VERSION   2u
+#define PERF_VERSION   3u
 #define PERF_MAX_JETTY 64u
 #define PERF_MIN_SWEEP 2u
 #define PERF_MAX_SIZE  (8u << 20)
@@ -55,6 +55,7 @@ struct perf_cfg {
     uint32_t paths;     /* udp paths (0: 1) */
     uint32_t event;     /* -e: automatic progress + completion events */
     uint32_t spin;      /* --spin: polling never yields the CPU */
+    uint32_t huge;      /* --huge: buffers of 2 MiB or more on transparent huge pages */
     uint32_t bidir;     /* -b */
     uint32_t mtu;       /* --mtu: the engine's largest datagram (0: the device's) */
     uint32_t warmup;    /* lat: unmeasured iterations first */

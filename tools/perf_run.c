@@ -21,8 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/mman.h>
 
 #include "perf.h"
+
+#define PERF_HUGE (2u << 20) /* x86-64's and arm64's transparent huge page */
 
 #define MAX_LIST 64u
 /* Polling yields the CPU before each poll once PERF_YIELD_AFTER polls in a row found nothing:
@@ -108,9 +111,17 @@ int perf_setup(struct perf_ep *e)
         top = 8;
     e->half = (top + 4095) & ~(size_t)4095;
     size_t total = 2 * e->half + 4096; /* + the control words */
-    e->buf = aligned_alloc(4096, total);
+    /* --huge: transparent huge pages where the kernel gives them on request (its madvise
+     * mode), so that a single copy (process_vm_readv) looks up a page per 2 MiB instead of
+     * one per 4 KiB (docs/benchmarks.md, "Huge pages"). */
+    bool huge = c->huge && total >= PERF_HUGE;
+    if (huge)
+        total = (total + PERF_HUGE - 1) & ~(size_t)(PERF_HUGE - 1);
+    e->buf = aligned_alloc(huge ? PERF_HUGE : 4096, total);
     if (!e->buf)
         return fail("memory", UB_ENOMEM);
+    if (huge)
+        (void)madvise(e->buf, total, MADV_HUGEPAGE); /* a hint: without it, small pages */
     memset(e->buf, 0, total);
     uint32_t all = UB_ACCESS_LOCAL_WRITE | UB_ACCESS_READ | UB_ACCESS_WRITE | UB_ACCESS_ATOMIC;
     if ((rc = ub_seg_register(e->ctx, e->buf, total, all, PERF_TOKEN, &e->seg)) != 0)

@@ -74,6 +74,8 @@ static void usage(FILE *f)
                "      --spin            polling never yields the CPU (default: it does after\n"
                "                        64 empty polls in a row, and 30 us of them while\n"
                "                        nobody else wants the CPU)\n"
+               "      --huge            buffers of 2 MiB or more on transparent huge pages\n"
+               "                        (both sides; as ib_write_bw --use_hugepages)\n"
                "  -b, --bidir           bandwidth in both directions at once\n"
                "      --timeout MS      give up after MS without a packet (10000)\n"
                "      --json            one JSON object on stdout instead of the table\n");
@@ -121,37 +123,20 @@ static int parse(int argc, char **argv, struct opts *o)
         O_JSON,
         O_BIND,
         O_LOCAL,
-        O_SPIN
+        O_SPIN,
+        O_HUGE
     };
-    static const struct option lo[] = {{"port", 1, 0, 'p'},
-                                       {"bind", 1, 0, O_BIND},
-                                       {"local", 1, 0, O_LOCAL},
-                                       {"device", 1, 0, 'd'},
-                                       {"size", 1, 0, 's'},
-                                       {"all", 0, 0, 'a'},
-                                       {"max-size", 1, 0, O_MAX},
-                                       {"iters", 1, 0, 'n'},
-                                       {"duration", 1, 0, 'D'},
-                                       {"warmup", 1, 0, O_WARM},
-                                       {"jettys", 1, 0, 'q'},
-                                       {"tx-depth", 1, 0, 't'},
-                                       {"rx-depth", 1, 0, 'r'},
-                                       {"post-list", 1, 0, 'l'},
-                                       {"inline", 1, 0, 'I'},
-                                       {"order", 1, 0, O_ORDER},
-                                       {"tm", 1, 0, O_TM},
-                                       {"cc", 1, 0, O_CC},
-                                       {"lb", 1, 0, O_LB},
-                                       {"paths", 1, 0, O_PATHS},
-                                       {"mtu", 1, 0, O_MTU},
-                                       {"udp-opts", 1, 0, O_UDPO},
-                                       {"event", 0, 0, 'e'},
-                                       {"bidir", 0, 0, 'b'},
-                                       {"json", 0, 0, O_JSON},
-                                       {"timeout", 1, 0, O_TIMEOUT},
-                                       {"help", 0, 0, 'h'},
-                                       {"spin", 0, 0, O_SPIN},
-                                       {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"port", 1, 0, 'p'},        {"bind", 1, 0, O_BIND},       {"local", 1, 0, O_LOCAL},
+        {"device", 1, 0, 'd'},      {"size", 1, 0, 's'},          {"all", 0, 0, 'a'},
+        {"max-size", 1, 0, O_MAX},  {"iters", 1, 0, 'n'},         {"duration", 1, 0, 'D'},
+        {"warmup", 1, 0, O_WARM},   {"jettys", 1, 0, 'q'},        {"tx-depth", 1, 0, 't'},
+        {"rx-depth", 1, 0, 'r'},    {"post-list", 1, 0, 'l'},     {"inline", 1, 0, 'I'},
+        {"order", 1, 0, O_ORDER},   {"tm", 1, 0, O_TM},           {"cc", 1, 0, O_CC},
+        {"lb", 1, 0, O_LB},         {"paths", 1, 0, O_PATHS},     {"mtu", 1, 0, O_MTU},
+        {"udp-opts", 1, 0, O_UDPO}, {"event", 0, 0, 'e'},         {"bidir", 0, 0, 'b'},
+        {"json", 0, 0, O_JSON},     {"timeout", 1, 0, O_TIMEOUT}, {"help", 0, 0, 'h'},
+        {"spin", 0, 0, O_SPIN},     {"huge", 0, 0, O_HUGE},       {0, 0, 0, 0}};
     struct perf_cfg *c = &o->cfg;
     uint64_t v;
     int ch;
@@ -252,6 +237,9 @@ static int parse(int argc, char **argv, struct opts *o)
         case O_SPIN:
             c->spin = 1;
             break;
+        case O_HUGE:
+            c->huge = 1;
+            break;
         case O_JSON:
             o->json = true;
             break;
@@ -342,6 +330,8 @@ static void banner(const struct opts *o, const char *peer)
            : c->order == 2 ? "so"
                            : "no",
            c->tm ? "rod" : "rud");
+    if (c->huge)
+        printf(" buffers on transparent huge pages (--huge)\n");
     if (c->dev == DEV_UDP)
         printf(" paths %u  cc %s  lb %s  mtu %u%s%s\n", c->paths ? c->paths : 1,
                c->cc[0] ? c->cc : "default", c->lb[0] ? c->lb : "default", c->mtu,
@@ -640,13 +630,13 @@ static int client(struct opts *o)
         jappend(&js,
                 "{\"tool\":\"softub-perf\",\"test\":\"%s\",\"device\":\"%s\",\"progress\":\"%s\","
                 "\"jettys\":%u,\"tx_depth\":%u,\"rx_depth\":%u,\"post_list\":%u,\"inline\":%u,"
-                "\"paths\":%u,\"bidir\":%s,%s\"results\":[",
+                "\"paths\":%u,\"bidir\":%s,\"huge\":%s,%s\"results\":[",
                 perf_test_name(t), c->dev == DEV_SHM ? "shm" : "udp",
                 c->event  ? "event"
                 : c->spin ? "spin"
                           : "polling",
                 c->jettys, c->tx_depth, c->rx_depth, c->post_list, c->inline_sz,
-                c->paths ? c->paths : 1, c->bidir ? "true" : "false",
+                c->paths ? c->paths : 1, c->bidir ? "true" : "false", c->huge ? "true" : "false",
                 lat ? (perf_is_half_rtt(t) ? "\"unit\":\"us\",\"latency\":\"half_rtt\","
                                            : "\"unit\":\"us\",\"latency\":\"rtt\",")
                     : "\"unit\":\"MB/s\",");
