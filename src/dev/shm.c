@@ -1050,7 +1050,7 @@ static uint32_t recv_lane(struct shm_dev *s, uint32_t i, struct ub__pkt **out, u
         }
         p->len = sh.len;
         ub__shm_addr(&p->addr, sh.src);
-        p->path = (uint16_t)(sh.path % s->np);
+        p->path = (uint16_t)ub__mod_below(sh.path, s->np);
         p->ecn = (uint8_t)(sh.ecn & 3u);
         s->st.rx_pkts++;
         s->st.rx_bytes += sh.len;
@@ -1104,7 +1104,7 @@ static uint32_t recv_pass(struct shm_dev *s, struct ub__pkt **pkts, uint32_t max
     if (!k)
         return 0;
     ub__critpath_rx(&s->dev);
-    uint32_t n = 0, share = UB_MAX(1u, max / k);
+    uint32_t n = 0, share = k == 1 ? max : UB_MAX(1u, max / k); /* one lane: no division */
     for (uint32_t round = 0; round < 2; round++) {
         uint32_t q = round == 0 ? share : max;
         bool more = false;

@@ -594,14 +594,14 @@ static uint32_t send_window(struct udp_dev *u, struct ub__pkt *const *pkts, uint
     } else {
         uint32_t cnt[UB_UDP_MAX_PATHS] = {0}, at[UB_UDP_MAX_PATHS];
         for (uint32_t i = 0; i < w; i++)
-            cnt[pkts[i]->path % u->np]++;
+            cnt[ub__mod_below(pkts[i]->path, u->np)]++;
         uint32_t sum = 0;
         for (uint32_t s = 0; s < u->np; s++) {
             at[s] = sum;
             sum += cnt[s];
         }
         for (uint32_t i = 0; i < w; i++)
-            u->order[at[pkts[i]->path % u->np]++] = (uint16_t)i;
+            u->order[at[ub__mod_below(pkts[i]->path, u->np)]++] = (uint16_t)i;
         memset(u->done, 0, w);
         /* The window leaves socket by socket: its transmission stamps (pkt->order, ascending
          * as handed over) go out again in that order, so that PDS knows which packet left
@@ -715,7 +715,7 @@ void ub__udp_conn_close(struct udp_dev *u)
  */
 static int send_one(struct udp_dev *u, struct ub__pkt *p, uint32_t len)
 {
-    uint32_t s = p->path % u->np;
+    uint32_t s = ub__mod_below(p->path, u->np);
     if (u->np == 1 && !u->conn_tried && !u->cfg.no_connect)
         conn_open(u, &p->addr);
     struct udp_one *o = &u->tx1;

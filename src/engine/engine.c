@@ -271,7 +271,7 @@ static inline void hop_init(const struct ub__engine *e, struct hop *h, const str
     h->addr = &p->addr;
     h->path = p->path;
     /* Entropy values select a device path modulo the paths there are. */
-    h->dev_path = (uint16_t)(p->path % e->cfg.num_paths);
+    h->dev_path = (uint16_t)ub__mod_below(p->path, e->cfg.num_paths);
     h->any_path = (p->flags & UB_PKT_F_ANY_PATH) != 0;
     h->ecn = p->ecn;
 }
@@ -285,7 +285,7 @@ static inline void hop_init(const struct ub__engine *e, struct hop *h, const str
 static inline bool same_hop(const struct ub__engine *e, struct hop *h, const struct ub__pkt *q)
 {
     bool any = (q->flags & UB_PKT_F_ANY_PATH) != 0;
-    uint16_t dev_path = (uint16_t)(q->path % e->cfg.num_paths);
+    uint16_t dev_path = (uint16_t)ub__mod_below(q->path, e->cfg.num_paths);
     if ((!any && !h->any_path && dev_path != h->dev_path) ||
         (q->ecn && h->ecn && q->ecn != h->ecn) || !ub__addr_eq(&q->addr, h->addr))
         return false;
@@ -558,7 +558,7 @@ int ub__engine_dgram_send(struct ub__engine *e, const struct ub__addr *dst, uint
     ub__pkt_put(p, hdr);
     memcpy(ub__pkt_put(p, len), buf, len);
     p->addr = *dst;
-    p->path = (uint16_t)(path % e->cfg.num_paths);
+    p->path = (uint16_t)ub__mod_below(path, e->cfg.num_paths);
     ub__ring_push(&e->txq, p);
     return 0;
 }
