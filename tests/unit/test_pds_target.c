@@ -24,13 +24,11 @@
 #include <softub/errors.h>
 #include "pds/pds.h"
 #include "wire/datagram.h"
+#include "unit/pds_rig.h"
 #include "unit/pds_send8.h"
 
 struct krig {
-    struct ub__timers timers;
-    struct ub__pktpool pool;
-    struct ub__rng rng;
-    struct ub__pds *pds;
+    struct pds_rig k; /* first: the upcalls get the krig */
     uint32_t delivered;
     /* Responses on ACKs: deliveries (by number) that ask for their own ACK, and that attach a
      * response to it; responses received on ACKs; packets acked (by cookie, below 64). */
@@ -50,18 +48,18 @@ static void k_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
     }
     uint32_t i = r->delivered++;
     if (i < 64 && (r->own_mask >> i) & 1)
-        ub__pds_dlv_own(r->pds);
+        ub__pds_dlv_own(r->k.pds);
     if (i < 64 && (r->rsp_mask >> i) & 1) {
         uint8_t b[UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE];
         struct ub__ext ext = {.next_hdr = UB_PDS_NH_RSP_DATA,
                               .order_seq = i,
-                              .incarnation = ub__pds_incarnation(r->pds)};
+                              .incarnation = ub__pds_incarnation(r->k.pds)};
         struct ub__ses_rsp_data sr = {.rc = UB_SES_RC_OK};
         struct ub__wcur w;
         ub__wcur_init(&w, b, sizeof(b));
         assert_int_equal(ub__ext_encode(&ext, &w), 0);
         assert_int_equal(ub__ses_rsp_data_encode(&sr, &w), 0);
-        uint8_t *at = ub__pds_dlv_rsp(r->pds, sizeof(b));
+        uint8_t *at = ub__pds_dlv_rsp(r->k.pds, sizeof(b));
         assert_non_null(at);
         memcpy(at, b, sizeof(b));
     }
@@ -89,15 +87,11 @@ static const struct ub__pds_upcalls k_up = {k_deliver, k_acked, k_failed};
 static void rig_open_idle(struct krig *r, uint64_t seed, bool coalesce, uint64_t idle_close_ns)
 {
     memset(r, 0, sizeof(*r));
-    assert_int_equal(ub__timers_init(&r->timers, 16), 0);
-    assert_int_equal(ub__pktpool_init(&r->pool, 64, 4096 + 64, 64), 0);
-    ub__rng_seed(&r->rng, seed);
     struct ub__pds_cfg cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.ack_coalesce = coalesce;
     cfg.idle_close_ns = idle_close_ns;
-    assert_int_equal(ub__pds_create(&r->pds, &cfg, &r->timers, &r->pool, &r->rng, NULL), 0);
-    ub__pds_set_upcalls(r->pds, &k_up, r);
+    pds_rig_open(&r->k, &cfg, seed, &k_up, r);
 }
 
 static void rig_open_cfg(struct krig *r, uint64_t seed, bool coalesce)
@@ -112,16 +106,14 @@ static void rig_open(struct krig *r, uint64_t seed)
 
 static void rig_close(struct krig *r)
 {
-    ub__pds_destroy(r->pds, 0);
-    ub__pktpool_fini(&r->pool);
-    ub__timers_fini(&r->timers);
+    pds_rig_close(&r->k);
 }
 
 /* Queues an 8-byte SEND from r to dst at `now` and returns the packet PDS hands out for it. */
 static struct ub__pkt *next_req_m(struct krig *r, const struct ub__addr *dst, uint64_t cookie,
                                   uint8_t mode, bool ack_req, bool own, uint64_t now)
 {
-    struct ub__pkt *p = t_send8_pkt(&r->pool);
+    struct ub__pkt *p = t_send8_pkt(&r->k.pool);
     struct ub__pds_tx tx;
     memset(&tx, 0, sizeof(tx));
     tx.dst = dst;
@@ -130,9 +122,9 @@ static struct ub__pkt *next_req_m(struct krig *r, const struct ub__addr *dst, ui
     tx.cookie = cookie;
     tx.ack_req = ack_req;
     tx.own = own;
-    assert_int_equal(ub__pds_send(r->pds, &tx, p, now), 0);
+    assert_int_equal(ub__pds_send(r->k.pds, &tx, p, now), 0);
     struct ub__pkt *out[4];
-    assert_int_equal(ub__pds_pull(r->pds, out, 4, now), 1);
+    assert_int_equal(ub__pds_pull(r->k.pds, out, 4, now), 1);
     return out[0];
 }
 
@@ -159,7 +151,7 @@ static void carry(struct ub__pkt *p, const struct ub__addr *src, struct krig *ds
     p->addr = *src;
     struct ub__wire_dgram d;
     assert_int_equal(ub__wire_parse_datagram(&d, p->data, p->len, 0), 0);
-    assert_int_equal(ub__pds_input(dst->pds, p, &d, 0), 1);
+    assert_int_equal(ub__pds_input(dst->k.pds, p, &d, 0), 1);
     ub__pkt_free(p);
 }
 
@@ -168,7 +160,7 @@ static void carry_all(struct krig *src, const struct ub__addr *src_addr, struct 
 {
     struct ub__pkt *out[16];
     uint32_t n;
-    while ((n = ub__pds_pull(src->pds, out, 16, 0)) != 0)
+    while ((n = ub__pds_pull(src->k.pds, out, 16, 0)) != 0)
         for (uint32_t i = 0; i < n; i++)
             carry(out[i], src_addr, dst);
 }
@@ -177,7 +169,7 @@ static void drain(struct krig *r)
 {
     struct ub__pkt *out[16];
     uint32_t n;
-    while ((n = ub__pds_pull(r->pds, out, 16, 0)) != 0)
+    while ((n = ub__pds_pull(r->k.pds, out, 16, 0)) != 0)
         for (uint32_t i = 0; i < n; i++)
             ub__pkt_free(out[i]);
 }
@@ -205,7 +197,7 @@ static void test_key_check(void **state)
     rig_open(&a, 7);
     rig_open(&b, 8);
     struct ub__addr aa = inet(1000), aa2 = inet(1001), ba = inet(2000);
-    const struct ub__pds_stats *st = ub__pds_stats(b.pds);
+    const struct ub__pds_stats *st = ub__pds_stats(b.k.pds);
 
     carry(next_req(&a, &ba, 1), &aa, &b); /* SYN: opens b's PDC */
     carry_all(&b, &ba, &a);               /* its ACK: a's PDC is established */
@@ -266,7 +258,7 @@ static void test_ack_coalesce(void **state)
             for (uint64_t i = 0; i < 3; i++)
                 carry(next_req_ar(&a, &ba, 10 * (uint64_t)round + i, true), &aa, &b);
             struct ub__pkt *out[8];
-            uint32_t n = ub__pds_pull(b.pds, out, 8, 0);
+            uint32_t n = ub__pds_pull(b.k.pds, out, 8, 0);
             assert_int_equal(n, co ? 1 : 3);
             for (uint32_t i = 0; i < n; i++) {
                 struct ub__wire_dgram d;
@@ -277,10 +269,10 @@ static void test_ack_coalesce(void **state)
             /* The one ACK acknowledges all three: nothing stays in flight at a. */
             for (uint32_t i = 0; i < n; i++)
                 carry(out[i], &ba, &a);
-            assert_int_equal(ub__pds_outstanding(a.pds, &ba, UB_PDS_RUD), 0);
-            assert_int_equal(ub__pds_stats(a.pds)->acks_rx, (uint64_t)(round + 1) * n);
+            assert_int_equal(ub__pds_outstanding(a.k.pds, &ba, UB_PDS_RUD), 0);
+            assert_int_equal(ub__pds_stats(a.k.pds)->acks_rx, (uint64_t)(round + 1) * n);
         }
-        assert_int_equal(ub__pds_stats(b.pds)->acks_coalesced, co ? 4 : 0);
+        assert_int_equal(ub__pds_stats(b.k.pds)->acks_coalesced, co ? 4 : 0);
         assert_int_equal(b.delivered, 6);
         drain(&a);
         drain(&b);
@@ -322,11 +314,11 @@ static void test_ack_own_pinned(void **state)
     assert_non_null(dup1);
     for (int i = 0; i < 4; i++)
         carry(p[i], &aa, &b);
-    const struct ub__pds_stats *sb = ub__pds_stats(b.pds), *sa = ub__pds_stats(a.pds);
+    const struct ub__pds_stats *sb = ub__pds_stats(b.k.pds), *sa = ub__pds_stats(a.k.pds);
     assert_int_equal(sb->acks_coalesced, 1);
     assert_int_equal(sb->acks_rsp_tx, 1);
     struct ub__pkt *out[8];
-    assert_int_equal(ub__pds_pull(b.pds, out, 8, 0), 3);
+    assert_int_equal(ub__pds_pull(b.k.pds, out, 8, 0), 3);
     struct ub__wire_dgram d[3];
     for (int i = 0; i < 3; i++) {
         assert_int_equal(ub__wire_parse_datagram(&d[i], out[i]->data, out[i]->len, 0), 0);
@@ -343,21 +335,21 @@ static void test_ack_own_pinned(void **state)
     assert_int_equal(a.acked - acked0, 2);
     assert_int_equal(a.acked_mask & 0xf, 0x9);
     assert_int_equal(sa->own_covered, 2);
-    assert_int_equal(ub__pds_outstanding(a.pds, &ba, UB_PDS_RUD), 3); /* from p1 on */
-    carry(out[0], &ba, &a);                                           /* p1, with its response */
+    assert_int_equal(ub__pds_outstanding(a.k.pds, &ba, UB_PDS_RUD), 3); /* from p1 on */
+    carry(out[0], &ba, &a);                                             /* p1, with its response */
     assert_int_equal(a.acked_mask & 0xf, 0xb);
     assert_int_equal(a.rsp_rx, 1);
     carry(out[1], &ba, &a); /* p2 */
     assert_int_equal(a.acked_mask & 0xf, 0xf);
     assert_int_equal(a.acked - acked0, 4);
-    assert_int_equal(ub__pds_outstanding(a.pds, &ba, UB_PDS_RUD), 0);
+    assert_int_equal(ub__pds_outstanding(a.k.pds, &ba, UB_PDS_RUD), 0);
     assert_int_equal(sa->retx_pkts, 0);
     /* A late duplicate of p1: its own ACK again, with the response. */
     struct ub__pkt *dup2 = ub__pkt_clone(dup1);
     assert_non_null(dup2);
     carry(dup1, &aa, &b);
     assert_int_equal(sb->acks_rsp_resent, 1);
-    assert_int_equal(ub__pds_pull(b.pds, out, 8, 0), 1);
+    assert_int_equal(ub__pds_pull(b.k.pds, out, 8, 0), 1);
     struct ub__wire_dgram e;
     assert_int_equal(ub__wire_parse_datagram(&e, out[0]->data, out[0]->len, 0), 0);
     assert_int_equal(trig_of(&e), psn1);
@@ -375,7 +367,7 @@ static void test_ack_own_pinned(void **state)
     drain(&b);
     carry(dup2, &aa, &b);
     assert_int_equal(sb->acks_rsp_resent, 1);
-    assert_int_equal(ub__pds_pull(b.pds, out, 8, 0), 1);
+    assert_int_equal(ub__pds_pull(b.k.pds, out, 8, 0), 1);
     assert_int_equal(ub__wire_parse_datagram(&e, out[0]->data, out[0]->len, 0), 0);
     assert_int_equal(e.ses_kind, UB_PDS_NH_NONE);
     ub__pkt_free(out[0]);
@@ -388,7 +380,7 @@ static void test_ack_own_pinned(void **state)
 static uint16_t ack_port(struct krig *b)
 {
     struct ub__pkt *out[4];
-    assert_int_equal(ub__pds_pull(b->pds, out, 4, 0), 1);
+    assert_int_equal(ub__pds_pull(b->k.pds, out, 4, 0), 1);
     uint16_t port = out[0]->addr.port;
     ub__pkt_free(out[0]);
     return port;
@@ -421,10 +413,10 @@ static void test_ack_twin_survives(void **state)
     carry(next_req_ar(&a, &ba, 0, true), &a_path, &b);
     assert_int_equal(ack_port(&b), 1000);
     /* The PDC to a_main closes idle; the younger one names a's device from now on. */
-    ub__timers_expire(&b.timers, idle + 1);
+    ub__timers_expire(&b.k.timers, idle + 1);
     carry_all(&b, &ba, &a); /* the close handshake */
     carry_all(&a, &a_main, &b);
-    assert_int_equal(ub__pds_stats(b.pds)->pdc_closed, 1);
+    assert_int_equal(ub__pds_stats(b.k.pds)->pdc_closed, 1);
     carry(next_req_ar(&a, &ba, 1, true), &a_path, &b);
     assert_int_equal(ack_port(&b), 1002);
     drain(&a);
