@@ -411,17 +411,25 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
             size_t bytes = p->len, cnt = 1;
             struct hop h;
             hop_init(e, &h, p);
+            /* A transmission (stamped) never overtakes another to the same destination:
+             * the receiver would see a gap and its ACK would make PDS declare the
+             * overtaken packets lost (docs/pds.md, ROD would drop it). ACKs may. */
+            bool passed = false;
             if (bundle_member(p))
                 for (uint32_t j = i + 1; j < end; j++) {
                     struct ub__pkt *q = pkts[j];
+                    if (taken >> (j - base) & 1)
+                        continue;
                     struct hop h2 = h;
-                    if (!(taken >> (j - base) & 1) && bundle_member(q) &&
+                    if (bundle_member(q) && !(passed && q->order) &&
                         ub__bundle_size(bytes + q->len, cnt + 1) <= e->cfg.mtu &&
                         same_hop(e, &h2, q)) {
                         h = h2;
                         mine |= 1ull << (j - base);
                         bytes += q->len;
                         cnt++;
+                    } else if (q->order && ub__addr_eq(&q->addr, h.addr)) {
+                        passed = true;
                     }
                 }
             struct ub__pkt *b = mine ? bundle_make(e, p, pkts + base, mine, bytes, cnt, &h) : NULL;

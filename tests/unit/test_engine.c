@@ -263,6 +263,67 @@ static void mark_flag(struct ub__engine *e, uint32_t which, uint8_t flag)
     }
 }
 
+/* Stamps the packets of e's transmit queue with transmission orders (0: unstamped). */
+static void stamp_order(struct ub__engine *e, const uint64_t *order, uint32_t n)
+{
+    struct ub__pkt *q[16];
+    assert_true(n <= 16);
+    for (uint32_t i = 0; i < n; i++)
+        assert_non_null(q[i] = ub__ring_pop(&e->txq));
+    for (uint32_t i = 0; i < n; i++) {
+        q[i]->order = order[i];
+        assert_true(ub__ring_push(&e->txq, q[i]));
+    }
+}
+
+/*
+ * A transmission never overtakes another one to its destination in a bundle (the receiver
+ * would ACK it first and the sender declare the overtaken one lost), an ACK may: an ACK,
+ * a big request, a small one and another ACK leave as [ACK + ACK], big, small.
+ */
+static void test_bundle_keeps_order(void **state)
+{
+    (void)state;
+    struct ub__engine tx, rx;
+    struct rx_log *log = bundle_pair(&tx, &rx);
+    struct ub__addr a, b;
+    ub__addr_loop(&a, 1);
+    ub__addr_loop(&b, 2);
+    static uint8_t big[1500];
+    uint32_t one = UB_PDS_UUD_SIZE + UB_SES_STD_SIZE + 1;
+    struct ub__pkt *p[8];
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 10, "a", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 11, big, sizeof(big), 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 12, "r", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 13, "b", 1, 0), 0);
+    stamp_order(&tx, (const uint64_t[]){0, 1, 2, 0}, 4);
+    assert_int_equal(ub__engine_output(&tx, p, 8, 1), 3);
+    assert_int_equal(p[0]->len, ub__bundle_size(2 * one, 2));
+    assert_int_equal(p[1]->len, one - 1 + sizeof(big));
+    assert_int_equal(p[2]->len, one);
+    ub__engine_input(&rx, p, 3, 2);
+    assert_int_equal(log->n, 4);
+    assert_int_equal(log->imm[0], 10);
+    assert_int_equal(log->imm[1], 13);
+    assert_int_equal(log->imm[2], 11);
+    assert_int_equal(log->imm[3], 12);
+
+    /* One to another destination in between does not hold the small one back. */
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 20, "r", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &b, 0, 1, 21, big, sizeof(big), 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 22, "s", 1, 0), 0);
+    stamp_order(&tx, (const uint64_t[]){3, 4, 5}, 3);
+    assert_int_equal(ub__engine_output(&tx, p, 8, 3), 2);
+    assert_int_equal(p[0]->len, ub__bundle_size(2 * one, 2));
+    assert_true(ub__addr_eq(&p[1]->addr, &b));
+    ub__pkt_free(p[0]);
+    ub__pkt_free(p[1]);
+    assert_int_equal(tx.pool.avail, tx.pool.count);
+    free(log);
+    ub__engine_fini(&tx);
+    ub__engine_fini(&rx);
+}
+
 /*
  * Packets any path serves (ACKs) join a bundle whatever their path, and the bundle leaves on
  * the path of its first member that has one; packets that have a path still go only with
@@ -889,6 +950,7 @@ int main(void)
         cmocka_unit_test(test_requeue_link_parks),
         cmocka_unit_test(test_malformed_and_unsupported),
         cmocka_unit_test(test_bundles),
+        cmocka_unit_test(test_bundle_keeps_order),
         cmocka_unit_test(test_bundles_any_path),
         cmocka_unit_test(test_bundle_after_ack),
         cmocka_unit_test(test_testbed_deterministic),
