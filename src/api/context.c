@@ -129,6 +129,9 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
     ec.seed = attr->seed ? attr->seed : system_seed((const void *)(uintptr_t)seed_salt);
     uint32_t dmtu = ub__dev_mtu(ctx->dev);
     ec.mtu = attr->mtu && attr->mtu < dmtu ? attr->mtu : dmtu;
+    /* No datagram is larger: bigger pool buffers would only waste memory, and keep the udp
+     * device from splitting GRO trains of full-size packets straight into them. */
+    ec.mtu = UB_MIN(ec.mtu, (uint32_t)UB_SES_MAX_DGRAM);
     uint32_t dpaths = ub__dev_num_paths(ctx->dev);
     ec.num_paths = attr->num_paths && attr->num_paths < dpaths ? attr->num_paths : dpaths;
     failure_bound(attr, &ec.pds);

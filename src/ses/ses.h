@@ -81,6 +81,11 @@
 #define UB_SES_PRSP_DATA        64   /* response data bytes (READ, atomic) that pack, at most */
 #define UB_SES_PACK_COOKIE      (1ull << 32) /* PDS cookie of a pack: this bit | pack id (32) */
 
+/* The largest datagram the transaction layer makes: a request of the largest payload its
+ * 14-bit length field carries (a response's header is shorter). */
+#define UB_SES_MAX_DGRAM \
+    (UB_PDS_REQ_SIZE + UB_EXT_SIZE + UB_SES_TAIL_LEN + UB_SES_STD_SIZE + UB_SES_LEN14_MAX)
+
 /* Flags in byte 8 of the extension tail. */
 #define UB_SES_TAIL_S      0x80u /* solicited */
 #define UB_SES_TAIL_D      0x40u /* deferrable: the target may answer DEFERRED instead of RNR */

@@ -312,6 +312,32 @@ static void test_zero_copy(void **state)
     node_close(&b);
 }
 
+/*
+ * An MTU beyond the largest datagram (a request of 16 383 payload bytes): the context takes
+ * the largest datagram as its MTU (pool buffers no larger), and a 1 MiB WRITE lands whole.
+ */
+static void test_mtu_beyond_largest_datagram(void **state)
+{
+    (void)state;
+    struct node a, b;
+    pair_open(&a, &b, "udp://127.0.0.1:0?paths=1&mtu=65000", "udp://127.0.0.1:0?paths=1&mtu=65000");
+    assert_int_equal(a.ctx->eng.cfg.mtu, UB_SES_MAX_DGRAM);
+    assert_int_equal(UB_SES_MAX_DGRAM, 16467);
+    assert_int_equal(a.ctx->eng.pool.buf_size, UB_SES_MAX_DGRAM + UB_ENGINE_HEADROOM);
+    assert_int_equal(a.ctx->ses.max_payload, UB_SES_LEN14_MAX);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    t_fill(a.mem, 1u << 20, 21);
+    struct ub_sge sg = {a.mem, 1u << 20, a.seg};
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
+    assert_int_equal(t_run(&a, &b, &wr), UB_CR_SUCCESS);
+    assert_memory_equal(b.mem, a.mem, 1u << 20);
+    node_close(&a);
+    node_close(&b);
+}
+
 /* A target process SIGKILLed mid-transfer: the initiator's requests fail within the bound. */
 static void test_peer_killed(void **state)
 {
@@ -414,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_malformed_foreign),
         cmocka_unit_test(test_tiny_rcvbuf),
         cmocka_unit_test(test_zero_copy),
+        cmocka_unit_test(test_mtu_beyond_largest_datagram),
         cmocka_unit_test(test_across_processes),
         cmocka_unit_test(test_peer_killed),
         cmocka_unit_test(test_peer_restarted),
