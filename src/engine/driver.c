@@ -1,5 +1,7 @@
 #include "engine/driver.h"
 
+#include "core/compiler.h"
+
 /* Notes whether a receive that took anything yielded: the last four, newest in bit 0. */
 static void note_yield(struct ub__engine *e, bool yielded)
 {
@@ -53,39 +55,52 @@ int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
     return moved;
 }
 
+/* Hands batch[0, n) to the device; returns how many it took. What it did not take is with
+ * the engine again (shm: a full lane, sent again next time) or dropped. */
+static UB_ALWAYS_INLINE uint32_t hand_out(struct ub__engine *e, struct ub__dev *dev,
+                                          struct ub__pkt **batch, uint32_t n,
+                                          struct ub__drive_stats *st)
+{
+    st->tx_batches++;
+    int sent = ub__dev_send(dev, batch, n);
+    if (sent < 0) { /* not a full lane: nothing to hold back for */
+        st->dev_errors++;
+        for (uint32_t i = 0; i < n; i++)
+            ub__pkt_free(batch[i]);
+        st->tx_refused += n;
+        st->tx_dropped += n;
+        return 0;
+    }
+    if ((uint32_t)sent < n) {
+        st->tx_refused += n - (uint32_t)sent;
+        st->tx_dropped += ub__engine_requeue(e, batch + sent, n - (uint32_t)sent);
+    }
+    return (uint32_t)sent;
+}
+
 int ub__drive_send(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
                    struct ub__drive_stats *st)
 {
+    if (e->held_parked)
+        return 0;
+    bool queued = ub__ring_count(&e->held) || ub__ring_count(&e->txq);
+    int pds = ub__pds_output(e->pds);
     /* Nothing to hand out (an idle poll): ub__engine_output would return 0. */
-    if (!ub__engine_pending(e))
+    if (!queued && pds == UB_PDS_OUT_NONE)
         return 0;
     struct ub__pkt *batch[UB_DRIVE_BATCH];
+    /* A ping-pong's answer over shm, alone: without the rounds of ub__engine_output. */
+    if (!queued && pds == UB_PDS_OUT_LINK_ONE && (batch[0] = ub__engine_output_link_one(e, now)))
+        return (int)hand_out(e, dev, batch, 1, st);
     int moved = 0;
     for (;;) {
         uint32_t n = ub__engine_output(e, batch, UB_DRIVE_BATCH, now);
         if (n == 0)
             break;
-        st->tx_batches++;
-        int sent = ub__dev_send(dev, batch, n);
-        if (sent < 0) { /* not a full lane: nothing to hold back for */
-            st->dev_errors++;
-            for (uint32_t i = 0; i < n; i++)
-                ub__pkt_free(batch[i]);
-            st->tx_refused += n;
-            st->tx_dropped += n;
-            break;
-        }
-        /* The device consumed what it accepted; the engine takes the rest back (shm: sent
-         * again next time) or drops it. */
-        if ((uint32_t)sent < n) {
-            st->tx_refused += n - (uint32_t)sent;
-            st->tx_dropped += ub__engine_requeue(e, batch + sent, n - (uint32_t)sent);
-            moved += sent;
-            break; /* the device is full: try again next round */
-        }
-        moved += (int)n;
-        if (n < UB_DRIVE_BATCH)
-            break;
+        uint32_t sent = hand_out(e, dev, batch, n, st);
+        moved += (int)sent;
+        if (sent < n || n < UB_DRIVE_BATCH)
+            break; /* the device is full (try again next round), or the engine is empty */
     }
     return moved;
 }

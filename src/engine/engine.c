@@ -444,6 +444,18 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
     return out;
 }
 
+struct ub__pkt *ub__engine_output_link_one(struct ub__engine *e, uint64_t now)
+{
+    struct ub__pkt *p;
+    if (!ub__pds_link_pull(e->pds, &p, 1, now))
+        return NULL;
+    e->out_now = now;
+    e->stats.tx_bytes += ub__pkt_total_len(p);
+    e->stats.tx_pkts++;
+    p->ts = now;
+    return p;
+}
+
 uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t max, uint64_t now)
 {
     uint32_t n = 0, h = 0;

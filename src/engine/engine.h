@@ -176,6 +176,10 @@ bool ub__engine_input(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_
 /* Inputs what a yield left in rx_later; returns whether it yielded again. */
 bool ub__engine_input_later(struct ub__engine *e, uint64_t now);
 uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t max, uint64_t now);
+/* ub__engine_output's result when the engine holds nothing and PDS's output is one packet
+ * of the link path (UB_PDS_OUT_LINK_ONE: a ping-pong's answer over shm), without the rounds
+ * through the queues. */
+struct ub__pkt *ub__engine_output_link_one(struct ub__engine *e, uint64_t now);
 uint64_t ub__engine_next_deadline(const struct ub__engine *e);
 void ub__engine_expire(struct ub__engine *e, uint64_t now);
 

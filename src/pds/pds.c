@@ -477,6 +477,15 @@ bool ub__pds_has_output(const struct ub__pds *pds)
            !ub__list_empty(&pds->ready) || !ub__list_empty(&pds->rccc_dirty);
 }
 
+int ub__pds_output(const struct ub__pds *pds)
+{
+    bool other = ub__ring_count(&pds->ctlq) || pds->out_head || !ub__list_empty(&pds->ready) ||
+                 !ub__list_empty(&pds->rccc_dirty);
+    if (!pds->link_head)
+        return other ? UB_PDS_OUT_MORE : UB_PDS_OUT_NONE;
+    return other || pds->link_head->next ? UB_PDS_OUT_MORE : UB_PDS_OUT_LINK_ONE;
+}
+
 uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now)
 {
     uint32_t n = 0;
