@@ -26,10 +26,14 @@ URI=${1:-udp://127.0.0.1:0?paths=1}
 scratch_dir critpath
 critpath_build "$BUILD" critpath.sh lat_count
 
-run() { # round trips -> the collected events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim
+# round trips [empty polls after them, counted too] -> the collected events: Ir Dr Dw I1mr D1mr
+# D1mw ILmr DLmr DLmw Bc Bcm Bi Bim
+run() {
+    local tag=$1${2:+e$2}
     timeout 600 valgrind --tool=callgrind --collect-atstart=no --cache-sim=yes --branch-sim=yes \
-        --callgrind-out-file="$WORK/cg.$1" "$BUILD/bench/lat_count" "$URI" "$1" >"$WORK/log.$1" 2>&1
-    sed -n 's/.*Collected : \([0-9 ]*\)$/\1/p' "$WORK/log.$1" | tail -1
+        ${2:+--toggle-collect=empty_polls} --callgrind-out-file="$WORK/cg.$tag" \
+        "$BUILD/bench/lat_count" "$URI" "$1" ${2:-} >"$WORK/log.$tag" 2>&1
+    sed -n 's/.*Collected : \([0-9 ]*\)$/\1/p' "$WORK/log.$tag" | tail -1
 }
 a=($(run "$N"))
 b=($(run $((3 * N))))
@@ -38,6 +42,11 @@ ev() { echo $(((${b[$1]:-0} - ${a[$1]:-0}) / turns)); } # one event's count per 
 per=$(ev 0)
 echo "critpath: $URI: $per instructions per turn (receive -> send), $turns turns"
 echo "critpath: simulated per turn: $(ev 3) I1 misses, $(($(ev 4) + $(ev 5))) D1 misses, $(($(ev 10) + $(ev 12))) mispredicted branches"
+# A waiting side's poll that finds nothing: its length is how late, at worst, it sees the
+# answer. EMPTY such polls after the round trips, against none.
+EMPTY=${EMPTY:-2000}
+c=($(run "$N" "$EMPTY"))
+echo "critpath: $URI: $(((${c[0]:-0} - ${a[0]:-0}) / EMPTY)) instructions per empty poll"
 # A turn is thousands of instructions: nothing collected means the marks did not switch.
 if [ "$per" -lt 100 ]; then
     echo "critpath.sh: nothing collected; valgrind said:" >&2

@@ -10,7 +10,11 @@
  * round trip takes a hundred times longer, the real one would fire retransmission and ACK
  * timers, and the counts would depend on how fast valgrind ran.
  *
- *   lat_count [URI [ROUND_TRIPS]]     URI: udp://127.0.0.1:0?paths=1 (default), shm://0
+ * EMPTY_POLLS: that many polls of the first side after the round trips, which find nothing
+ * (what a waiting side's poll costs: bench/critpath.sh counts them with --toggle-collect).
+ *
+ *   lat_count [URI [ROUND_TRIPS [EMPTY_POLLS]]]   URI: udp://127.0.0.1:0?paths=1 (default),
+ *                                                 shm://0
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 #include <stdint.h>
@@ -23,6 +27,7 @@
 #include <softub/softub.h>
 
 #include "api/ctx.h"
+#include "core/compiler.h"
 
 #define MEM     (1u << 20)
 #define RECV_SZ 4096u
@@ -149,6 +154,14 @@ static void idle_poll(struct side *s)
             fail("idle poll: unexpected record", UB_EIO);
 }
 
+/* k polls of s that find nothing, in a function of their own: bench/critpath.sh counts
+ * inside it (valgrind --toggle-collect). */
+static UB_NOINLINE void empty_polls(struct side *s, unsigned long k)
+{
+    for (unsigned long i = 0; i < k; i++)
+        idle_poll(s);
+}
+
 static double us_between(const struct timespec *a, const struct timespec *b)
 {
     return (double)(b->tv_sec - a->tv_sec) * 1e6 + (double)(b->tv_nsec - a->tv_nsec) / 1e3;
@@ -163,6 +176,7 @@ int main(int argc, char **argv)
 {
     const char *uri = argc > 1 ? argv[1] : "udp://127.0.0.1:0?paths=1";
     unsigned long n = argc > 2 ? strtoul(argv[2], NULL, 10) : 1000;
+    unsigned long empty = argc > 3 ? strtoul(argv[3], NULL, 10) : 0;
     struct side a, b;
     open_side(&a, uri);
     open_side(&b, uri);
@@ -196,6 +210,8 @@ int main(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     getrusage(RUSAGE_SELF, &r1);
+    idle_poll(&a); /* what the last turn held (the response) leaves: nothing is sent after */
+    empty_polls(&a, empty);
     /* Packets both sides' engines sent, per round trip (the members of a bundle one each). */
     static struct ub_context_stats sa, sb; /* large: not in main's frame, above every turn's */
     if (ub_context_stats(a.ctx, &sa) || ub_context_stats(b.ctx, &sb))

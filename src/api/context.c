@@ -402,19 +402,25 @@ int ub__ctx_progress_locked(ub_context *ctx)
      */
     bool may_hold = !x->hold_off && (ctx->attr.progress != UB_PROGRESS_AUTO || x->wait_round);
     int n = 0;
-    ub__ses_pump(&ctx->ses, now);
+    bool busy = ub__ses_pump(&ctx->ses, now) || ub__engine_pending(&ctx->eng);
     /* What an earlier round held and what was posted since leave before this round may
      * hold output again. */
-    if (x->tx_held || (may_hold && ub__engine_pending(&ctx->eng))) {
+    if (x->tx_held || (may_hold && busy)) {
         x->tx_held = false;
         x->answered = false; /* held output left without a post */
         n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
     }
     ctx->drive.rounds++;
     uint64_t cr0 = ctx->cr_pushed;
-    n += ub__drive_recv(&ctx->eng, ctx->dev, now, &ctx->drive);
-    if (ub__engine_next_deadline(&ctx->eng) <= now)
+    int got = ub__drive_recv(&ctx->eng, ctx->dev, now, &ctx->drive);
+    if (ub__engine_next_deadline(&ctx->eng) <= now) {
         ub__engine_expire(&ctx->eng, now);
+        busy = true;
+    }
+    /* Nothing was queued, arrived or due (an idle poll): nothing is now either. */
+    if (!busy && got == 0)
+        goto out;
+    n += got;
     /* A round about to be held keeps the responses it made out of PDS too: they go after the
      * application's answer (ub__ctx_send_out). */
     bool react = may_hold && ctx->cr_pushed != cr0;
@@ -433,6 +439,7 @@ int ub__ctx_progress_locked(ub_context *ctx)
     }
     if (!ub__list_empty(&ctx->ses.cmaq))
         n++; /* single copies under way: come back soon */
+out:
     if ((++ctx->drive_rounds & 1023) == 0) {
         ub__ses_tgt_gc(&ctx->ses, now);
         if (x->kind == UB_CTX_LOOP && !ub__list_empty(&ctx->net->zombies))

@@ -486,14 +486,16 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx);
 void ub__ses_fini(struct ub__tl *s);
 /* Hands pending request and response packets to PDS, as far as budgets allow. */
 void ub__ses_pump_work(struct ub__tl *s, uint64_t now);
-static inline void ub__ses_pump(struct ub__tl *s, uint64_t now)
+/* Returns whether anything was queued. */
+static inline bool ub__ses_pump(struct ub__tl *s, uint64_t now)
 {
-    /* Nothing queued (an idle poll, twice a progress round): every pump would find its list
-     * empty and do nothing. Inline: an idle poll pays no call for it. */
+    /* Nothing queued (an idle poll): every pump would find its list empty and do nothing.
+     * Inline: an idle poll pays no call for it. */
     if (ub__list_empty(&s->txq) && ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq) &&
         ub__list_empty(&s->rvq) && ub__list_empty(&s->cmaq) && !s->prsp_n)
-        return;
+        return false;
     ub__ses_pump_work(s, now);
+    return true;
 }
 /* The same; with hold, the responses gathered stay in prsp (held output: src/api/hold.c). */
 static inline void ub__ses_pump_held(struct ub__tl *s, uint64_t now, bool hold)
