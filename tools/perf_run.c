@@ -525,18 +525,31 @@ int perf_client_lat(struct perf_ep *e, const struct perf_run *r, uint64_t **samp
         return fail("memory", UB_ENOMEM);
     volatile uint8_t *tgt = e->buf + size - 1;
     uint8_t *src = e->buf + e->half + size - 1;
-    uint64_t w = e->cfg.warmup, end = 0;
+    uint64_t w = e->cfg.warmup, end = 0, prev = 0;
     for (uint64_t i = 0;; i++) {
+        /* One clock reading per iteration, as perftest and ucx_perftest take theirs: the time
+         * a request is posted ends the previous one's round trip. */
+        uint64_t now = perf_now_ns();
+        if (i > w) {
+            if (*n == cap) {
+                uint64_t *g = realloc(s, 2 * cap * sizeof(*s));
+                if (!g)
+                    return fail("memory", UB_ENOMEM);
+                *samples = s = g;
+                cap *= 2;
+            }
+            s[(*n)++] = now - prev;
+        }
         if (i == w && r->duration_ms)
-            end = perf_now_ns() + r->duration_ms * MS;
+            end = now + r->duration_ms * MS;
         if (!r->duration_ms && i >= w + r->iters)
             break;
-        if (end && perf_now_ns() >= end)
+        if (end && now >= end)
             break;
+        prev = now;
         uint8_t v = (uint8_t)(i % 255 + 1);
         *src = v;
         uint64_t recvs0 = e->recvs, done0 = e->completed;
-        uint64_t t0 = perf_now_ns();
         int rc = post_one(e, op, size);
         if (rc)
             return rc;
@@ -546,17 +559,6 @@ int perf_client_lat(struct perf_ep *e, const struct perf_run *r, uint64_t **samp
             WAIT_UNTIL(e, e->recvs > recvs0);
         else
             WAIT_UNTIL(e, e->completed > done0);
-        uint64_t t1 = perf_now_ns();
-        if (i < w)
-            continue;
-        if (*n == cap) {
-            uint64_t *g = realloc(s, 2 * cap * sizeof(*s));
-            if (!g)
-                return fail("memory", UB_ENOMEM);
-            *samples = s = g;
-            cap *= 2;
-        }
-        s[(*n)++] = t1 - t0;
     }
     return 0;
 }
