@@ -426,7 +426,7 @@ int ub__ctx_progress_locked(ub_context *ctx)
     bool react = may_hold && ctx->cr_pushed != cr0;
     ub__ses_pump_held(&ctx->ses, now, react);
     /* Asked once: with nothing to send, neither the hold nor the sends below do anything. */
-    bool pending = ub__engine_pending(&ctx->eng) || ctx->ses.prsp_n;
+    bool pending = ctx->ses.prsp_n || ub__engine_pending(&ctx->eng);
     if (react && pending) {
         ub__ctx_hold(ctx); /* or, failing, sent the lot */
         if (x->tx_held)

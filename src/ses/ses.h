@@ -500,6 +500,11 @@ static inline bool ub__ses_pump(struct ub__tl *s, uint64_t now)
 /* The same; with hold, the responses gathered stay in prsp (held output: src/api/hold.c). */
 static inline void ub__ses_pump_held(struct ub__tl *s, uint64_t now, bool hold)
 {
+    /* Only held responses (a ping-pong's round, whose record the application waits for):
+     * nothing would move. */
+    if (hold && ub__list_empty(&s->txq) && ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq) &&
+        ub__list_empty(&s->rvq) && ub__list_empty(&s->cmaq))
+        return;
     s->prsp_hold = hold;
     ub__ses_pump(s, now);
     s->prsp_hold = false;
