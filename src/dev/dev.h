@@ -55,8 +55,12 @@ struct ub__dev {
 
 static inline int ub__dev_send(struct ub__dev *d, struct ub__pkt *const *pkts, uint32_t n)
 {
-    if (!d->ops->gather)
-        ub__pkts_flatten(pkts, n);
+    if (!d->ops->gather) {
+        if (n == 1) /* a ping-pong's answer: no call */
+            ub__pkt_flatten(pkts[0]);
+        else
+            ub__pkts_flatten(pkts, n);
+    }
     return d->ops->send(d, pkts, n);
 }
 

@@ -446,8 +446,8 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
 
 struct ub__pkt *ub__engine_output_link_one(struct ub__engine *e, uint64_t now)
 {
-    struct ub__pkt *p;
-    if (!ub__pds_link_pull(e->pds, &p, 1, now))
+    struct ub__pkt *p = ub__pds_link_pull_one(e->pds, now);
+    if (!p)
         return NULL;
     e->out_now = now;
     e->stats.tx_bytes += ub__pkt_total_len(p);

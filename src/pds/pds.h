@@ -301,12 +301,12 @@ uint8_t *ub__pds_dlv_rsp(struct ub__pds *pds, uint32_t len);
 uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now);
 
 /* What ub__pds_pull would return now: nothing, one packet of the link path and nothing else
- * (a ping-pong's answer over shm: ub__pds_link_pull takes it), or more. */
+ * (a ping-pong's answer over shm: ub__pds_link_pull_one takes it), or more. */
 enum { UB_PDS_OUT_NONE, UB_PDS_OUT_LINK_ONE, UB_PDS_OUT_MORE };
 int ub__pds_output(const struct ub__pds *pds);
-/* Up to max queued LINK packets (ub__pds_pull's part), each reported acknowledged as it
- * leaves. */
-uint32_t ub__pds_link_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now);
+/* The first queued LINK packet (ub__pds_pull's part), reported acknowledged as it leaves, or
+ * NULL. */
+struct ub__pkt *ub__pds_link_pull_one(struct ub__pds *pds, uint64_t now);
 
 /* Whether ub__pds_pull would return something now. */
 bool ub__pds_has_output(const struct ub__pds *pds);

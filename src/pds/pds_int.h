@@ -305,6 +305,8 @@ int ub__pds_link_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct u
                       uint32_t ext_len);
 void ub__pds_on_link(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wire_dgram *d,
                      uint64_t now);
+/* Up to max queued LINK packets, each reported acknowledged as it leaves. */
+uint32_t ub__pds_link_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now);
 uint32_t ub__pds_link_flatten(struct ub__pds *pds, uint64_t cookie);
 
 /* pds.c */

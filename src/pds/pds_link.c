@@ -104,6 +104,29 @@ int ub__pds_link_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct u
     return 0;
 }
 
+/* Handed to the driver (which sends it now, copying any attached payload in, or keeps it
+ * until the lane has room): as good as acknowledged. */
+static void handed_out(struct ub__pds *pds, struct ub__pkt *p, uint64_t now)
+{
+    uint64_t cookie = p->tag;
+    p->tag = 0;
+    if (cookie && pds->up && pds->up->acked)
+        pds->up->acked(pds->up_arg, cookie, now);
+}
+
+struct ub__pkt *ub__pds_link_pull_one(struct ub__pds *pds, uint64_t now)
+{
+    struct ub__pkt *p = pds->link_head;
+    if (!p)
+        return NULL;
+    if (!(pds->link_head = p->next))
+        pds->link_tail = NULL;
+    p->next = NULL;
+    pds->link_qlen--;
+    handed_out(pds, p, now);
+    return p;
+}
+
 uint32_t ub__pds_link_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now)
 {
     uint32_t n = 0;
@@ -115,15 +138,9 @@ uint32_t ub__pds_link_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t 
         pds->link_qlen--;
         pkts[n++] = p;
     }
-    /* Handed to the driver (which sends them now, copying any attached payload in, or keeps
-     * them until the lane has room): as good as acknowledged. After the loop: the upcall may
-     * send again. */
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t cookie = pkts[i]->tag;
-        pkts[i]->tag = 0;
-        if (cookie && pds->up && pds->up->acked)
-            pds->up->acked(pds->up_arg, cookie, now);
-    }
+    /* After the loop: the upcall may send again. */
+    for (uint32_t i = 0; i < n; i++)
+        handed_out(pds, pkts[i], now);
     return n;
 }
 
