@@ -193,6 +193,11 @@ void ub__pds_set_upcalls(struct ub__pds *pds, const struct ub__pds_upcalls *up, 
     pds->up_arg = arg;
 }
 
+void ub__pds_set_link_req(struct ub__pds *pds, ub__pds_link_req_fn fn)
+{
+    pds->link_req = fn;
+}
+
 uint32_t ub__pds_incarnation(const struct ub__pds *pds)
 {
     return pds->incarnation;

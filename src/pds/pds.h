@@ -226,6 +226,11 @@ struct ub__pds_upcalls {
     void (*failed)(void *arg, uint64_t cookie, int err, uint64_t now);
 };
 
+/* Target, optional: the link path's usual request (ub__wire_link_req) from src, taken whole
+ * (true) or not (false: it is parsed and delivered as any other). Called with up_arg. */
+typedef bool (*ub__pds_link_req_fn)(void *arg, const struct ub__addr *src,
+                                    const struct ub__wire_link_req *r, uint64_t now);
+
 struct ub__pds;
 
 /* Responses on ACKs: the most bytes (softub extension + SES header + data) one ACK carries, and
@@ -261,6 +266,7 @@ int ub__pds_create(struct ub__pds **out, const struct ub__pds_cfg *cfg, struct u
 void ub__pds_destroy(struct ub__pds *pds, uint64_t now);
 
 void ub__pds_set_upcalls(struct ub__pds *pds, const struct ub__pds_upcalls *up, void *arg);
+void ub__pds_set_link_req(struct ub__pds *pds, ub__pds_link_req_fn fn);
 /*
  * The unloaded RTT to a peer host in ns, when the owner knows it (e.g. from the fabric's
  * topology), 0 if not: it seeds the base RTT of that peer's congestion context (NSCC's
@@ -284,6 +290,11 @@ int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pk
 /* A received datagram whose headers parsed (d); returns 1 if PDS consumed it, 0 if not its. */
 int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wire_dgram *d,
                   uint64_t now);
+/* A received datagram that is the link path's usual request (ub__wire_link_req found r in
+ * it): what ub__pds_input does with it, the headers parsed only if the layer above does not
+ * take r whole. Consumes it (returns 1). */
+int ub__pds_input_link_req(struct ub__pds *pds, struct ub__pkt *pkt,
+                           const struct ub__wire_link_req *r, uint64_t now);
 
 /*
  * Responses on ACKs, called by the layer above during a deliver upcall of a RUD request.

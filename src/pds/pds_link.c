@@ -151,22 +151,46 @@ uint32_t ub__pds_link_flatten(struct ub__pds *pds, uint64_t cookie)
     return n;
 }
 
-void ub__pds_on_link(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wire_dgram *d,
-                     uint64_t now)
+/* Whether a LINK packet from src (with the extension: has_ext) is taken; counted either way. */
+static bool link_accept(struct ub__pds *pds, const struct ub__addr *src, bool has_ext,
+                        uint32_t dst_inc, uint32_t src_inc)
 {
     /* Only a lossless carrier vouches for what PDS would otherwise check: over any other, a
      * LINK packet is malformed. Taken with cfg.link off too: either side may keep PDCs. */
-    if (!d->has_ext || !ub__pds_lossless_peer(&pds->cfg, &pkt->addr)) {
+    if (!has_ext || !ub__pds_lossless_peer(&pds->cfg, src)) {
         pds->st.rx_malformed++;
-        return;
+        return false;
     }
-    uint32_t dst_inc = d->pds.u.link.dst_inc;
     if (dst_inc && dst_inc != pds->incarnation) { /* meant for this id's predecessor */
         pds->st.rx_link_stale++;
-        return;
+        return false;
     }
-    peer_learn(pds, &pkt->addr, d->ext.incarnation);
+    peer_learn(pds, src, src_inc);
     pds->st.rx_link++;
-    ub__pds_deliver_nopdc(pds, pkt, d,
-                          (d->pds.u.link.flags & UB_PDS_LINK_F_ROD) ? UB_PDS_ROD : UB_PDS_RUD, now);
+    return true;
+}
+
+static inline uint8_t link_mode(uint8_t flags)
+{
+    return (flags & UB_PDS_LINK_F_ROD) ? UB_PDS_ROD : UB_PDS_RUD;
+}
+
+void ub__pds_on_link(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wire_dgram *d,
+                     uint64_t now)
+{
+    if (link_accept(pds, &pkt->addr, d->has_ext, d->pds.u.link.dst_inc, d->ext.incarnation))
+        ub__pds_deliver_nopdc(pds, pkt, d, link_mode(d->pds.u.link.flags), now);
+}
+
+int ub__pds_input_link_req(struct ub__pds *pds, struct ub__pkt *pkt,
+                           const struct ub__wire_link_req *r, uint64_t now)
+{
+    if (!link_accept(pds, &pkt->addr, true, r->dst_inc, r->ext.incarnation))
+        return 1;
+    if (pds->link_req && pds->link_req(pds->up_arg, &pkt->addr, r, now))
+        return 1;
+    struct ub__wire_dgram d; /* cannot fail: r was found in these bytes */
+    if (ub__wire_parse_datagram(&d, pkt->data, pkt->len, 0) == 0)
+        ub__pds_deliver_nopdc(pds, pkt, &d, link_mode(r->link_flags), now);
+    return 1;
 }

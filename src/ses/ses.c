@@ -96,6 +96,12 @@ static void on_failed(void *arg, uint64_t cookie, int err, uint64_t now)
         ub__ses_on_failed(arg, cookie, err, now);
 }
 
+static bool on_link_req(void *arg, const struct ub__addr *src, const struct ub__wire_link_req *r,
+                        uint64_t now)
+{
+    return ub__ses_link_req(arg, src, r, now);
+}
+
 static const struct ub__pds_upcalls ses_upcalls = {on_deliver, on_acked, on_failed};
 
 int ub__ses_init(struct ub__tl *s, ub_context *ctx)
@@ -141,6 +147,7 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx)
     }
     s->next_stream = (uint16_t)ub__rng_next(&s->eng->rng);
     ub__pds_set_upcalls(s->eng->pds, &ses_upcalls, s);
+    ub__pds_set_link_req(s->eng->pds, on_link_req);
     return 0;
 }
 

@@ -645,6 +645,10 @@ int ub__ses_prsp_check(const uint8_t *p, size_t n);
 
 /* ---- ses_tgt.c: the target ---- */
 void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
+/* The link path's usual request from src, taken whole when it is a SEND that
+ * ub__ses_on_req's fast path would take (true); false: nothing done, deliver it. */
+bool ub__ses_link_req(struct ub__tl *s, const struct ub__addr *src,
+                      const struct ub__wire_link_req *r, uint64_t now);
 /* Sends the responses gathered for packing (end of a pump). */
 void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now);
 bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now);

@@ -149,8 +149,11 @@ static uint64_t ts_key(const struct ub__addr *src, uint32_t inc, uint16_t id)
     return ub__ses_peer_hash(src, ((uint64_t)inc << 16) | id);
 }
 
-static struct ub__tstream *tstream_get(struct ub__tl *s, const struct ub__addr *src, uint32_t inc,
-                                       uint16_t id, uint64_t now)
+static struct ub__tstream *tstream_get_slow(struct ub__tl *s, const struct ub__addr *src,
+                                            uint32_t inc, uint16_t id, uint64_t now);
+
+static inline struct ub__tstream *tstream_get(struct ub__tl *s, const struct ub__addr *src,
+                                              uint32_t inc, uint16_t id, uint64_t now)
 {
     struct ub__tstream *ts = s->ts_last;
     /* The records of a packed packet, and most packets in a row, are of one stream. */
@@ -162,8 +165,14 @@ static struct ub__tstream *tstream_get(struct ub__tl *s, const struct ub__addr *
         ts->last_active = now;
         return ts;
     }
+    return tstream_get_slow(s, src, inc, id, now);
+}
+
+static struct ub__tstream *tstream_get_slow(struct ub__tl *s, const struct ub__addr *src,
+                                            uint32_t inc, uint16_t id, uint64_t now)
+{
     uint64_t key = ts_key(src, inc, id);
-    ts = ub__hmap_get(&s->tstreams, key);
+    struct ub__tstream *ts = ub__hmap_get(&s->tstreams, key);
     if (ts) {
         if (!ub__ses_peer_eq(&ts->src, src) || ts->inc != inc || ts->id != id)
             return NULL; /* a 64-bit hash collision: refuse rather than mix two streams */
@@ -491,7 +500,7 @@ void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t
 
 /* The JFR a request names: requests of a flow name the same one, so the last one found is
  * checked before the context's object map. */
-static ub_jfr *jfr_by_id(struct ub__tl *s, uint32_t id)
+static inline ub_jfr *jfr_by_id(struct ub__tl *s, uint32_t id)
 {
     ub_jfr *r = s->jfr_last;
     if (r && r->id == id)
@@ -967,17 +976,17 @@ static void msg_outlives(struct ub__tl *s, struct ub__tstream *ts, struct ub__rx
  * false: not such a message, and nothing was changed (the JFR and send-order entry looked up
  * are what msg_new would look up, too).
  */
-static bool fast_send(struct ub__tl *s, struct ub__tstream *ts, const struct ub__pds_rx *rx,
-                      const struct ub__ses_tail *t, uint64_t now)
+static UB_ALWAYS_INLINE bool fast_send(struct ub__tl *s, struct ub__tstream *ts,
+                                       const struct ub__addr *src, const struct ub__ext *x,
+                                       const struct ub__ses_std *q, const uint8_t *payload,
+                                       uint32_t payload_len, const struct ub__ses_tail *t,
+                                       uint64_t now)
 {
-    const struct ub__wire_dgram *d = rx->hdr;
-    const struct ub__ses_std *q = &d->ses.u.std;
-    const struct ub__ext *x = &d->ext;
     const uint8_t whole = UB_SES_F_SOM | UB_SES_F_EOM;
     uint8_t tf = (uint8_t)(t->aux >> 24);
     uint32_t len = q->request_length;
     if ((q->opcode != UB_SES_OP_SEND && q->opcode != UB_SES_OP_DEFER_SEND) ||
-        (q->flags & whole) != whole || (tf & UB_SES_TAIL_C) || rx->payload_len != len ||
+        (q->flags & whole) != whole || (tf & UB_SES_TAIL_C) || payload_len != len ||
         ts->msgs.count || !ub__list_empty(&ts->waiting) ||
         !order_ok_at(ts, x->order_seq, x->fence, x->exec_order, t->so_delta, t->ro_count))
         return false;
@@ -991,7 +1000,7 @@ static bool fast_send(struct ub__tl *s, struct ub__tstream *ts, const struct ub_
     sq->next++;
     ub__list_remove(&rb->link);
     if (len)
-        memcpy(rb->sge[0].addr, rx->payload, len);
+        memcpy(rb->sge[0].addr, payload, len);
     struct ub_cr cr;
     memset(&cr, 0, sizeof(cr));
     cr.status = UB_CR_SUCCESS;
@@ -1002,11 +1011,34 @@ static bool fast_send(struct ub__tl *s, struct ub__tstream *ts, const struct ub_
         cr.flags = UB_CR_F_IMM;
         cr.imm_data = q->header_data;
     }
-    ub__tgt_recv_done(s, jfr, rb, &cr, rx->src, (tf & UB_SES_TAIL_S) != 0);
-    respond_in(s, ts, rx->src, x->stream, x->order_seq, (tf & UB_SES_TAIL_A) != 0, UB_SES_RC_OK,
-               len, false, 0, now);
+    ub__tgt_recv_done(s, jfr, rb, &cr, src, (tf & UB_SES_TAIL_S) != 0);
+    respond_in(s, ts, src, x->stream, x->order_seq, (tf & UB_SES_TAIL_A) != 0, UB_SES_RC_OK, len,
+               false, 0, now);
     executed_at(ts, x->order_seq, x->exec_order, t->so_delta);
     s->st.rx_fast++;
+    return true;
+}
+
+bool ub__ses_link_req(struct ub__tl *s, const struct ub__addr *src,
+                      const struct ub__wire_link_req *r, uint64_t now)
+{
+    /* What ub__ses_on_req would check before fast_send, and what on_deliver would route
+     * elsewhere (packed requests, a response asked for on the ACK, rendezvous reads). */
+    if (!s->fast || r->ext.version < 1 || r->ext.tail_len < UB_SES_TAIL_LEN)
+        return false;
+    struct ub__ses_tail t;
+    ub__ses_tail_get(r->ext.tail, &t);
+    uint8_t tf = (uint8_t)(t.aux >> 24);
+    if (tf & (UB_SES_TAIL_R | UB_SES_TAIL_P | UB_SES_TAIL_K))
+        return false;
+    struct ub__tstream *ts = tstream_get(s, src, r->ext.incarnation, r->ext.stream, now);
+    uint32_t seq = r->ext.order_seq;
+    if (!ts || executed(ts, seq) || ub__seq_diff(seq, ts->floor) >= UB_SES_WINDOW)
+        return false;
+    ts->pk = (tf & UB_SES_TAIL_A) != 0;
+    if (!fast_send(s, ts, src, &r->ext, &r->std, r->payload, r->payload_len, &t, now))
+        return false;
+    s->st.rx_req_pkts++;
     return true;
 }
 
@@ -1047,7 +1079,7 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_bad_pkts++;
         return;
     }
-    if (s->fast && fast_send(s, ts, rx, &t, now))
+    if (s->fast && fast_send(s, ts, rx->src, &d->ext, q, rx->payload, rx->payload_len, &t, now))
         return;
     struct ub__rxmsg *m = ts->msgs.count ? ub__hmap_get(&ts->msgs, seq) : NULL;
     ub_seg *seg = NULL;

@@ -172,6 +172,30 @@ static UB_ALWAYS_INLINE bool parse_link(struct ub__wire_dgram *d, const uint8_t 
     return true;
 }
 
+bool ub__wire_link_req(struct ub__wire_link_req *r, const uint8_t *buf, size_t len)
+{
+    /* As parse_link: type 31, next header 15, flags O or none, reserved 0. */
+    if (len < UB_PDS_LINK_SIZE + UB_EXT_SIZE + UB_SES_STD_SIZE || buf[0] != 0xff ||
+        (buf[1] & 0xfe) != 0x80 || buf[2] | buf[3])
+        return false;
+    struct ub__rcur c;
+    ub__rcur_init(&c, buf, len);
+    ub__rcur_skip(&c, UB_PDS_LINK_SIZE);
+    if (ub__ext_decode(&r->ext, &c) != 0 || r->ext.next_hdr != UB_PDS_NH_REQ_STD ||
+        ub__ses_std_decode(&r->std, &c) != 0)
+        return false;
+    const uint8_t whole = UB_SES_F_SOM | UB_SES_F_EOM;
+    size_t pay = ub__rcur_offset(&c);
+    if ((r->std.flags & whole) != whole || len - pay != r->std.request_length ||
+        ub__ses_ext_for(UB_PDS_NH_REQ_STD, r->std.opcode) != UB_SES_EXT_NONE)
+        return false;
+    r->dst_inc = ub__ld32(buf + 4);
+    r->link_flags = buf[1] & UB_PDS_LINK_F_MASK;
+    r->payload = buf + pay;
+    r->payload_len = (uint32_t)(len - pay);
+    return true;
+}
+
 int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t len,
                             unsigned flags)
 {

@@ -66,6 +66,24 @@ int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t
                             unsigned flags);
 
 /*
+ * The link path's usual request (docs/pds.md, "The link path"): LINK, the softub extension,
+ * a standard SES header without an SES extension (no atomic, no rendezvous) that says SOM
+ * and EOM, and the whole message as payload. For such a datagram, what
+ * ub__wire_parse_datagram would find in it, in the fields a receive of it needs; false for
+ * anything else, which may still be valid (parse it). fuzz_datagram checks the two agree.
+ */
+struct ub__wire_link_req {
+    uint32_t dst_inc;   /* LINK: the receiver's incarnation as the sender knows it */
+    uint8_t link_flags; /* UB_PDS_LINK_F_* */
+    struct ub__ext ext;
+    struct ub__ses_std std;
+    const uint8_t *payload;
+    uint32_t payload_len; /* == std.request_length */
+};
+bool ub__wire_link_req(struct ub__wire_link_req *r, const uint8_t *buf, size_t len);
+#define UB_WIRE_LINK_BYTE0 0xffu /* a LINK packet's first byte (type 31, next header 15) */
+
+/*
  * Encodes the headers of d (TSS if has_tss, PDS, extension if has_ext, SES)
  * back to back: everything up to payload_off. The payload and ICV are the
  * caller's. Header chaining is checked: the PDS next_hdr must name the

@@ -4,7 +4,8 @@
  * the datagram in order and stay inside it; the headers re-encode to exactly
  * the bytes before the payload; a re-parse of the re-encoded headers plus the
  * same payload agrees; the link path's fast parse and the general one (UB_WIRE_F_GENERAL)
- * give the same result, field for field.
+ * give the same result, field for field; whatever ub__wire_link_req takes the general parse
+ * takes too, with the same fields.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +23,17 @@ static void one(const uint8_t *data, size_t size, unsigned flags)
     int rc = ub__wire_parse_datagram(&d, data, size, flags);
     CHECK(ub__wire_parse_datagram(&g, data, size, flags | UB_WIRE_F_GENERAL) == rc);
     CHECK(memcmp(&d, &g, sizeof(d)) == 0);
+    struct ub__wire_link_req r;
+    memset(&r, 0xa5, sizeof(r));
+    if (ub__wire_link_req(&r, data, size)) {
+        CHECK(rc == 0 && !d.has_tss && d.pds.type == UB_PDS_TYPE_LINK && d.has_ext);
+        CHECK(d.ses_kind == UB_PDS_NH_REQ_STD && d.ses.ext == UB_SES_EXT_NONE);
+        CHECK(r.dst_inc == d.pds.u.link.dst_inc && r.link_flags == d.pds.u.link.flags);
+        CHECK(memcmp(&r.ext, &d.ext, sizeof(r.ext)) == 0);
+        CHECK(memcmp(&r.std, &d.ses.u.std, sizeof(r.std)) == 0);
+        CHECK(r.payload == data + d.payload_off && r.payload_len == d.payload_len);
+        CHECK(r.payload_len == d.ses.u.std.request_length);
+    }
     CHECK(rc == 0 || rc == UB_ETRUNC || rc == UB_EBADMSG);
     if (rc)
         return;

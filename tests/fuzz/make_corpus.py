@@ -54,6 +54,8 @@ TSS_SSI = h("0cabcdef 11223344 ffff ffffffffffff")
 
 # ---- softub extension (section 6) ----------------------------------------------
 EXT_RO = h("03 04 78 00 0064 0102 0a0b0c0d deadbeef")
+# version 1, REQ_STD next, 7 units (16 + SES's 12-byte tail: so_delta, ro_count, send_seq, aux)
+LINK_EXT_TAIL = h("13 07 00 00 0000 0102 00000010 deadbeef 0000 0000 00000003 04000001")
 EXT_SO = h("04 04 84 00 ffff 0000 ffffffff 00000001")
 EXT_V1 = h("13 06 78 00 0064 0102 0a0b0c0d deadbeef c0c1c2c3c4c5c6c7")
 
@@ -163,6 +165,14 @@ CORPUS = {
         "tss_write": TSS_SSI + with_nh(RUD_REQ, 15) + EXT_RO + STD_SOM + bytes(16) + bytes(16),
         "uud_small": with_nh(UUD, 1) + SMALL + bytes(0x10),
         "link_write": LINK + EXT_RO + STD_SOM + bytes([0x5C] * 16),
+        # the link path's usual request (ub__wire_link_req): a whole deferrable SEND of 8 bytes,
+        # the extension with SES's 12-byte tail; and one with an immediate (HD)
+        "link_send": h("ff80 0000 0a0b0c0d") + LINK_EXT_TAIL
+        + h("08 03 0000 00 000001 0000 0001 0000000000000005 00000002 0000000000000000"
+            " 0000000000000000 00000008") + bytes(range(8)),
+        "link_send_imm": h("ff80 0000 00000000") + LINK_EXT_TAIL
+        + h("08 07 0000 00 000001 0000 0001 0000000000000005 00000002 0000000000000000"
+            " 1122334455667788 00000008") + bytes(range(8)),
         "bad_len": with_nh(RUD_REQ, 3) + STD_MID + bytes(0xFF),
     },
     "fuzz_udp_ring": {
