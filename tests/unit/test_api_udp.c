@@ -275,6 +275,19 @@ static void test_tiny_rcvbuf(void **state)
     node_close(&b);
 }
 
+/* a learns b (p), then WRITEs 1 MiB of pattern seed to it, which lands whole. */
+static void write_1m(struct node *a, struct node *b, struct peer *p, uint32_t seed)
+{
+    uint8_t d[NODE_DESC];
+    node_export(b, d);
+    node_import(a, d, p);
+    t_fill(a->mem, 1u << 20, seed);
+    struct ub_sge sg = {a->mem, 1u << 20, a->seg};
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p->ts, p->base);
+    assert_int_equal(t_run(a, b, &wr), UB_CR_SUCCESS);
+    assert_memory_equal(b->mem, a->mem, 1u << 20);
+}
+
 /*
  * Zero-copy send over the real device (9000-byte MTU: every full packet's payload is
  * attached, not copied): a 1 MiB WRITE, then a blast of 16 KiB WRITEs into a small receive
@@ -288,15 +301,8 @@ static void test_zero_copy(void **state)
     pair_open(&a, &b, "udp://127.0.0.1:0?paths=2&mtu=9000",
               "udp://127.0.0.1:0?paths=2&mtu=9000&rcvbuf=32768&gro=0");
     assert_int_equal(a.ctx->eng.cfg.zc_min, 2048); /* the udp device gathers */
-    uint8_t d[NODE_DESC];
-    node_export(&b, d);
     struct peer p;
-    node_import(&a, d, &p);
-    t_fill(a.mem, 1u << 20, 11);
-    struct ub_sge sg = {a.mem, 1u << 20, a.seg};
-    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
-    assert_int_equal(t_run(&a, &b, &wr), UB_CR_SUCCESS);
-    assert_memory_equal(b.mem, a.mem, 1u << 20);
+    write_1m(&a, &b, &p, 11);
 
     t_fill(a.mem, 1u << 20, 12);
     blast(&a, &b, &p);
@@ -325,15 +331,8 @@ static void test_mtu_beyond_largest_datagram(void **state)
     assert_int_equal(UB_SES_MAX_DGRAM, 16467);
     assert_int_equal(a.ctx->eng.pool.buf_size, UB_SES_MAX_DGRAM + UB_ENGINE_HEADROOM);
     assert_int_equal(a.ctx->ses.max_payload, UB_SES_LEN14_MAX);
-    uint8_t d[NODE_DESC];
-    node_export(&b, d);
     struct peer p;
-    node_import(&a, d, &p);
-    t_fill(a.mem, 1u << 20, 21);
-    struct ub_sge sg = {a.mem, 1u << 20, a.seg};
-    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base);
-    assert_int_equal(t_run(&a, &b, &wr), UB_CR_SUCCESS);
-    assert_memory_equal(b.mem, a.mem, 1u << 20);
+    write_1m(&a, &b, &p, 21);
     node_close(&a);
     node_close(&b);
 }
