@@ -81,9 +81,10 @@ static UB_ALWAYS_INLINE uint32_t hand_out(struct ub__engine *e, struct ub__dev *
 int ub__drive_send(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
                    struct ub__drive_stats *st)
 {
+    /* ub__engine_pending, asking PDS also whether its output is one link-path packet. */
     if (e->held_parked)
         return 0;
-    bool queued = ub__ring_count(&e->held) || ub__ring_count(&e->txq);
+    bool queued = ub__engine_queued(e);
     int pds = ub__pds_output(e->pds);
     /* Nothing to hand out (an idle poll): ub__engine_output would return 0. */
     if (!queued && pds == UB_PDS_OUT_NONE)

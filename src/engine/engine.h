@@ -190,10 +190,15 @@ static inline bool ub__engine_rx_later(const struct ub__engine *e)
 }
 
 /* Whether ub__engine_output has something to hand out now. */
+/* Whether the engine's own rings hold output (given back by the driver, or datagrams). */
+static inline bool ub__engine_queued(const struct ub__engine *e)
+{
+    return ub__ring_count(&e->held) || ub__ring_count(&e->txq);
+}
+
 static inline bool ub__engine_pending(const struct ub__engine *e)
 {
-    return !e->held_parked &&
-           (ub__ring_count(&e->held) || ub__ring_count(&e->txq) || ub__pds_has_output(e->pds));
+    return !e->held_parked && (ub__engine_queued(e) || ub__pds_has_output(e->pds));
 }
 
 /*

@@ -476,16 +476,21 @@ int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wir
     return 1;
 }
 
+/* Output other than the link queue's: control, emitted packets, PDCs' turns, credit requests. */
+static inline bool output_beside_link(const struct ub__pds *pds)
+{
+    return ub__ring_count(&pds->ctlq) || pds->out_head || !ub__list_empty(&pds->ready) ||
+           !ub__list_empty(&pds->rccc_dirty);
+}
+
 bool ub__pds_has_output(const struct ub__pds *pds)
 {
-    return ub__ring_count(&pds->ctlq) || pds->out_head || pds->link_head ||
-           !ub__list_empty(&pds->ready) || !ub__list_empty(&pds->rccc_dirty);
+    return pds->link_head || output_beside_link(pds);
 }
 
 int ub__pds_output(const struct ub__pds *pds)
 {
-    bool other = ub__ring_count(&pds->ctlq) || pds->out_head || !ub__list_empty(&pds->ready) ||
-                 !ub__list_empty(&pds->rccc_dirty);
+    bool other = output_beside_link(pds);
     if (!pds->link_head)
         return other ? UB_PDS_OUT_MORE : UB_PDS_OUT_NONE;
     return other || pds->link_head->next ? UB_PDS_OUT_MORE : UB_PDS_OUT_LINK_ONE;

@@ -136,10 +136,16 @@ static UB_ALWAYS_INLINE int parse_chain(struct ub__wire_dgram *d, const uint8_t 
  * wrong, and parse_chain runs (it writes every field again, and finds the error):
  * fuzz_datagram checks that the two agree on every input.
  */
+/* A LINK header at buf: type 31, next header 15 (0xff, 0x80), flags O or none, reserved 0. */
+static inline bool link_hdr_ok(const uint8_t *buf, size_t len)
+{
+    return len >= UB_PDS_LINK_SIZE && buf[0] == UB_WIRE_LINK_BYTE0 && (buf[1] & 0xfe) == 0x80 &&
+           !(buf[2] | buf[3]);
+}
+
 static UB_ALWAYS_INLINE bool parse_link(struct ub__wire_dgram *d, const uint8_t *buf, size_t len)
 {
-    /* type 31, next header 15 (0xff, 0x80), flags O or none, reserved 0 */
-    if (len < UB_PDS_LINK_SIZE || buf[0] != 0xff || (buf[1] & 0xfe) != 0x80 || buf[2] | buf[3])
+    if (!link_hdr_ok(buf, len))
         return false;
     struct ub__rcur r;
     ub__rcur_init(&r, buf, len);
@@ -174,9 +180,7 @@ static UB_ALWAYS_INLINE bool parse_link(struct ub__wire_dgram *d, const uint8_t 
 
 bool ub__wire_link_req(struct ub__wire_link_req *r, const uint8_t *buf, size_t len)
 {
-    /* As parse_link: type 31, next header 15, flags O or none, reserved 0. */
-    if (len < UB_PDS_LINK_SIZE + UB_EXT_SIZE + UB_SES_STD_SIZE || buf[0] != 0xff ||
-        (buf[1] & 0xfe) != 0x80 || buf[2] | buf[3])
+    if (len < UB_PDS_LINK_SIZE + UB_EXT_SIZE + UB_SES_STD_SIZE || !link_hdr_ok(buf, len))
         return false;
     struct ub__rcur c;
     ub__rcur_init(&c, buf, len);
