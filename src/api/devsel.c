@@ -61,25 +61,47 @@ struct multidev {
 
 static const struct ub__dev_ops multi_ops;
 
-static int multi_send(struct ub__dev *d, struct ub__pkt *const *pkts, uint32_t n)
+/*
+ * Each device takes its share of a window of the batch in one call (between the two there is
+ * no order to keep: they reach different peers). Once the shm device refused a packet, later
+ * windows' shm packets are refused without asking it: a later call could take a packet of
+ * the peer whose earlier one it refused. The refused are gathered in front while the loop
+ * runs (never ahead of it) and moved behind at the end.
+ */
+#define MULTI_WINDOW 64
+
+static int multi_send(struct ub__dev *d, struct ub__pkt **pkts, uint32_t n)
 {
     struct multidev *m = (struct multidev *)d;
-    /* Consecutive runs of one device, in order; stops where a device stops. */
-    uint32_t i = 0;
-    while (i < n) {
-        bool shm = pkts[i]->addr.family == UB_AF_SHM;
-        uint32_t j = i + 1;
-        while (j < n && (pkts[j]->addr.family == UB_AF_SHM) == shm)
-            j++;
-        uint32_t run = j - i;
-        int rc = ub__dev_send(shm ? m->shm : m->udp, pkts + i, run);
-        if (rc < 0)
-            return i ? (int)i : rc;
-        i += (uint32_t)rc;
-        if ((uint32_t)rc < run)
-            break;
+    uint32_t taken = 0, refused = 0;
+    bool shm_stopped = false;
+    int err = 0;
+    for (uint32_t i = 0; i < n;) {
+        struct ub__pkt *part[2][MULTI_WINDOW]; /* udp, shm */
+        uint32_t cnt[2] = {0, 0};
+        for (uint32_t end = UB_MIN(n, i + MULTI_WINDOW); i < end; i++) {
+            unsigned shm = pkts[i]->addr.family == UB_AF_SHM;
+            part[shm][cnt[shm]++] = pkts[i];
+        }
+        for (unsigned shm = 0; shm < 2; shm++) {
+            int rc = 0;
+            if (cnt[shm] && !(shm && shm_stopped))
+                rc = ub__dev_send(shm ? m->shm : m->udp, part[shm], cnt[shm]);
+            if (rc < 0) {
+                err = rc;
+                rc = 0;
+            }
+            if (shm && (uint32_t)rc < cnt[shm])
+                shm_stopped = true;
+            taken += (uint32_t)rc;
+            for (uint32_t t = (uint32_t)rc; t < cnt[shm]; t++)
+                pkts[refused++] = part[shm][t];
+        }
     }
-    return (int)i;
+    if (!taken && err)
+        return err;
+    memmove(pkts + taken, pkts, refused * sizeof(*pkts));
+    return (int)taken;
 }
 
 static int multi_recv(struct ub__dev *d, struct ub__pkt **pkts, uint32_t max,
@@ -140,7 +162,7 @@ static void multi_close(struct ub__dev *d)
 
 static const struct ub__dev_ops multi_ops = {
     .name = "udp+shm",
-    .gather = true, /* each run goes through ub__dev_send of its own device, which decides */
+    .gather = true, /* each share goes through ub__dev_send of its own device, which decides */
     .send = multi_send,
     .recv = multi_recv,
     .fd = multi_fd,

@@ -56,4 +56,10 @@ static inline void *ub__ring_peek(const struct ub__ring *r)
     return r->head == r->tail ? 0 : r->items[r->head & r->mask];
 }
 
+/* The i-th item from the head; i < ub__ring_count(r). */
+static inline void *ub__ring_at(const struct ub__ring *r, uint32_t i)
+{
+    return r->items[(r->head + i) & r->mask];
+}
+
 #endif

@@ -27,11 +27,15 @@ struct ub__dev_ops {
      * Sends pkts[0..n) to pkt->addr over path pkt->path (modulo the path
      * count). Consumes the caller's reference of every packet it accepts
      * (a sender that keeps a packet for retransmission takes a reference of
-     * its own first); returns how many it accepted, pkts[0..k) in order
-     * (fewer than n when the device is full: the rest stay the caller's),
-     * or a negative error.
+     * its own first); returns how many it accepted, k, or a negative error.
+     * Fewer than n when the device is full: those it refused stay the
+     * caller's and are moved to pkts[k..n), each peer's in their order;
+     * pkts[0..k) is then undefined. A device that refuses one peer's packet (a full shm
+     * lane) refuses that peer's later ones of the call too, and may still
+     * take those to other peers: one peer that does not drain holds back
+     * no one else, and each peer's packets stay in order.
      */
-    int (*send)(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n);
+    int (*send)(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t n);
     /*
      * Receives up to max packets, with addr = sender, path and ecn filled
      * in; buffers come from pool unless the device hands over its own.
@@ -53,7 +57,7 @@ struct ub__dev {
     struct ub__addr local;
 };
 
-static inline int ub__dev_send(struct ub__dev *d, struct ub__pkt *const *pkts, uint32_t n)
+static inline int ub__dev_send(struct ub__dev *d, struct ub__pkt **pkts, uint32_t n)
 {
     if (!d->ops->gather) {
         if (n == 1) /* a ping-pong's answer: no call */

@@ -289,7 +289,7 @@ static inline struct loop_port *port_of(const struct ub__dev *dev)
     return UB_CONTAINER_OF(dev, struct loop_port, dev);
 }
 
-static int loop_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n)
+static int loop_send(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t n)
 {
     struct loop_port *port = port_of(dev);
     struct ub__loopnet *net = port->net;

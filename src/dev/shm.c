@@ -55,6 +55,7 @@
 #define SHM_OPEN_TRIES  8            /* create/reclaim races retried */
 #define SHM_DRAIN_MAX   16           /* FIFO reads per drain */
 #define SHM_FULL_PROBE  64           /* full-lane hits per liveness probe of the receiver */
+#define SHM_FULL_PEERS  8            /* full lanes a send skips; at more it stops */
 #define SHM_FLAG_WAKE   1u
 #define SHM_DEFAULT_DIR "/dev/shm"
 
@@ -914,12 +915,27 @@ static inline uint64_t lane_used(struct shm_peer *pe)
 
 /* ---- send -------------------------------------------------------------------------- */
 
-static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n)
+/* Whether `port` is among the `n` peers whose lanes a send found full. */
+static inline bool full_peer(const uint16_t *full, uint32_t n, uint16_t port)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (full[i] == port)
+            return true;
+    return false;
+}
+
+/*
+ * A full lane refuses its packet and that peer's later ones (a lane stays in order) and the
+ * rest go on: a receiver that does not drain holds back only its own traffic. The refused
+ * are gathered in front while the loop runs (never ahead of it) and moved behind at the end.
+ */
+static int shm_send(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t n)
 {
     struct shm_dev *s = shm_of(dev);
     n = UB_MIN(n, (uint32_t)INT32_MAX);
     struct shm_peer *cur = NULL;
-    uint32_t k = 0;
+    uint16_t full[SHM_FULL_PEERS];
+    uint32_t nfull = 0, refused = 0, k = 0;
     for (; k < n; k++) {
         struct ub__pkt *p = pkts[k];
         if (p->len > s->cfg.mtu) {
@@ -928,6 +944,11 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
             if (k == 0)
                 return UB_ELENGTH;
             break;
+        }
+        if (nfull && full_peer(full, nfull, p->addr.port)) {
+            s->st.tx_full++;
+            pkts[refused++] = p;
+            continue;
         }
         if (p->addr.family != UB_AF_SHM) {
             s->st.tx_bad_addr++;
@@ -961,8 +982,14 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
                 ub__pkt_free(p);
                 continue;
             }
-            s->st.tx_full += n - k;
-            break;
+            if (nfull == SHM_FULL_PEERS) {
+                s->st.tx_full += n - k; /* this one and the rest refused */
+                break;
+            }
+            full[nfull++] = cur->id;
+            s->st.tx_full++;
+            pkts[refused++] = p;
+            continue;
         }
         struct shm_slot *sl = slot_at(cur->slots, cur->tail, cur->mask, cur->slot_size);
         ub__critpath_tx(&s->dev);
@@ -986,7 +1013,10 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n
         ub__pkt_free(p);
     }
     publish(s, cur);
-    return (int)k;
+    /* The refused: those gathered in front, then pkts[k..n), in order, at the end. */
+    if (refused)
+        memmove(pkts + (k - refused), pkts, refused * sizeof(*pkts));
+    return (int)(k - refused);
 }
 
 /* ---- receive ------------------------------------------------------------------------ */

@@ -20,8 +20,9 @@
  *
  * Send: a packet goes to its peer's lane; peers are attached lazily and
  * cached in a bounded table (the least recently used one is detached when
- * it is full). A full lane stops the call: the packets from there on stay
- * the caller's (counted in tx_full). Packets to no live endpoint, or not
+ * it is full). A full lane refuses its packet and that peer's later ones of
+ * the call, which stay the caller's (counted in tx_full, at the end of the
+ * array: dev.h); packets to other peers still go. Packets to no live endpoint, or not
  * UB_AF_SHM, are accepted and dropped, counted.
  *
  * Wake-ups: fd() is the read end of a named FIFO next to the object. A

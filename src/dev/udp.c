@@ -768,7 +768,7 @@ static int send_one(struct udp_dev *u, struct ub__pkt *p, uint32_t len)
     return 1;
 }
 
-static int udp_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n)
+static int udp_send(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t n)
 {
     struct udp_dev *u = udp_of(dev);
     if (n == 1) {

@@ -82,16 +82,16 @@ int ub__drive_send(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
                    struct ub__drive_stats *st)
 {
     /* ub__engine_pending, asking PDS also whether its output is one link-path packet. */
-    if (e->held_parked)
-        return 0;
     bool queued = ub__engine_queued(e);
     int pds = ub__pds_output(e->pds);
     /* Nothing to hand out (an idle poll): ub__engine_output would return 0. */
     if (!queued && pds == UB_PDS_OUT_NONE)
         return 0;
     struct ub__pkt *batch[UB_DRIVE_BATCH];
-    /* A ping-pong's answer over shm, alone: without the rounds of ub__engine_output. */
-    if (!queued && pds == UB_PDS_OUT_LINK_ONE && (batch[0] = ub__engine_output_link_one(e, now)))
+    /* A ping-pong's answer over shm, alone: without the rounds of ub__engine_output (which
+     * also keeps a parked peer's packets back). */
+    if (!queued && pds == UB_PDS_OUT_LINK_ONE && !e->held_parked &&
+        (batch[0] = ub__engine_output_link_one(e, now)))
         return (int)hand_out(e, dev, batch, 1, st);
     int moved = 0;
     for (;;) {

@@ -21,7 +21,10 @@ static void set_defaults(struct ub__engine_cfg *c)
 static void hold_fire(struct ub__timer *t, uint64_t now)
 {
     (void)now;
-    UB_CONTAINER_OF(t, struct ub__engine, hold_timer)->held_parked = false;
+    struct ub__engine *e = UB_CONTAINER_OF(t, struct ub__engine, hold_timer);
+    e->held_parked = e->parked_all = false;
+    e->n_parked = 0;
+    e->held_parked_n = 0;
 }
 
 int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
@@ -463,18 +466,82 @@ struct ub__pkt *ub__engine_output_link_one(struct ub__engine *e, uint64_t now)
     return p;
 }
 
+/* Whether p goes to a parked peer (held_parked). */
+static bool parked_peer(const struct ub__engine *e, const struct ub__pkt *p)
+{
+    if (p->addr.family != UB_AF_SHM)
+        return false;
+    if (e->parked_all)
+        return true;
+    for (uint32_t i = 0; i < e->n_parked; i++)
+        if (e->parked[i] == p->addr.port)
+            return true;
+    return false;
+}
+
+/* Keeps p (refused, or for a parked peer) in held; false when held is full. */
+static bool hold(struct ub__engine *e, struct ub__pkt *p)
+{
+    if (!ub__ring_count(&e->held) || p->ts < e->held_min_ts)
+        e->held_min_ts = p->ts;
+    return ub__ring_push(&e->held, p);
+}
+
+/* Parks the peers of held packets refused past UB_ENGINE_HOLD_MAX_NS (link path). */
+static void park(struct ub__engine *e)
+{
+    uint32_t cnt = ub__ring_count(&e->held);
+    uint64_t min = UINT64_MAX;
+    for (uint32_t i = 0; i < cnt; i++) {
+        const struct ub__pkt *p = ub__ring_at(&e->held, i);
+        if (e->out_now - p->ts > UB_ENGINE_HOLD_MAX_NS && !parked_peer(e, p)) {
+            if (e->n_parked < UB_ENGINE_PARKED_MAX)
+                e->parked[e->n_parked++] = p->addr.port;
+            else
+                e->parked_all = true;
+        }
+        min = UB_MIN(min, p->ts);
+    }
+    e->held_min_ts = min;
+    if (!e->n_parked && !e->parked_all)
+        return;
+    e->held_parked_n = 0;
+    for (uint32_t i = 0; i < cnt; i++)
+        e->held_parked_n += parked_peer(e, ub__ring_at(&e->held, i));
+    if (!e->held_parked) {
+        e->held_parked = true;
+        e->stats.tx_hold_parked++;
+        ub__timer_arm(&e->timers, &e->hold_timer, e->out_now + UB_ENGINE_HOLD_RETRY_NS);
+    }
+}
+
+/* Parked: the held packets of peers not parked, in order, the others kept. */
+static uint32_t unparked_held(struct ub__engine *e, struct ub__pkt **pkts, uint32_t max)
+{
+    uint32_t h = 0, cnt = ub__ring_count(&e->held);
+    if (cnt == e->held_parked_n)
+        return 0;
+    for (uint32_t i = 0; i < cnt; i++) {
+        struct ub__pkt *p = ub__ring_pop(&e->held);
+        if (h < max && !parked_peer(e, p))
+            pkts[h++] = p;
+        else
+            ub__ring_push(&e->held, p); /* behind the rest: each peer's stay in order */
+    }
+    return h;
+}
+
 uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t max, uint64_t now)
 {
     uint32_t n = 0, h = 0;
     struct ub__pkt *p;
-    if (e->held_parked) /* nothing overtakes the held packets: all waits for hold_timer */
-        return 0;
     e->out_now = now;
-    while (h < max && (p = ub__ring_pop(&e->held)) != NULL) {
+    if (e->held_parked)
+        h = unparked_held(e, pkts, max);
+    while (!e->held_parked && h < max && (p = ub__ring_pop(&e->held)) != NULL) {
         /* A receiver alive but not draining (stopped) must not keep us spinning: past the
          * bound the packet is dropped, and PDS's timer takes over as for any loss. On the
-         * link path nothing would repair it: kept, tried once per UB_ENGINE_HOLD_RETRY_NS
-         * (ub__engine_requeue), until the peer drains or is found gone. */
+         * link path nothing would repair it: kept, its peer parked (ub__engine_requeue). */
         if (now - p->ts > UB_ENGINE_HOLD_MAX_NS && !e->cfg.pds.link) {
             e->stats.tx_hold_expired++;
             ub__pkt_free(p);
@@ -489,6 +556,23 @@ uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t
     for (uint32_t i = h; i < n; i++)
         e->stats.tx_bytes += ub__pkt_total_len(pkts[i]);
     e->stats.tx_pkts += n - h;
+    if (e->held_parked) { /* a parked peer's new packets join its held ones, behind them */
+        uint32_t k = h;
+        for (uint32_t i = h; i < n; i++) {
+            if (!parked_peer(e, pkts[i])) {
+                pkts[k++] = pkts[i];
+                continue;
+            }
+            pkts[i]->ts = now;
+            if (hold(e, pkts[i])) {
+                e->held_parked_n++;
+            } else {
+                e->stats.tx_queue_full++;
+                ub__pkt_free(pkts[i]);
+            }
+        }
+        n = k;
+    }
     /* Held packets went out (bundled) before and keep their first time for the bound. */
     if (e->cfg.bundle && n - h > 1)
         n = h + bundle_batch(e, pkts + h, n - h);
@@ -503,7 +587,7 @@ uint32_t ub__engine_requeue(struct ub__engine *e, struct ub__pkt *const *pkts, u
     bool room = true;
     for (uint32_t i = 0; i < n; i++) {
         /* Once one did not fit, none after it is kept either: a lane stays in order. */
-        if (pkts[i]->addr.family == UB_AF_SHM && room && ub__ring_push(&e->held, pkts[i])) {
+        if (pkts[i]->addr.family == UB_AF_SHM && room && hold(e, pkts[i])) {
             e->stats.tx_held++;
             continue;
         }
@@ -512,14 +596,11 @@ uint32_t ub__engine_requeue(struct ub__engine *e, struct ub__pkt *const *pkts, u
         ub__pkt_free(pkts[i]);
         dropped++;
     }
-    /* Link path: the oldest kept one (held ones keep their first time) was past the bound
-     * already at that output: park. */
-    const struct ub__pkt *old = ub__ring_peek(&e->held);
-    if (e->cfg.pds.link && old && e->out_now - old->ts > UB_ENGINE_HOLD_MAX_NS) {
-        e->held_parked = true;
-        e->stats.tx_hold_parked++;
-        ub__timer_arm(&e->timers, &e->hold_timer, e->out_now + UB_ENGINE_HOLD_RETRY_NS);
-    }
+    /* Link path: a kept one (held ones keep their first time) was past the bound already at
+     * that output: its peer parks. */
+    if (e->cfg.pds.link && ub__ring_count(&e->held) &&
+        e->out_now - e->held_min_ts > UB_ENGINE_HOLD_MAX_NS)
+        park(e);
     return dropped;
 }
 

@@ -72,6 +72,7 @@ struct ub__engine_cfg {
 /* ... then, on the link path (kept, not dropped), once per this long: a receiver that does
  * not drain must not keep a progress thread spinning. */
 #define UB_ENGINE_HOLD_RETRY_NS 1000000ull
+#define UB_ENGINE_PARKED_MAX    8 /* peers parked one by one; at more, all shm peers are */
 /* A yield is honoured only when at most this many received datagrams are left behind:
  * a ping-pong's batch (the request, a response, an ACK), never a stream's. */
 #define UB_ENGINE_YIELD_REST 4
@@ -90,11 +91,12 @@ struct ub__engine_stats {
     uint64_t rx_malformed;   /* failed to parse: dropped */
     uint64_t rx_unsupported; /* well formed, but nothing here serves it: dropped */
     uint64_t tx_pkts, tx_bytes;
-    uint64_t tx_queue_full;   /* sends refused: the output queue was full */
+    uint64_t tx_queue_full;   /* sends refused: the output queue (a parked peer's: held) was full */
     uint64_t tx_nobufs;       /* sends refused: the packet pool was empty */
     uint64_t tx_held;         /* datagrams a full shm lane gave back, kept for the next output */
     uint64_t tx_hold_expired; /* of those, dropped after UB_ENGINE_HOLD_MAX_NS still refused */
-    uint64_t tx_hold_parked;  /* link path: outputs held back UB_ENGINE_HOLD_RETRY_NS instead */
+    uint64_t
+        tx_hold_parked; /* link path: times peers were held back UB_ENGINE_HOLD_RETRY_NS instead */
     uint64_t timers_fired;
     uint64_t tx_bundles, tx_bundled; /* bundles sent, packets inside them */
     uint64_t rx_bundles, rx_bundled; /* well-formed bundles received, packets inside them */
@@ -124,12 +126,20 @@ struct ub__engine {
     struct ub__timers timers;
     struct ub__pktpool pool;
     struct ub__ring txq;
-    struct ub__ring held; /* given back by the driver (a full shm lane): out first, in order */
-    /* Link path: the held packets were refused past UB_ENGINE_HOLD_MAX_NS; nothing leaves
-     * (they go first) until hold_timer fires. */
+    struct ub__ring held; /* given back by the driver (full shm lanes): out first, in order */
+    uint64_t held_min_ts; /* no held packet first went out before this */
+    /*
+     * Link path: the peers whose held packets were refused past UB_ENGINE_HOLD_MAX_NS
+     * (parked_all: more than UB_ENGINE_PARKED_MAX of them, every shm peer). Until hold_timer
+     * fires their held packets stay and their new ones join them there; the rest goes on.
+     */
     struct ub__timer hold_timer;
     bool held_parked;
-    uint64_t out_now; /* the last output's time */
+    bool parked_all;
+    uint8_t n_parked;
+    uint16_t parked[UB_ENGINE_PARKED_MAX];
+    uint32_t held_parked_n; /* of the held packets, those of parked peers (0 unless parked) */
+    uint64_t out_now;       /* the last output's time */
     struct ub__engine_stats stats;
     const struct ub__engine_upcalls *up;
     void *up_arg;
@@ -189,16 +199,17 @@ static inline bool ub__engine_rx_later(const struct ub__engine *e)
     return ub__ring_count(&e->rx_later) != 0;
 }
 
-/* Whether ub__engine_output has something to hand out now. */
-/* Whether the engine's own rings hold output (given back by the driver, or datagrams). */
+/* Whether the engine's own rings hold output (given back by the driver and not parked, or
+ * datagrams). */
 static inline bool ub__engine_queued(const struct ub__engine *e)
 {
-    return ub__ring_count(&e->held) || ub__ring_count(&e->txq);
+    return ub__ring_count(&e->held) > e->held_parked_n || ub__ring_count(&e->txq);
 }
 
+/* Whether ub__engine_output has something to hand out now (or to park). */
 static inline bool ub__engine_pending(const struct ub__engine *e)
 {
-    return !e->held_parked && (ub__engine_queued(e) || ub__pds_has_output(e->pds));
+    return ub__engine_queued(e) || ub__pds_has_output(e->pds);
 }
 
 /*
@@ -207,7 +218,8 @@ static inline bool ub__engine_pending(const struct ub__engine *e)
  * not loss; PDS counts on it) and come out first, in the same order, from the next
  * ub__engine_output; the others are dropped, like a NIC would, for PDS to repair. A kept one
  * still refused UB_ENGINE_HOLD_MAX_NS after it first went out is dropped too (a receiver
- * that lives but does not drain). Takes every reference; returns the number dropped.
+ * that lives but does not drain); on the link path, where nothing would repair it, its peer
+ * is parked instead (see held_parked). Takes every reference; returns the number dropped.
  */
 uint32_t ub__engine_requeue(struct ub__engine *e, struct ub__pkt *const *pkts, uint32_t n);
 

@@ -228,6 +228,19 @@ static void test_busy_poll_no_wakeups(void **state)
     node_close(&b);
 }
 
+/* Posts K WRITEs of LEN bytes from a's memory to p (user_ctx 1000 + i), unsignalled polls. */
+static void post_writes(struct node *a, struct peer *p, uint32_t k, uint32_t len)
+{
+    t_fill(a->mem, (size_t)k * len, 5);
+    for (uint32_t i = 0; i < k; i++) {
+        struct ub_sge sg = {a->mem + (size_t)i * len, len, a->seg};
+        struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p->ts, p->base + (uint64_t)i * len);
+        wr.user_ctx = 1000 + i;
+        struct ub_wr *bad = NULL;
+        assert_int_equal(ub_post_jetty_send(a->jetty, &wr, &bad), 0);
+    }
+}
+
 /*
  * A full lane is back-pressure, not loss: with 4-slot lanes at b, 64 WRITEs posted at once
  * overflow it; the packets the device refuses are held and sent again, so every WRITE
@@ -241,14 +254,7 @@ static void test_full_lane_holds_back(void **state)
     struct peer p;
     t_pair(&a, "shm://0", &b, "shm://0?slots=4", &ca, &p);
     enum { K = 64, LEN = 3000 };
-    t_fill(a.mem, (size_t)K * LEN, 5);
-    for (uint32_t i = 0; i < K; i++) {
-        struct ub_sge sg = {a.mem + (size_t)i * LEN, LEN, a.seg};
-        struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, p.ts, p.base + (uint64_t)i * LEN);
-        wr.user_ctx = 1000 + i;
-        struct ub_wr *bad = NULL;
-        assert_int_equal(ub_post_jetty_send(a.jetty, &wr, &bad), 0);
-    }
+    post_writes(&a, &p, K, LEN);
     uint8_t seen[K] = {0};
     uint32_t got = 0;
     uint64_t end = t_now() + N_WAIT_NS;
@@ -277,6 +283,142 @@ static void test_full_lane_holds_back(void **state)
     assert_int_equal(a.ctx->drive.tx_dropped, 0);
     node_close(&a);
     node_close(&b);
+}
+
+/*
+ * A peer that does not drain its lane holds back only what goes to it: with b stopped (never
+ * polled) and its 4-slot lane full, a's traffic to c over shm flows as before, also past the
+ * time after which a's output to b parks; once b drains, every WRITE to it completes, once.
+ */
+static void test_full_lane_holds_back_one_peer(void **state)
+{
+    (void)state;
+    struct node a, b, c;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    struct peer p, q;
+    t_pair(&a, "shm://0", &b, "shm://0?slots=4", &ca, &p);
+    assert_int_equal(node_open(&c, "shm://0", &ca), 0);
+    uint8_t d[NODE_DESC];
+    node_export(&c, d);
+    node_import(&a, d, &q);
+    enum { K = 16, LEN = 3000 };
+    post_writes(&a, &p, K, LEN);
+    ub_poll_jfc(a.jfc, 0, NULL);
+    assert_true(a.ctx->drive.tx_refused > 0); /* b's lane is full */
+    uint8_t *src = a.mem + (size_t)K * LEN;
+    t_fill(src, 512, 7);
+    struct ub_sge sg = {src, 512, a.seg};
+    for (int round = 0; round < 2; round++) {
+        for (uint64_t i = 0; i < 20; i++) {
+            struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, q.ts, q.base + 512 * i);
+            wr.user_ctx = 1 + i;
+            assert_int_equal(t_run(&a, &c, &wr), UB_CR_SUCCESS);
+        }
+        assert_memory_equal(c.mem + 512 * 19, src, 512);
+        if (round == 0) { /* past the hold bound: a's output to b parks */
+            uint64_t until = t_now() + UB_ENGINE_HOLD_MAX_NS + 1000000;
+            while (t_now() < until)
+                ub_poll_jfc(a.jfc, 0, NULL);
+            assert_true(a.ctx->eng.stats.tx_hold_parked > 0);
+        }
+    }
+    uint8_t seen[K] = {0};
+    uint32_t got = 0;
+    uint64_t end = t_now() + N_WAIT_NS;
+    while (got < K) {
+        struct ub_cr cr[16];
+        int n = ub_poll_jfc(a.jfc, 16, cr);
+        assert_true(n >= 0);
+        for (int i = 0; i < n; i++) {
+            assert_int_equal(cr[i].status, UB_CR_SUCCESS);
+            assert_true(cr[i].user_ctx >= 1000 && cr[i].user_ctx < 1000 + K);
+            assert_int_equal(seen[cr[i].user_ctx - 1000]++, 0);
+            got++;
+        }
+        ub_poll_jfc(b.jfc, 0, NULL);
+        assert_true(t_now() < end);
+    }
+    assert_memory_equal(b.mem, a.mem, (size_t)K * LEN);
+    assert_int_equal(a.ctx->drive.tx_dropped, 0);
+    node_close(&a);
+    node_close(&b);
+    node_close(&c);
+}
+
+static struct ub__dev *open_shm_dev(const char *spec)
+{
+    struct ub__shm_cfg cfg;
+    struct ub__dev *d = NULL;
+    assert_int_equal(ub__shm_cfg_parse(spec, &cfg), 0);
+    assert_int_equal(ub__shm_open(&cfg, &d), 0);
+    return d;
+}
+
+static struct ub__dev *open_udp_dev(void)
+{
+    struct ub__udp_cfg cfg;
+    struct ub__dev *d = NULL;
+    assert_int_equal(ub__udp_cfg_parse("127.0.0.1:0?connect=0", &cfg), 0);
+    assert_int_equal(ub__udp_open(&cfg, &d), 0);
+    return d;
+}
+
+static struct ub__pkt *byte_pkt(struct ub__pktpool *pool, const struct ub__addr *to, uint8_t v)
+{
+    struct ub__pkt *p = ub__pkt_alloc(pool);
+    assert_non_null(p);
+    *ub__pkt_put(p, 1) = v;
+    p->addr = *to;
+    return p;
+}
+
+/*
+ * The udp + shm device of one context: a shm peer whose lane is full holds back neither the
+ * udp peers nor the other shm peers of the same batch; its packets come back at the batch's
+ * end, in order.
+ */
+static void test_composite_full_lane(void **state)
+{
+    (void)state;
+    struct ub__dev *c = open_shm_dev("0?slots=4"), *e = open_shm_dev("0"), *u = open_udp_dev();
+    struct ub__dev *m = NULL;
+    assert_int_equal(ub__multidev_open(open_udp_dev(), open_shm_dev("0"), &m), 0);
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 64, 2048, 64), 0);
+    struct ub__pkt *b[6];
+    for (uint8_t i = 0; i < 4; i++)
+        b[i] = byte_pkt(&pool, &c->local, i);
+    assert_int_equal(ub__dev_send(m, b, 4), 4); /* c's lane: full */
+    const struct ub__dev *to[6] = {c, u, e, c, u, e};
+    for (uint8_t i = 0; i < 6; i++)
+        b[i] = byte_pkt(&pool, &to[i]->local, (uint8_t)(10 + i));
+    assert_int_equal(ub__dev_send(m, b, 6), 4);
+    assert_int_equal(b[4]->data[0], 10);
+    assert_int_equal(b[5]->data[0], 13);
+    struct ub__pkt *in[8];
+    assert_int_equal(ub__dev_recv(e, in, 8, &pool), 2);
+    for (int i = 0; i < 2; i++)
+        ub__pkt_free(in[i]);
+    int got = 0;
+    for (int tries = 0; got < 2 && tries < 100000; tries++) {
+        int n = ub__dev_recv(u, in, 8, &pool);
+        assert_true(n >= 0);
+        for (int i = 0; i < n; i++)
+            ub__pkt_free(in[i]);
+        got += n;
+    }
+    assert_int_equal(got, 2);
+    ub__pkt_free(b[4]);
+    ub__pkt_free(b[5]);
+    assert_int_equal(ub__dev_recv(c, in, 8, &pool), 4);
+    for (int i = 0; i < 4; i++)
+        ub__pkt_free(in[i]);
+    ub__dev_close(m);
+    ub__dev_close(u);
+    ub__dev_close(e);
+    ub__dev_close(c);
+    assert_int_equal(pool.avail, pool.count);
+    ub__pktpool_fini(&pool);
 }
 
 /*
@@ -395,6 +537,8 @@ int main(void)
         cmocka_unit_test(test_busy_poll_no_wakeups),
         cmocka_unit_test(test_poll_only_sleeper_is_woken),
         cmocka_unit_test(test_full_lane_holds_back),
+        cmocka_unit_test(test_full_lane_holds_back_one_peer),
+        cmocka_unit_test(test_composite_full_lane),
         cmocka_unit_test(test_peer_killed),
         cmocka_unit_test(test_server_restarted),
         cmocka_unit_test(test_auto_progress_spins_without_wakeups),

@@ -48,7 +48,7 @@ static bool has_poison(const uint8_t *b, uint32_t n)
     return false;
 }
 
-static int g_send(struct ub__dev *d, struct ub__pkt *const *pkts, uint32_t n)
+static int g_send(struct ub__dev *d, struct ub__pkt **pkts, uint32_t n)
 {
     struct gdev *g = (struct gdev *)d;
     for (uint32_t i = 0; i < n; i++) {

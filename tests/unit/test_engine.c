@@ -553,8 +553,10 @@ static void test_requeue(void **state)
 
 /*
  * On the link path a held shm packet is never dropped (nothing would repair it): refused past
- * UB_ENGINE_HOLD_MAX_NS, the output parks (nothing pending, nothing handed out, so a progress
- * thread sleeps) until a timer UB_ENGINE_HOLD_RETRY_NS later, then offers it again, first.
+ * UB_ENGINE_HOLD_MAX_NS, its peer parks (nothing pending for it, nothing handed out, so a
+ * progress thread sleeps; its new packets join the held one) until a timer
+ * UB_ENGINE_HOLD_RETRY_NS later, then they are offered again, first and in order. Another
+ * peer's packets go meanwhile.
  */
 static void test_requeue_link_parks(void **state)
 {
@@ -586,8 +588,17 @@ static void test_requeue_link_parks(void **state)
     assert_false(ub__engine_pending(&e));
     b = 8; /* a newer one waits behind it */
     assert_int_equal(ub__engine_dgram_send(&e, &shm, 0, 0, 0, &b, 1, t), 0);
-    assert_false(ub__engine_pending(&e));
+    assert_true(ub__engine_pending(&e));
     assert_int_equal(ub__engine_output(&e, out, 4, t + 10), 0);
+    assert_false(ub__engine_pending(&e));
+    struct ub__addr other = shm;
+    other.port = 10; /* another peer's goes */
+    b = 9;
+    assert_int_equal(ub__engine_dgram_send(&e, &other, 0, 0, 0, &b, 1, t + 20), 0);
+    assert_int_equal(ub__engine_output(&e, out, 4, t + 20), 1);
+    assert_int_equal(out[0]->addr.port, 10);
+    ub__pkt_free(out[0]);
+    assert_false(ub__engine_pending(&e));
     assert_int_equal(ub__engine_next_deadline(&e), t + UB_ENGINE_HOLD_RETRY_NS);
     ub__engine_expire(&e, t + UB_ENGINE_HOLD_RETRY_NS);
     assert_true(ub__engine_pending(&e));
@@ -799,7 +810,7 @@ struct script_dev {
     uint32_t asked[8], calls;
 };
 
-static int script_send(struct ub__dev *dev, struct ub__pkt *const *pkts, uint32_t n)
+static int script_send(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t n)
 {
     (void)dev;
     (void)pkts;

@@ -468,6 +468,61 @@ static void test_one_process(void **state)
     ub__pktpool_fini(&pool);
 }
 
+/*
+ * A full lane refuses only its peer's packets: in one batch alternating between a full lane
+ * (to c) and one with room (to d), d's are taken, c's refused and moved to the batch's end
+ * in their order; once c drains, they go, in order.
+ */
+static void test_full_lane_skipped(void **state)
+{
+    (void)state;
+    struct ub__dev *c = open_spec("shm://?slots=4");
+    struct ub__dev *d = open_spec("shm://?slots=64");
+    struct ub__dev *p = open_spec("shm://");
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 64, 9000, 64), 0);
+    struct ub__pkt *b[12];
+    for (uint32_t i = 0; i < 4; i++) { /* c's lane: full */
+        b[i] = ub__pkt_alloc(&pool);
+        raw_fill(b[i], 1, i, c->local.port);
+    }
+    assert_int_equal(ub__dev_send(p, b, 4), 4);
+    for (uint32_t i = 0; i < 12; i++) { /* c, d, c, d, ...: seq 4.. to c, 0.. to d */
+        b[i] = ub__pkt_alloc(&pool);
+        raw_fill(b[i], i % 2 ? 2 : 1, i % 2 ? i / 2 : 4 + i / 2,
+                 i % 2 ? d->local.port : c->local.port);
+    }
+    assert_int_equal(ub__dev_send(p, b, 12), 6);
+    for (uint32_t i = 6; i < 12; i++) {
+        assert_int_equal(b[i]->addr.port, c->local.port);
+        assert_int_equal(raw_check(b[i], 1), 4 + (i - 6));
+    }
+    assert_int_equal(stats_of(p).tx_full, 6);
+    struct ub__pkt *in[16];
+    assert_int_equal(ub__dev_recv(d, in, 16, &pool), 6);
+    for (uint32_t i = 0; i < 6; i++) {
+        assert_int_equal(raw_check(in[i], 2), i);
+        ub__pkt_free(in[i]);
+    }
+    assert_int_equal(ub__dev_recv(c, in, 16, &pool), 4);
+    for (uint32_t i = 0; i < 4; i++)
+        ub__pkt_free(in[i]);
+    assert_int_equal(ub__dev_send(p, b + 6, 6), 4); /* room for four */
+    assert_int_equal(raw_check(b[10], 1), 8);
+    assert_int_equal(ub__dev_recv(c, in, 16, &pool), 4);
+    for (uint32_t i = 0; i < 4; i++) {
+        assert_int_equal(raw_check(in[i], 1), 4 + i);
+        ub__pkt_free(in[i]);
+    }
+    ub__pkt_free(b[10]);
+    ub__pkt_free(b[11]);
+    ub__dev_close(p);
+    ub__dev_close(d);
+    ub__dev_close(c);
+    assert_int_equal(pool.avail, pool.count);
+    ub__pktpool_fini(&pool);
+}
+
 /* Small datagrams of one size that differ in a few words go delta-encoded (dev/shm_delta.h),
  * among others that cannot (too short, or all new), and arrive exactly as sent. */
 static void test_delta_lane(void **state)
@@ -1732,6 +1787,7 @@ int main(void)
         cmocka_unit_test(test_latency),
         cmocka_unit_test(test_stress_lossless),
         cmocka_unit_test(test_stress_ring_full),
+        cmocka_unit_test(test_full_lane_skipped),
         cmocka_unit_test(test_producer_killed),
         cmocka_unit_test(test_takeover_unpublished),
         cmocka_unit_test(test_stale_reclaim),
