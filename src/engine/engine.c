@@ -48,6 +48,7 @@ int ub__engine_init(struct ub__engine *e, const struct ub__engine_cfg *cfg)
     rc = ub__ring_init(&e->held, e->cfg.txq_cap);
     if (rc)
         goto fail_held;
+    e->parked_backlog = UB_MIN(UB_ENGINE_PARKED_BACKLOG, ub__ring_capacity(&e->held) / 2);
     ub__timer_init(&e->hold_timer, hold_fire);
     rc = ub__ring_init(&e->rx_later, UB_ENGINE_YIELD_REST);
     if (rc)
@@ -550,6 +551,10 @@ uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t
         pkts[h++] = p; /* counted when first handed out */
     }
     n = h;
+    /* A parked peer's new packets join its held ones: as many as may still (each new one may
+     * be one of them). */
+    if (e->held_parked)
+        max = UB_MIN(max, n + (ub__engine_takes_new(e) ? e->parked_backlog - e->held_parked_n : 0));
     while (n < max && (p = ub__ring_pop(&e->txq)) != NULL)
         pkts[n++] = p;
     n += ub__pds_pull(e->pds, pkts + n, max - n, now);

@@ -73,6 +73,9 @@ struct ub__engine_cfg {
  * not drain must not keep a progress thread spinning. */
 #define UB_ENGINE_HOLD_RETRY_NS 1000000ull
 #define UB_ENGINE_PARKED_MAX    8 /* peers parked one by one; at more, all shm peers are */
+/* Parked peers' packets kept at most (and at most half the held ring): past it the output
+ * takes nothing new, and back-pressure reaches the layers above as before the parking. */
+#define UB_ENGINE_PARKED_BACKLOG 256u
 /* A yield is honoured only when at most this many received datagrams are left behind:
  * a ping-pong's batch (the request, a response, an ACK), never a stream's. */
 #define UB_ENGINE_YIELD_REST 4
@@ -138,8 +141,9 @@ struct ub__engine {
     bool parked_all;
     uint8_t n_parked;
     uint16_t parked[UB_ENGINE_PARKED_MAX];
-    uint32_t held_parked_n; /* of the held packets, those of parked peers (0 unless parked) */
-    uint64_t out_now;       /* the last output's time */
+    uint32_t held_parked_n;  /* of the held packets, those of parked peers (0 unless parked) */
+    uint32_t parked_backlog; /* ... at most: UB_ENGINE_PARKED_BACKLOG, half the held ring */
+    uint64_t out_now;        /* the last output's time */
     struct ub__engine_stats stats;
     const struct ub__engine_upcalls *up;
     void *up_arg;
@@ -206,10 +210,17 @@ static inline bool ub__engine_queued(const struct ub__engine *e)
     return ub__ring_count(&e->held) > e->held_parked_n || ub__ring_count(&e->txq);
 }
 
+/* Whether ub__engine_output takes new packets (not while parked peers' backlog is full). */
+static inline bool ub__engine_takes_new(const struct ub__engine *e)
+{
+    return !e->held_parked || e->held_parked_n < e->parked_backlog;
+}
+
 /* Whether ub__engine_output has something to hand out now (or to park). */
 static inline bool ub__engine_pending(const struct ub__engine *e)
 {
-    return ub__engine_queued(e) || ub__pds_has_output(e->pds);
+    return ub__ring_count(&e->held) > e->held_parked_n ||
+           (ub__engine_takes_new(e) && (ub__ring_count(&e->txq) || ub__pds_has_output(e->pds)));
 }
 
 /*

@@ -613,6 +613,58 @@ static void test_requeue_link_parks(void **state)
     ub__engine_fini(&e);
 }
 
+/*
+ * A parked peer's new packets join its held ones only up to the backlog bound; past it the
+ * output takes nothing new and nothing is pending (back-pressure, not loss), and once the
+ * retry comes they leave in the order they were sent.
+ */
+static void test_parked_backlog_bounded(void **state)
+{
+    (void)state;
+    struct ub__engine e;
+    struct ub__engine_cfg ec = {.seed = 1, .bundle = false};
+    ec.pds.link = true;
+    assert_int_equal(ub__engine_init(&e, &ec), 0);
+    struct ub__addr shm;
+    memset(&shm, 0, sizeof(shm));
+    shm.family = UB_AF_SHM;
+    shm.port = 9;
+    uint8_t b = 0;
+    assert_int_equal(ub__engine_dgram_send(&e, &shm, 0, 0, 0, &b, 1, 0), 0);
+    struct ub__pkt *out[64];
+    assert_int_equal(ub__engine_output(&e, out, 64, 0), 1);
+    assert_int_equal(ub__engine_requeue(&e, out, 1), 0);
+    uint64_t t = UB_ENGINE_HOLD_MAX_NS + 1000;
+    assert_int_equal(ub__engine_output(&e, out, 64, t), 1);
+    assert_int_equal(ub__engine_requeue(&e, out, 1), 0);
+    assert_true(e.held_parked);
+    enum { N = 300 };
+    for (uint32_t i = 1; i <= N; i++) {
+        b = (uint8_t)i;
+        assert_int_equal(ub__engine_dgram_send(&e, &shm, 0, 0, 0, &b, 1, t), 0);
+    }
+    for (int r = 0; r < 100 && ub__engine_pending(&e); r++)
+        assert_int_equal(ub__engine_output(&e, out, 64, t + 1), 0);
+    assert_false(ub__engine_pending(&e));
+    assert_int_equal(e.held_parked_n, e.parked_backlog);
+    assert_int_equal(ub__ring_count(&e.txq), N + 1 - e.parked_backlog);
+    assert_int_equal(e.stats.tx_queue_full, 0);
+    ub__engine_expire(&e, t + UB_ENGINE_HOLD_RETRY_NS);
+    assert_true(ub__engine_pending(&e));
+    uint32_t next = 0;
+    for (int r = 0; r < 100 && next <= N; r++) {
+        uint32_t n = ub__engine_output(&e, out, 64, t + UB_ENGINE_HOLD_RETRY_NS);
+        for (uint32_t i = 0; i < n; i++) {
+            struct ub__wire_dgram d;
+            assert_int_equal(ub__wire_parse_datagram(&d, out[i]->data, out[i]->len, 0), 0);
+            assert_int_equal(out[i]->data[d.payload_off], (uint8_t)next++);
+            ub__pkt_free(out[i]);
+        }
+    }
+    assert_int_equal(next, N + 1);
+    ub__engine_fini(&e);
+}
+
 /* A service that asks the engine to yield after a datagram whose immediate data is 1. */
 struct yield_log {
     struct ub__engine *e;
@@ -959,6 +1011,7 @@ int main(void)
         cmocka_unit_test(test_send_errors),
         cmocka_unit_test(test_requeue),
         cmocka_unit_test(test_requeue_link_parks),
+        cmocka_unit_test(test_parked_backlog_bounded),
         cmocka_unit_test(test_malformed_and_unsupported),
         cmocka_unit_test(test_bundles),
         cmocka_unit_test(test_bundle_keeps_order),
