@@ -47,7 +47,8 @@ static void on_failed(void *arg, uint64_t cookie, int err, uint64_t now)
     ((struct counts *)arg)->failed++;
 }
 
-static const struct ub__pds_upcalls ups = {on_deliver, on_acked, on_failed};
+static const struct ub__pds_upcalls ups = {
+    .deliver = on_deliver, .acked = on_acked, .failed = on_failed};
 
 struct result {
     double eff, retx, ms;

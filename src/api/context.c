@@ -368,10 +368,10 @@ UB_EXPORT int ub_context_close(ub_context *ctx)
     return 0;
 }
 
-/* Probes the shm peers; requests to one found dead or closed fail now. */
-static void shm_check(ub_context *ctx)
+void ub__ctx_shm_check(ub_context *ctx, uint64_t now)
 {
     struct ub__ctx *x = ub__ctx_of(ctx);
+    x->shm_checked = now;
     ub__shm_check_peers(x->shm);
     uint16_t ids[16];
     uint32_t n;
@@ -444,10 +444,7 @@ out:
         ub__ses_tgt_gc(&ctx->ses, now);
         if (x->kind == UB_CTX_LOOP && !ub__list_empty(&ctx->net->zombies))
             ub__loopnet_reap(ctx->net, false);
-        if (x->shm && now - x->shm_checked >= UB_API_SHM_CHECK_NS) {
-            x->shm_checked = now;
-            shm_check(ctx);
-        }
+        ub__ctx_shm_check_due(ctx, now);
     }
     return n < 0 ? 0 : n;
 }

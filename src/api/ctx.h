@@ -176,6 +176,17 @@ int ub__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 /* ---- progress.c ---- */
 /* One round at the context's clock; the caller holds the lock. Returns the work done. */
 int ub__ctx_progress_locked(ub_context *ctx);
+/* Probes the shm peers' processes: requests to one found dead or closed fail now. The caller
+ * holds the lock. */
+void ub__ctx_shm_check(ub_context *ctx, uint64_t now);
+/* ub__ctx_shm_check when the last probe is UB_API_SHM_CHECK_NS old. */
+static inline void ub__ctx_shm_check_due(ub_context *ctx, uint64_t now)
+{
+    struct ub__ctx *x = ub__ctx_of(ctx);
+    if (x->shm && now - x->shm_checked >= UB_API_SHM_CHECK_NS)
+        ub__ctx_shm_check(ctx, now);
+}
+
 /* Sends the engine's pending output, held output included: the sending part of a round. */
 void ub__ctx_send_locked(ub_context *ctx, uint64_t now);
 int ub__progress_start(struct ub__ctx *x);

@@ -10,6 +10,9 @@ static int post_send_impl(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
     ub_context *ctx = jfs->ctx;
     struct ub__ctx *x = ub__ctx_of(ctx);
     uint64_t now = ub__ctx_now(ctx);
+    /* After an idle spell the shm peers are probed first: a request must not go to a process
+     * that died meanwhile (it would fail) when one restarted at its id would answer. */
+    ub__ctx_shm_check_due(ctx, now);
     int rc = 0;
     for (; wr; wr = wr->next) {
         rc = ub__ses_post(jfs, wr, now);

@@ -161,7 +161,8 @@ struct ub__pds_stats {
     /* LINK packets (cfg.link; not in the above): sent, delivered, dropped as meant for an
      * earlier incarnation (not in rx_stale). */
     uint64_t tx_link, rx_link, rx_link_stale;
-    uint64_t retx_pkts; /* retransmissions */
+    uint64_t link_restarts; /* lossless peers heard from as a new incarnation */
+    uint64_t retx_pkts;     /* retransmissions */
     uint64_t retx_rto, retx_fast, retx_nack, retx_probe;
     uint64_t spurious_retx; /* retransmissions whose original had arrived (seen at target) */
     uint64_t rx_pkts;       /* data packets delivered up */
@@ -224,6 +225,13 @@ struct ub__pds_upcalls {
     void (*acked)(void *arg, uint64_t cookie, uint64_t now);
     /* Initiator: the packet with this cookie will never be acknowledged (UB_EUNREACH, ...). */
     void (*failed)(void *arg, uint64_t cookie, int err, uint64_t now);
+    /*
+     * Optional, link path: `peer` spoke as a new incarnation (a process restarted at its
+     * address). `noticed`: the carrier had reported the old one gone (ub__pds_peer_gone), so
+     * what was sent to it has failed already; otherwise what was sent since it was last
+     * heard from named it, and the new one drops that (it will never be answered).
+     */
+    void (*restarted)(void *arg, const struct ub__addr *peer, bool noticed, uint64_t now);
 };
 
 /* Target, optional: the link path's usual request (ub__wire_link_req) from src, taken whole
@@ -323,10 +331,10 @@ struct ub__pkt *ub__pds_link_pull_one(struct ub__pds *pds, uint64_t now);
 bool ub__pds_has_output(const struct ub__pds *pds);
 
 /*
- * The carrier found the process behind dst gone (the shm device's probe): the link path
- * forgets its incarnation, so that packets to whoever takes the id next name none (they
- * would be dropped there as meant for the predecessor, and a restarted server never
- * reached again).
+ * The carrier found the process behind dst gone (the shm device's probe): packets to whoever
+ * takes the id next name no incarnation (they would be dropped there as meant for the
+ * predecessor, and a restarted server never reached again); the old one is kept to tell its
+ * successor (the restarted upcall) from its own last packets (dropped).
  */
 void ub__pds_peer_gone(struct ub__pds *pds, const struct ub__addr *dst);
 

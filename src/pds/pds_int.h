@@ -298,6 +298,8 @@ struct ub__pds {
 struct ub__pds_link_peer {
     struct ub__addr addr;
     uint32_t incarnation;
+    uint32_t prev; /* the one before (0: none): its late packets are stale */
+    bool gone;     /* the carrier reported it gone: packets name none */
 };
 int ub__pds_link_init(struct ub__pds *pds, uint64_t seed);
 void ub__pds_link_fini(struct ub__pds *pds);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <softub/errors.h>
+#include "core/compiler.h"
 #include "pds/pds_int.h"
 
 int ub__pds_link_init(struct ub__pds *pds, uint64_t seed)
@@ -50,36 +51,52 @@ static struct ub__pds_link_peer *peer_get(struct ub__pds *pds, const struct ub__
     return lp;
 }
 
-/* src spoke as incarnation inc. A full table (max_pdcs peers) or a hash taken by another
- * peer leaves it unknown: its packets then name no incarnation, as before the first. */
-static void peer_learn(struct ub__pds *pds, const struct ub__addr *src, uint32_t inc)
+/* A known peer spoke as another incarnation than the one on record (or as that one after it
+ * was reported gone): whether its packet is taken. */
+static UB_NOINLINE bool peer_changed(struct ub__pds *pds, struct ub__pds_link_peer *lp,
+                                     uint32_t inc, uint64_t now)
+{
+    if (inc == lp->incarnation) { /* reported gone, yet it speaks: it lives */
+        lp->gone = false;
+        return true;
+    }
+    if (inc == lp->prev) /* the predecessor's last packets, read after its successor's */
+        return false;
+    bool noticed = lp->gone;
+    lp->prev = lp->incarnation;
+    lp->incarnation = inc;
+    lp->gone = false;
+    pds->st.link_restarts++;
+    if (pds->up && pds->up->restarted)
+        pds->up->restarted(pds->up_arg, &lp->addr, noticed, now);
+    return true;
+}
+
+/* src spoke as incarnation inc: whether its packet is taken. A full table (max_pdcs peers)
+ * or a hash taken by another peer leaves it unknown: its packets then name no incarnation,
+ * as before the first. */
+static bool peer_learn(struct ub__pds *pds, const struct ub__addr *src, uint32_t inc, uint64_t now)
 {
     struct ub__pds_link_peer *lp = peer_get(pds, src);
-    if (lp) {
-        lp->incarnation = inc;
-        return;
-    }
+    if (lp)
+        return UB_LIKELY(inc == lp->incarnation && !lp->gone) || peer_changed(pds, lp, inc, now);
     uint64_t key = ub__addr_hash(src, 0);
     if (ub__hmap_get(&pds->link_peers, key) || !(lp = malloc(sizeof(*lp))))
-        return;
-    lp->addr = *src;
-    lp->incarnation = inc;
+        return true;
+    *lp = (struct ub__pds_link_peer){.addr = *src, .incarnation = inc};
     if (ub__hmap_put(&pds->link_peers, key, lp) != 0) {
         free(lp);
-        return;
+        return true;
     }
     pds->link_last = lp;
+    return true;
 }
 
 void ub__pds_peer_gone(struct ub__pds *pds, const struct ub__addr *dst)
 {
     struct ub__pds_link_peer *lp = peer_get(pds, dst);
-    if (!lp)
-        return;
-    if (pds->link_last == lp)
-        pds->link_last = NULL;
-    ub__hmap_del(&pds->link_peers, ub__addr_hash(dst, 0));
-    free(lp);
+    if (lp)
+        lp->gone = true;
 }
 
 int ub__pds_link_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pkt *pkt,
@@ -92,7 +109,7 @@ int ub__pds_link_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct u
     }
     const struct ub__pds_link_peer *lp = peer_get(pds, tx->dst);
     ub__pds_link_put(at, UB_PDS_NH_SOFTUB_EXT, tx->mode == UB_PDS_ROD ? UB_PDS_LINK_F_ROD : 0,
-                     lp ? lp->incarnation : 0);
+                     lp && !lp->gone ? lp->incarnation : 0);
     pkt->addr = *tx->dst;
     pkt->path = 0; /* one lane per peer: the path says nothing */
     pkt->tag = tx->cookie;
@@ -153,7 +170,7 @@ uint32_t ub__pds_link_flatten(struct ub__pds *pds, uint64_t cookie)
 
 /* Whether a LINK packet from src (with the extension: has_ext) is taken; counted either way. */
 static bool link_accept(struct ub__pds *pds, const struct ub__addr *src, bool has_ext,
-                        uint32_t dst_inc, uint32_t src_inc)
+                        uint32_t dst_inc, uint32_t src_inc, uint64_t now)
 {
     /* Only a lossless carrier vouches for what PDS would otherwise check: over any other, a
      * LINK packet is malformed. Taken with cfg.link off too: either side may keep PDCs. */
@@ -161,11 +178,11 @@ static bool link_accept(struct ub__pds *pds, const struct ub__addr *src, bool ha
         pds->st.rx_malformed++;
         return false;
     }
-    if (dst_inc && dst_inc != pds->incarnation) { /* meant for this id's predecessor */
+    /* Meant for this id's predecessor, or from the predecessor of the peer's process. */
+    if ((dst_inc && dst_inc != pds->incarnation) || !peer_learn(pds, src, src_inc, now)) {
         pds->st.rx_link_stale++;
         return false;
     }
-    peer_learn(pds, src, src_inc);
     pds->st.rx_link++;
     return true;
 }
@@ -178,14 +195,14 @@ static inline uint8_t link_mode(uint8_t flags)
 void ub__pds_on_link(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wire_dgram *d,
                      uint64_t now)
 {
-    if (link_accept(pds, &pkt->addr, d->has_ext, d->pds.u.link.dst_inc, d->ext.incarnation))
+    if (link_accept(pds, &pkt->addr, d->has_ext, d->pds.u.link.dst_inc, d->ext.incarnation, now))
         ub__pds_deliver_nopdc(pds, pkt, d, link_mode(d->pds.u.link.flags), now);
 }
 
 int ub__pds_input_link_req(struct ub__pds *pds, struct ub__pkt *pkt,
                            const struct ub__wire_link_req *r, uint64_t now)
 {
-    if (!link_accept(pds, &pkt->addr, true, r->dst_inc, r->ext.incarnation))
+    if (!link_accept(pds, &pkt->addr, true, r->dst_inc, r->ext.incarnation, now))
         return 1;
     if (pds->link_req && pds->link_req(pds->up_arg, &pkt->addr, r, now))
         return 1;

@@ -102,7 +102,14 @@ static bool on_link_req(void *arg, const struct ub__addr *src, const struct ub__
     return ub__ses_link_req(arg, src, r, now);
 }
 
-static const struct ub__pds_upcalls ses_upcalls = {on_deliver, on_acked, on_failed};
+static void on_restarted(void *arg, const struct ub__addr *peer, bool noticed, uint64_t now)
+{
+    (void)now;
+    ub__ses_peer_restarted(arg, peer, noticed);
+}
+
+static const struct ub__pds_upcalls ses_upcalls = {
+    .deliver = on_deliver, .acked = on_acked, .failed = on_failed, .restarted = on_restarted};
 
 int ub__ses_init(struct ub__tl *s, ub_context *ctx)
 {

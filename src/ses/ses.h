@@ -540,6 +540,10 @@ void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now);
 void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now);
 /* dst is gone (a shm peer's process died): every request to it completes PEER_UNREACHABLE. */
 void ub__ses_peer_gone(struct ub__tl *s, const struct ub__addr *dst);
+/* The link path heard a new process at dst (PDS's restarted upcall): the async
+ * UB_ASYNC_PEER_RESTARTED event, and, unless the old one was noticed gone (its requests have
+ * failed then), every request to dst fails as in ub__ses_peer_gone. */
+void ub__ses_peer_restarted(struct ub__tl *s, const struct ub__addr *dst, bool noticed);
 /* The active request (stream, seq) of this context, or NULL. */
 struct ub__wr *ub__ses_pending(struct ub__tl *s, uint16_t stream, uint32_t seq);
 /* A target's DEFER_RTR for the request whose restart token is token. */

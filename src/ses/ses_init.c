@@ -1188,6 +1188,19 @@ void ub__ses_peer_gone(struct ub__tl *s, const struct ub__addr *dst)
     }
 }
 
+static void restarted_event(struct ub__tl *s, const struct ub__addr *dst)
+{
+    uint64_t arg = dst->family == UB_AF_LOOP ? dst->port : ub__addr_hash(dst, 0);
+    ub__async_push(s->ctx, UB_ASYNC_PEER_RESTARTED, UB_ESTALE, arg);
+}
+
+void ub__ses_peer_restarted(struct ub__tl *s, const struct ub__addr *dst, bool noticed)
+{
+    restarted_event(s, dst);
+    if (!noticed) /* what went to the old one since: dropped there, never answered */
+        ub__ses_peer_gone(s, dst);
+}
+
 void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now)
 {
     if ((cookie >> 40) == 0 && (cookie & UB_SES_PACK_COOKIE)) { /* several requests */
@@ -1204,10 +1217,8 @@ void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now)
     if (w->in_pds)
         w->in_pds--;
     struct ub__addr dst = w->dst;
-    if (err == UB_ESTALE) {
-        uint64_t arg = dst.family == UB_AF_LOOP ? dst.port : ub__addr_hash(&dst, 0);
-        ub__async_push(s->ctx, UB_ASYNC_PEER_RESTARTED, UB_ESTALE, arg);
-    }
+    if (err == UB_ESTALE)
+        restarted_event(s, &dst);
     if (err == UB_ESTALE || err == UB_EUNREACH) {
         ub__ses_peer_gone(s, &dst);
         return;

@@ -280,7 +280,8 @@ static void *receiver(void *arg)
         free(e);
         return NULL;
     }
-    static const struct ub__pds_upcalls up = {on_deliver, rx_acked, rx_failed};
+    static const struct ub__pds_upcalls up = {
+        .deliver = on_deliver, .acked = rx_acked, .failed = rx_failed};
     ub__pds_set_upcalls(e->pds, &up, x);
     int ep = make_epoll(dev);
     if (ep < 0) {
@@ -396,7 +397,8 @@ static void *sender(void *arg)
         return NULL;
     }
     struct sender s = {.x = x};
-    static const struct ub__pds_upcalls up = {tx_deliver, on_acked, on_failed};
+    static const struct ub__pds_upcalls up = {
+        .deliver = tx_deliver, .acked = on_acked, .failed = on_failed};
     ub__pds_set_upcalls(e->pds, &up, &s);
     int ep = make_epoll(dev);
     if (ep < 0) {

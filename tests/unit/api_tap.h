@@ -57,7 +57,8 @@ static inline void tap_failed(void *arg, uint64_t c, int err, uint64_t now)
     TAP.up->failed(TAP.arg, c, err, now);
 }
 
-static const struct ub__pds_upcalls tap_up = {tap_deliver, tap_acked, tap_failed};
+static const struct ub__pds_upcalls tap_up = {
+    .deliver = tap_deliver, .acked = tap_acked, .failed = tap_failed};
 
 static inline void tap_free(void)
 {

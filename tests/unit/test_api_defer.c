@@ -161,7 +161,8 @@ static void mute_failed(void *arg, uint64_t c, int err, uint64_t now)
     MUTE.up->failed(MUTE.arg, c, err, now);
 }
 
-static const struct ub__pds_upcalls mute_up = {mute_deliver, mute_acked, mute_failed};
+static const struct ub__pds_upcalls mute_up = {
+    .deliver = mute_deliver, .acked = mute_acked, .failed = mute_failed};
 
 static void mute_target(bool on)
 {

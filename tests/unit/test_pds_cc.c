@@ -82,7 +82,8 @@ static void on_failed(void *arg, uint64_t cookie, int err, uint64_t now)
     ((struct run *)arg)->nfailed++;
 }
 
-static const struct ub__pds_upcalls upcalls = {on_deliver, on_acked, on_failed};
+static const struct ub__pds_upcalls upcalls = {
+    .deliver = on_deliver, .acked = on_acked, .failed = on_failed};
 
 static void cfg_default(struct ub__loopnet_cfg *nc, struct ub__engine_cfg *ec, uint64_t seed)
 {

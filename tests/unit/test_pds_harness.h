@@ -147,7 +147,8 @@ static void h_on_failed(void *arg, uint64_t cookie, int err, uint64_t now)
         h->failed[cookie]++;
 }
 
-static const struct ub__pds_upcalls h_upcalls = {h_on_deliver, h_on_acked, h_on_failed};
+static const struct ub__pds_upcalls h_upcalls = {
+    .deliver = h_on_deliver, .acked = h_on_acked, .failed = h_on_failed};
 
 /* Default fabric and engine settings: 2 us latency, 4 paths, UDP checksum modelled. */
 static UB_UNUSED void h_default_cfg(struct ub__loopnet_cfg *nc, struct ub__engine_cfg *ec,

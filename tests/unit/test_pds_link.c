@@ -24,6 +24,7 @@ struct krig {
     struct pds_rig k; /* first: the upcalls get the krig */
     struct ub__addr addr;
     uint32_t acked, failed, delivered;
+    uint32_t restarted, noticed; /* restarted upcalls, of them with `noticed` */
     uint64_t acked_cookie[K_MAX];
     uint8_t mode[K_MAX];
     uint32_t inc[K_MAX];
@@ -57,7 +58,17 @@ static void k_failed(void *arg, uint64_t cookie, int err, uint64_t now)
     ((struct krig *)arg)->failed++;
 }
 
-static const struct ub__pds_upcalls k_up = {k_deliver, k_acked, k_failed};
+static void k_restarted(void *arg, const struct ub__addr *peer, bool noticed, uint64_t now)
+{
+    (void)peer;
+    (void)now;
+    struct krig *r = arg;
+    r->restarted++;
+    r->noticed += noticed;
+}
+
+static const struct ub__pds_upcalls k_up = {
+    .deliver = k_deliver, .acked = k_acked, .failed = k_failed, .restarted = k_restarted};
 
 static void shm_addr(struct ub__addr *a, uint16_t id)
 {
@@ -222,10 +233,52 @@ static void test_restarted_target_reached_once_reported_gone(void **state)
     assert_int_equal(b2.delivered, 0);
     assert_int_equal(ub__pds_stats(b2.k.pds)->rx_link_stale, 1);
     ub__pds_peer_gone(a.k.pds, &b2.addr);
-    ub__pds_peer_gone(a.k.pds, &b2.addr); /* twice: nothing left to forget */
+    ub__pds_peer_gone(a.k.pds, &b2.addr); /* twice: nothing more to it */
     pass_one(&a, &b2, 2, 2);
     assert_int_equal(b2.delivered, 1);
     assert_int_equal(b2.seq[0], 2);
+    /* b2 answers: a hears the new incarnation of a peer reported gone, once. */
+    assert_int_equal(a.restarted, 0);
+    pass_one(&b2, &a, 2, 0);
+    pass_one(&b2, &a, 3, 0);
+    assert_int_equal(a.restarted, 1);
+    assert_int_equal(a.noticed, 1);
+    assert_int_equal(a.delivered, 3);
+    assert_int_equal(ub__pds_stats(a.k.pds)->link_restarts, 1);
+    rig_close(&a);
+    rig_close(&b2);
+}
+
+/*
+ * A restart the carrier did not report: the peer speaks as a new incarnation. The upcall
+ * says so (not noticed: what went to the old one is lost), its packet is taken, and the old
+ * one's last packets, read after the new one's (another lane), are stale.
+ */
+static void test_restart_heard_unreported(void **state)
+{
+    (void)state;
+    struct krig a, b, b2;
+    rig_open(&a, 1, 11, true);
+    rig_open(&b, 2, 22, true);
+    pass_one(&b, &a, 1, 0);
+    assert_int_equal(k_send(&b, &a.addr, UB_PDS_RUD, 2, 0), 0); /* b's last, not yet read */
+    struct ub__pkt *late[K_MAX];
+    assert_int_equal(ub__pds_pull(b.k.pds, late, K_MAX, 0), 1);
+    rig_open(&b2, 2, 44, true);
+    pass_one(&b2, &a, 7, 0);
+    assert_int_equal(a.restarted, 1);
+    assert_int_equal(a.noticed, 0);
+    assert_int_equal(a.delivered, 2);
+    assert_int_equal(a.seq[1], 7);
+    carry(&a, &b.addr, late[0]);
+    assert_int_equal(a.delivered, 2);
+    assert_int_equal(ub__pds_stats(a.k.pds)->rx_link_stale, 1);
+    assert_int_equal(a.restarted, 1);
+    /* a now names b2, which takes it. */
+    pass_one(&a, &b2, 1, 1);
+    assert_int_equal(b2.delivered, 1);
+    assert_int_equal(b2.inc[0], ub__pds_incarnation(a.k.pds));
+    rig_close(&b);
     rig_close(&a);
     rig_close(&b2);
 }
@@ -307,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_delivered_in_order_acked_as_they_leave),
         cmocka_unit_test(test_restarted_peer_drops_what_was_meant_for_its_predecessor),
         cmocka_unit_test(test_restarted_target_reached_once_reported_gone),
+        cmocka_unit_test(test_restart_heard_unreported),
         cmocka_unit_test(test_only_a_lossless_carrier_vouches),
         cmocka_unit_test(test_queued_payload_flattened_on_completion),
     };

@@ -51,7 +51,8 @@ static void l_failed(void *arg, uint64_t cookie, int err, uint64_t now)
     r->failed_at = now;
 }
 
-static const struct ub__pds_upcalls l_up = {l_deliver, l_acked, l_failed};
+static const struct ub__pds_upcalls l_up = {
+    .deliver = l_deliver, .acked = l_acked, .failed = l_failed};
 
 static void rig_open(struct lrig *r, bool no_lossless)
 {

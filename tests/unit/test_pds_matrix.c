@@ -71,7 +71,8 @@ static void own_deliver(void *arg, const struct ub__pds_rx *rx, uint64_t now)
         O.rsp_sep[pid] = 1;
 }
 
-static const struct ub__pds_upcalls own_upcalls = {own_deliver, h_on_acked, h_on_failed};
+static const struct ub__pds_upcalls own_upcalls = {
+    .deliver = own_deliver, .acked = h_on_acked, .failed = h_on_failed};
 
 static void cell_x(uint8_t mode, enum ub__pds_retx retx, uint32_t loss_ppm, uint64_t seed,
                    bool own);

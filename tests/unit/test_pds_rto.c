@@ -53,7 +53,8 @@ static void r_failed(void *arg, uint64_t cookie, int err, uint64_t now)
     (void)now;
 }
 
-static const struct ub__pds_upcalls r_up = {r_deliver, r_acked, r_failed};
+static const struct ub__pds_upcalls r_up = {
+    .deliver = r_deliver, .acked = r_acked, .failed = r_failed};
 
 static void rig_open_cfg(struct rig *r, uint16_t port, const struct ub__pds_cfg *cfg)
 {

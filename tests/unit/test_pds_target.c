@@ -82,7 +82,8 @@ static void k_failed(void *arg, uint64_t cookie, int err, uint64_t now)
     (void)now;
 }
 
-static const struct ub__pds_upcalls k_up = {k_deliver, k_acked, k_failed};
+static const struct ub__pds_upcalls k_up = {
+    .deliver = k_deliver, .acked = k_acked, .failed = k_failed};
 
 static void rig_open_idle(struct krig *r, uint64_t seed, bool coalesce, uint64_t idle_close_ns)
 {

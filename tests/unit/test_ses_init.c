@@ -101,7 +101,8 @@ static void check_failed(void *arg, uint64_t c, int err, uint64_t now)
     UP->failed(UP_ARG, c, err, now);
 }
 
-static const struct ub__pds_upcalls check_up = {check_deliver, check_acked, check_failed};
+static const struct ub__pds_upcalls check_up = {
+    .deliver = check_deliver, .acked = check_acked, .failed = check_failed};
 
 static void setup(bool tagged)
 {
