@@ -39,7 +39,8 @@ void ub__pds_link_fini(struct ub__pds *pds)
 }
 
 /* What is known of a; NULL if nothing (or another peer holds its hash). */
-static struct ub__pds_link_peer *peer_get(struct ub__pds *pds, const struct ub__addr *a)
+static UB_ALWAYS_INLINE struct ub__pds_link_peer *peer_get(struct ub__pds *pds,
+                                                           const struct ub__addr *a)
 {
     struct ub__pds_link_peer *lp = pds->link_last;
     if (lp && ub__addr_eq(&lp->addr, a))
