@@ -241,6 +241,28 @@ static void post_writes(struct node *a, struct peer *p, uint32_t k, uint32_t len
     }
 }
 
+/* Polls a (and b) until the K WRITEs of post_writes completed, each once and successfully. */
+static void wait_writes(struct node *a, struct node *b, uint32_t k)
+{
+    uint8_t seen[256] = {0};
+    assert_true(k <= 256);
+    uint32_t got = 0;
+    uint64_t end = t_now() + N_WAIT_NS;
+    while (got < k) {
+        struct ub_cr cr[16];
+        int n = ub_poll_jfc(a->jfc, 16, cr);
+        assert_true(n >= 0);
+        for (int i = 0; i < n; i++) {
+            assert_int_equal(cr[i].status, UB_CR_SUCCESS);
+            assert_true(cr[i].user_ctx >= 1000 && cr[i].user_ctx < 1000 + k);
+            assert_int_equal(seen[cr[i].user_ctx - 1000]++, 0); /* exactly once */
+            got++;
+        }
+        ub_poll_jfc(b->jfc, 0, NULL);
+        assert_true(t_now() < end);
+    }
+}
+
 /*
  * A full lane is back-pressure, not loss: with 4-slot lanes at b, 64 WRITEs posted at once
  * overflow it; the packets the device refuses are held and sent again, so every WRITE
@@ -255,22 +277,7 @@ static void test_full_lane_holds_back(void **state)
     t_pair(&a, "shm://0", &b, "shm://0?slots=4", &ca, &p);
     enum { K = 64, LEN = 3000 };
     post_writes(&a, &p, K, LEN);
-    uint8_t seen[K] = {0};
-    uint32_t got = 0;
-    uint64_t end = t_now() + N_WAIT_NS;
-    while (got < K) {
-        struct ub_cr cr[16];
-        int n = ub_poll_jfc(a.jfc, 16, cr);
-        assert_true(n >= 0);
-        for (int i = 0; i < n; i++) {
-            assert_int_equal(cr[i].status, UB_CR_SUCCESS);
-            assert_true(cr[i].user_ctx >= 1000 && cr[i].user_ctx < 1000 + K);
-            assert_int_equal(seen[cr[i].user_ctx - 1000]++, 0); /* exactly once */
-            got++;
-        }
-        ub_poll_jfc(b.jfc, 0, NULL);
-        assert_true(t_now() < end);
-    }
+    wait_writes(&a, &b, K);
     assert_memory_equal(b.mem, a.mem, (size_t)K * LEN);
     struct ub_context_stats st;
     ub_context_stats(a.ctx, &st);
@@ -322,22 +329,7 @@ static void test_full_lane_holds_back_one_peer(void **state)
             assert_true(a.ctx->eng.stats.tx_hold_parked > 0);
         }
     }
-    uint8_t seen[K] = {0};
-    uint32_t got = 0;
-    uint64_t end = t_now() + N_WAIT_NS;
-    while (got < K) {
-        struct ub_cr cr[16];
-        int n = ub_poll_jfc(a.jfc, 16, cr);
-        assert_true(n >= 0);
-        for (int i = 0; i < n; i++) {
-            assert_int_equal(cr[i].status, UB_CR_SUCCESS);
-            assert_true(cr[i].user_ctx >= 1000 && cr[i].user_ctx < 1000 + K);
-            assert_int_equal(seen[cr[i].user_ctx - 1000]++, 0);
-            got++;
-        }
-        ub_poll_jfc(b.jfc, 0, NULL);
-        assert_true(t_now() < end);
-    }
+    wait_writes(&a, &b, K);
     assert_memory_equal(b.mem, a.mem, (size_t)K * LEN);
     assert_int_equal(a.ctx->drive.tx_dropped, 0);
     node_close(&a);

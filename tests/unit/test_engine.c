@@ -558,17 +558,23 @@ static void test_requeue(void **state)
  * UB_ENGINE_HOLD_RETRY_NS later, then they are offered again, first and in order. Another
  * peer's packets go meanwhile.
  */
+/* An engine of the link path (bundles as asked) and a shm peer's address, port 9. */
+static void link_engine(struct ub__engine *e, bool bundle, struct ub__addr *shm)
+{
+    struct ub__engine_cfg ec = {.seed = 1, .bundle = bundle};
+    ec.pds.link = true;
+    assert_int_equal(ub__engine_init(e, &ec), 0);
+    memset(shm, 0, sizeof(*shm));
+    shm->family = UB_AF_SHM;
+    shm->port = 9;
+}
+
 static void test_requeue_link_parks(void **state)
 {
     (void)state;
     struct ub__engine e;
-    struct ub__engine_cfg ec = {.seed = 1};
-    ec.pds.link = true;
-    assert_int_equal(ub__engine_init(&e, &ec), 0);
     struct ub__addr shm;
-    memset(&shm, 0, sizeof(shm));
-    shm.family = UB_AF_SHM;
-    shm.port = 9;
+    link_engine(&e, false, &shm);
     uint8_t b = 7;
     assert_int_equal(ub__engine_dgram_send(&e, &shm, 0, 0, 0, &b, 1, 0), 0);
     struct ub__pkt *out[4];
@@ -622,13 +628,8 @@ static void test_parked_backlog_bounded(void **state)
 {
     (void)state;
     struct ub__engine e;
-    struct ub__engine_cfg ec = {.seed = 1, .bundle = false};
-    ec.pds.link = true;
-    assert_int_equal(ub__engine_init(&e, &ec), 0);
     struct ub__addr shm;
-    memset(&shm, 0, sizeof(shm));
-    shm.family = UB_AF_SHM;
-    shm.port = 9;
+    link_engine(&e, false, &shm);
     uint8_t b = 0;
     assert_int_equal(ub__engine_dgram_send(&e, &shm, 0, 0, 0, &b, 1, 0), 0);
     struct ub__pkt *out[64];
