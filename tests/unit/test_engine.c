@@ -551,13 +551,6 @@ static void test_requeue(void **state)
     ub__engine_fini(&e);
 }
 
-/*
- * On the link path a held shm packet is never dropped (nothing would repair it): refused past
- * UB_ENGINE_HOLD_MAX_NS, its peer parks (nothing pending for it, nothing handed out, so a
- * progress thread sleeps; its new packets join the held one) until a timer
- * UB_ENGINE_HOLD_RETRY_NS later, then they are offered again, first and in order. Another
- * peer's packets go meanwhile.
- */
 /* An engine of the link path (bundles as asked) and a shm peer's address, port 9. */
 static void link_engine(struct ub__engine *e, bool bundle, struct ub__addr *shm)
 {
@@ -569,26 +562,43 @@ static void link_engine(struct ub__engine *e, bool bundle, struct ub__addr *shm)
     shm->port = 9;
 }
 
+/* A datagram (byte b) from e to its shm peer, refused twice, the second time past
+ * UB_ENGINE_HOLD_MAX_NS: the peer is parked. Returns the time of that output. */
+static uint64_t park_peer(struct ub__engine *e, const struct ub__addr *shm, uint8_t b)
+{
+    assert_int_equal(ub__engine_dgram_send(e, shm, 0, 0, 0, &b, 1, 0), 0);
+    struct ub__pkt *out[4];
+    assert_int_equal(ub__engine_output(e, out, 4, 0), 1);
+    assert_int_equal(ub__engine_requeue(e, out, 1), 0);
+    /* Within the bound: offered again at once. */
+    assert_true(ub__engine_pending(e));
+    assert_int_equal(ub__engine_output(e, out, 4, 1000), 1);
+    assert_int_equal(ub__engine_requeue(e, out, 1), 0);
+    assert_false(e->held_parked);
+    /* Past it: kept, offered, refused again -> parked until the retry. */
+    uint64_t t = UB_ENGINE_HOLD_MAX_NS + 1000;
+    assert_int_equal(ub__engine_output(e, out, 4, t), 1);
+    assert_int_equal(ub__engine_requeue(e, out, 1), 0);
+    assert_true(e->held_parked);
+    return t;
+}
+
+/*
+ * On the link path a held shm packet is never dropped (nothing would repair it): refused past
+ * UB_ENGINE_HOLD_MAX_NS, its peer parks (nothing pending for it, nothing handed out, so a
+ * progress thread sleeps; its new packets join the held one) until a timer
+ * UB_ENGINE_HOLD_RETRY_NS later, then they are offered again, first and in order. Another
+ * peer's packets go meanwhile.
+ */
 static void test_requeue_link_parks(void **state)
 {
     (void)state;
     struct ub__engine e;
     struct ub__addr shm;
     link_engine(&e, false, &shm);
-    uint8_t b = 7;
-    assert_int_equal(ub__engine_dgram_send(&e, &shm, 0, 0, 0, &b, 1, 0), 0);
+    uint64_t t = park_peer(&e, &shm, 7);
     struct ub__pkt *out[4];
-    assert_int_equal(ub__engine_output(&e, out, 4, 0), 1);
-    assert_int_equal(ub__engine_requeue(&e, out, 1), 0);
-    /* Within the bound: offered again at once. */
-    assert_true(ub__engine_pending(&e));
-    assert_int_equal(ub__engine_output(&e, out, 4, 1000), 1);
-    assert_int_equal(ub__engine_requeue(&e, out, 1), 0);
-    assert_false(e.held_parked);
-    /* Past it: kept, offered, refused again -> parked until the retry. */
-    uint64_t t = UB_ENGINE_HOLD_MAX_NS + 1000;
-    assert_int_equal(ub__engine_output(&e, out, 4, t), 1);
-    assert_int_equal(ub__engine_requeue(&e, out, 1), 0);
+    uint8_t b;
     assert_int_equal(e.stats.tx_hold_expired, 0);
     assert_int_equal(e.stats.tx_hold_parked, 1);
     assert_false(ub__engine_pending(&e));
@@ -630,15 +640,9 @@ static void test_parked_backlog_bounded(void **state)
     struct ub__engine e;
     struct ub__addr shm;
     link_engine(&e, false, &shm);
-    uint8_t b = 0;
-    assert_int_equal(ub__engine_dgram_send(&e, &shm, 0, 0, 0, &b, 1, 0), 0);
+    uint64_t t = park_peer(&e, &shm, 0);
     struct ub__pkt *out[64];
-    assert_int_equal(ub__engine_output(&e, out, 64, 0), 1);
-    assert_int_equal(ub__engine_requeue(&e, out, 1), 0);
-    uint64_t t = UB_ENGINE_HOLD_MAX_NS + 1000;
-    assert_int_equal(ub__engine_output(&e, out, 64, t), 1);
-    assert_int_equal(ub__engine_requeue(&e, out, 1), 0);
-    assert_true(e.held_parked);
+    uint8_t b;
     enum { N = 300 };
     for (uint32_t i = 1; i <= N; i++) {
         b = (uint8_t)i;
