@@ -126,6 +126,7 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx)
         s->max_payload = UB_SES_LEN14_MAX;
     s->max_prsp_payload = s->max_rsp_payload - UB_SES_TAIL_LEN;
     ub__list_init(&s->txq);
+    s->txq_idle_gen = UINT64_MAX; /* no pass yet */
     ub__list_init(&s->rdq);
     ub__list_init(&s->rspq);
     ub__list_init(&s->tstream_lru);
@@ -178,22 +179,33 @@ void ub__ses_pump_work(struct ub__tl *s, uint64_t now)
      * this pass, so the others for that peer are passed over without asking again (a bulk
      * sender waiting on its window polls with dozens of them queued). */
     const struct ub__wr *busy = NULL;
-    for (struct ub__list *it = s->txq.next; it != &s->txq;) {
+    bool only_busy = true; /* every request after the first busy one is for its peer */
+    struct ub__list *it = s->txq.next;
+    while (it != &s->txq) {
         struct ub__wr *w = UB_CONTAINER_OF(it, struct ub__wr, txq);
         if (busy && w->mode == busy->mode && ub__addr_eq(&w->dst, &busy->dst)) {
             it = it->next;
             continue;
         }
+        only_busy = !busy;
         struct ub__list *prev = it->prev; /* stays: members of a pack come after w */
         /* The last queued request has nothing after it to pack with: alone (UB_PACK_NONE). */
         int pk =
             s->pack_max && w->txq.next != &s->txq ? ub__ses_pack_pump(s, w, now) : UB_PACK_NONE;
         if (pk == UB_PACK_STOP || (pk == UB_PACK_NONE && !ub__ses_wr_pump(s, w, now)))
             break;
-        if (w->on_txq)
+        if (w->on_txq) {
+            /* The queue as a pass left it that found only this peer's requests behind its
+             * first busy one (a bulk sender waiting on its window): the rest would be passed
+             * over one by one. */
+            if (!busy && s->txq_idle_gen == s->txq_gen)
+                break;
             busy = w;
+        }
         it = w->on_txq ? w->txq.next : prev->next;
     }
+    if (it == &s->txq && busy && only_busy)
+        s->txq_idle_gen = s->txq_gen;
     /* Each sub-pump only when its queue holds work (they do nothing on an empty one). */
     if ((ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq)) || ub__ses_rd_pump(s, now)) {
         if (!ub__list_empty(&s->rvq))

@@ -405,10 +405,13 @@ struct ub__prsp {
 struct ub__tl {
     ub_context *ctx;
     struct ub__engine *eng;
-    uint32_t max_payload;        /* request payload per packet */
-    uint32_t max_rsp_payload;    /* response payload per packet */
-    uint32_t max_prsp_payload;   /* records per packed response (its extension is longer) */
-    struct ub__list txq;         /* requests with packets to hand out */
+    uint32_t max_payload;      /* request payload per packet */
+    uint32_t max_rsp_payload;  /* response payload per packet */
+    uint32_t max_prsp_payload; /* records per packed response (its extension is longer) */
+    struct ub__list txq;       /* requests with packets to hand out */
+    /* txq's changes so far, and their count when a pass of the pump last found only the
+     * first busy request's peer behind it (ub__ses_pump_work) */
+    uint64_t txq_gen, txq_idle_gen;
     struct ub__list rdq;         /* READ responses with data to hand out */
     struct ub__list rspq;        /* responses that found no buffer yet */
     struct ub__hmap tstreams;    /* target side, by (source, incarnation, stream) */
@@ -487,6 +490,21 @@ void ub__ses_fini(struct ub__tl *s);
 /* Hands pending request and response packets to PDS, as far as budgets allow. */
 void ub__ses_pump_work(struct ub__tl *s, uint64_t now);
 /* Returns whether anything was queued. */
+/* w joins / leaves s->txq. */
+static inline void ub__ses_txq_add(struct ub__tl *s, struct ub__wr *w)
+{
+    ub__list_push_back(&s->txq, &w->txq);
+    w->on_txq = true;
+    s->txq_gen++;
+}
+
+static inline void ub__ses_txq_del(struct ub__tl *s, struct ub__wr *w)
+{
+    ub__list_remove(&w->txq);
+    w->on_txq = false;
+    s->txq_gen++;
+}
+
 static inline bool ub__ses_pump(struct ub__tl *s, uint64_t now)
 {
     /* Nothing queued (an idle poll): every pump would find its list empty and do nothing.

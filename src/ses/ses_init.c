@@ -279,10 +279,8 @@ static void finish(struct ub__tl *s, struct ub__wr *w, enum ub_cr_status st)
         return;
     ub_jfs *jfs = w->jfs;
     w->status = st;
-    if (w->on_txq) {
-        ub__list_remove(&w->txq);
-        w->on_txq = false;
-    }
+    if (w->on_txq)
+        ub__ses_txq_del(s, w);
     ub__timer_cancel(&s->eng->timers, &w->rnr_timer);
     if (w->zc) { /* the buffer is the application's again: no packet may read it later */
         w->zc = false;
@@ -582,8 +580,7 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
         finish(s, w, UB_CR_REM_OP_ERR);
         return 0;
     }
-    ub__list_push_back(&s->txq, &w->txq);
-    w->on_txq = true;
+    ub__ses_txq_add(s, w);
     s->st.tx_reqs++;
     return 0;
 }
@@ -878,10 +875,8 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         if (last)
             ub__ses_wr_arm_rsp(s, w, now);
     }
-    if (w->on_txq) {
-        ub__list_remove(&w->txq);
-        w->on_txq = false;
-    }
+    if (w->on_txq)
+        ub__ses_txq_del(s, w);
     return true;
 }
 
@@ -964,10 +959,8 @@ static void restart(struct ub__tl *s, struct ub__wr *w, uint64_t now)
     w->parked = false;
     w->sent = 0;
     w->first_sent = false;
-    if (!w->on_txq) {
-        ub__list_push_back(&s->txq, &w->txq);
-        w->on_txq = true;
-    }
+    if (!w->on_txq)
+        ub__ses_txq_add(s, w);
     ub__ses_wr_pump(s, w, now);
 }
 

@@ -360,10 +360,8 @@ int ub__ses_pack_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
     for (uint32_t i = 0; i < k; i++) {
         struct ub__wr *x = mem[i];
         ub__ses_wr_sent(s, x, lens[i], now);
-        if (x->on_txq) {
-            ub__list_remove(&x->txq);
-            x->on_txq = false;
-        }
+        if (x->on_txq)
+            ub__ses_txq_del(s, x);
     }
     return UB_PACK_SENT;
 }

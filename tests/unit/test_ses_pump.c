@@ -1,0 +1,96 @@
+/*
+ * The request pump (ub__ses_pump_work): requests go out in posting order, and a peer whose
+ * budget of queued packets (UB_SES_PKT_BUDGET) is used up holds back only its own. A pass
+ * that found nothing but the busy peer's requests behind the first one is remembered until
+ * the queue changes (a bulk sender's rounds then stop at its first request); a request to
+ * another peer posted afterwards still goes at once.
+ */
+#include "unit/api_util.h"
+
+#define P_MEM   (4u << 20)
+#define P_TOKEN 0x5eedull
+#define P_BIG   65536u /* 16 packets of the loop fabric's MTU */
+#define P_N     40u    /* 640 packets to node 1: past the budget */
+
+static ub_seg *reg(struct tnet *t, uint32_t i, uint8_t **mem)
+{
+    *mem = aligned_alloc(4096, P_MEM);
+    assert_non_null(*mem);
+    memset(*mem, 0, P_MEM);
+    ub_seg *s;
+    assert_int_equal(ub_seg_register(t->ctx[i], *mem, P_MEM, ALL_ACCESS, P_TOKEN, &s), 0);
+    return s;
+}
+
+static void write_to(struct tnet *t, uint8_t *src, ub_seg *s0, ub_tseg *ts, uint64_t off,
+                     uint32_t len, uint64_t id)
+{
+    struct ub_sge sg = {src, len, s0};
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = UB_OP_WRITE;
+    wr.flags = UB_WR_COMPLETE;
+    wr.user_ctx = id;
+    wr.sge = &sg;
+    wr.num_sge = 1;
+    wr.u.rma.tseg = ts;
+    wr.u.rma.addr = ub_tseg_base(ts) + off;
+    assert_int_equal(ub_post_jetty_send(t->jetty[0], &wr, NULL), 0);
+}
+
+static void test_busy_peer_holds_back_only_its_own(void **state)
+{
+    (void)state;
+    struct tnet t;
+    tnet_init(&t, 3, 0, true, false);
+    uint8_t *m0, *m1, *m2;
+    ub_seg *s0 = reg(&t, 0, &m0), *s1 = reg(&t, 1, &m1), *s2 = reg(&t, 2, &m2);
+    ub_tseg *ts1 = tnet_import_seg(&t, 0, s1, P_TOKEN), *ts2 = tnet_import_seg(&t, 0, s2, P_TOKEN);
+    fill_pattern(m0, P_MEM, 3);
+    for (uint32_t i = 0; i < P_N; i++)
+        write_to(&t, m0, s0, ts1, (uint64_t)i * P_BIG, P_BIG, 100 + i);
+    /* Node 1 never runs: node 0's queue to it fills the budget, and its passes find only
+     * node 1's requests behind the first. */
+    struct ub__tl *s = &t.ctx[0]->ses;
+    for (int i = 0; i < 8; i++)
+        ub_progress(t.ctx[0]);
+    assert_false(ub__list_empty(&s->txq));
+    assert_int_equal(s->txq_idle_gen, s->txq_gen);
+    uint64_t gen = s->txq_gen;
+    ub_progress(t.ctx[0]);
+    assert_int_equal(s->txq_gen, gen); /* the next pass changed nothing */
+    /* A WRITE to node 2 goes while node 1 still does not run. */
+    write_to(&t, m0 + 1000, s0, ts2, 0, 512, 7);
+    struct ub_cr cr;
+    int n = 0;
+    for (int i = 0; i < 1000 && n == 0; i++) {
+        ub_progress(t.ctx[0]);
+        ub_progress(t.ctx[2]);
+        n = ub_poll_jfc(t.jfc[0], 1, &cr);
+    }
+    assert_int_equal(n, 1);
+    assert_int_equal(cr.user_ctx, 7);
+    assert_int_equal(cr.status, UB_CR_SUCCESS);
+    assert_memory_equal(m2, m0 + 1000, 512);
+    /* Node 1 runs: every WRITE to it completes, intact. */
+    for (uint32_t got = 0; got < P_N;) {
+        assert_int_equal(tnet_wait(&t, 0, &cr), 1);
+        assert_int_equal(cr.status, UB_CR_SUCCESS);
+        assert_true(cr.user_ctx >= 100 && cr.user_ctx < 100 + P_N);
+        got++;
+    }
+    for (uint32_t i = 0; i < P_N; i++)
+        assert_memory_equal(m1 + (size_t)i * P_BIG, m0, P_BIG);
+    tnet_fini(&t);
+    free(m0);
+    free(m1);
+    free(m2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_busy_peer_holds_back_only_its_own),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
