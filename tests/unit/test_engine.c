@@ -179,8 +179,14 @@ static void test_malformed_and_unsupported(void **state)
 }
 
 /* A sender that bundles (two paths, MTU 2048) and a receiver that logs what it gets. */
-static struct rx_log *bundle_pair(struct ub__engine *tx, struct ub__engine *rx)
+/* A bundling sender and a receiver that logs what it gets; a and b (if not NULL): loop
+ * addresses 1 and 2. */
+static struct rx_log *bundle_pair(struct ub__engine *tx, struct ub__engine *rx, struct ub__addr *a,
+                                  struct ub__addr *b)
 {
+    ub__addr_loop(a, 1);
+    if (b)
+        ub__addr_loop(b, 2);
     struct ub__engine_cfg ec = {.seed = 1, .mtu = 2048, .num_paths = 2, .bundle = true};
     assert_int_equal(ub__engine_init(tx, &ec), 0);
     ec.bundle = false;
@@ -201,10 +207,8 @@ static void test_bundles(void **state)
 {
     (void)state;
     struct ub__engine tx, rx;
-    struct rx_log *log = bundle_pair(&tx, &rx);
     struct ub__addr a, b;
-    ub__addr_loop(&a, 1);
-    ub__addr_loop(&b, 2);
+    struct rx_log *log = bundle_pair(&tx, &rx, &a, &b);
     static uint8_t big[1500];
     assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 10, "x", 1, 0), 0);
     assert_int_equal(ub__engine_dgram_send(&tx, &b, 0, 1, 11, "y", 1, 0), 0);
@@ -285,10 +289,8 @@ static void test_bundle_keeps_order(void **state)
 {
     (void)state;
     struct ub__engine tx, rx;
-    struct rx_log *log = bundle_pair(&tx, &rx);
     struct ub__addr a, b;
-    ub__addr_loop(&a, 1);
-    ub__addr_loop(&b, 2);
+    struct rx_log *log = bundle_pair(&tx, &rx, &a, &b);
     static uint8_t big[1500];
     uint32_t one = UB_PDS_UUD_SIZE + UB_SES_STD_SIZE + 1;
     struct ub__pkt *p[8];
@@ -334,9 +336,8 @@ static void test_bundles_any_path(void **state)
 {
     (void)state;
     struct ub__engine tx, rx;
-    struct rx_log *log = bundle_pair(&tx, &rx);
     struct ub__addr a;
-    ub__addr_loop(&a, 1);
+    struct rx_log *log = bundle_pair(&tx, &rx, &a, NULL);
     uint32_t one = UB_PDS_UUD_SIZE + UB_SES_STD_SIZE + 1;
     struct ub__pkt *p[8];
 
@@ -403,9 +404,8 @@ static void test_bundle_after_ack(void **state)
 {
     (void)state;
     struct ub__engine tx, rx;
-    struct rx_log *log = bundle_pair(&tx, &rx);
     struct ub__addr a;
-    ub__addr_loop(&a, 1);
+    struct rx_log *log = bundle_pair(&tx, &rx, &a, NULL);
     struct ub__pkt *p[8];
     for (int k = 0; k < 2; k++) {
         uint64_t ack = 60 + 2 * (uint64_t)k, other = ack + 1;
