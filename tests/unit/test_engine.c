@@ -179,6 +179,13 @@ static void test_malformed_and_unsupported(void **state)
 }
 
 /* A sender that bundles (two paths, MTU 2048) and a receiver that logs what it gets. */
+/* The receiver logged want[0..n) from its record `from` on. */
+static void expect_imm(const struct rx_log *log, uint32_t from, const uint64_t *want, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(log->imm[from + i], want[i]);
+}
+
 /* A bundling sender and a receiver that logs what it gets; a and b (if not NULL): loop
  * addresses 1 and 2. */
 static struct rx_log *bundle_pair(struct ub__engine *tx, struct ub__engine *rx, struct ub__addr *a,
@@ -305,10 +312,7 @@ static void test_bundle_keeps_order(void **state)
     assert_int_equal(p[2]->len, one);
     ub__engine_input(&rx, p, 3, 2);
     assert_int_equal(log->n, 4);
-    assert_int_equal(log->imm[0], 10);
-    assert_int_equal(log->imm[1], 13);
-    assert_int_equal(log->imm[2], 11);
-    assert_int_equal(log->imm[3], 12);
+    expect_imm(log, 0, (const uint64_t[]){10, 13, 11, 12}, 4);
 
     /* One to another destination in between does not hold the small one back. */
     assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 20, "r", 1, 0), 0);
@@ -370,10 +374,7 @@ static void test_bundles_any_path(void **state)
     assert_int_equal(p[1]->path, 1);
     ub__engine_input(&rx, p, 2, 4);
     assert_int_equal(log->n, 6);
-    assert_int_equal(log->imm[2], 30);
-    assert_int_equal(log->imm[3], 31);
-    assert_int_equal(log->imm[4], 33);
-    assert_int_equal(log->imm[5], 32);
+    expect_imm(log, 2, (const uint64_t[]){30, 31, 33, 32}, 4);
 
     /* Only packets of any path: the first one's path. Two requests of two paths: two. */
     assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 40, "a", 1, 0), 0);
@@ -551,21 +552,17 @@ static void test_requeue(void **state)
     ub__engine_fini(&e);
 }
 
-/* An engine of the link path (bundles as asked) and a shm peer's address, port 9. */
-static void link_engine(struct ub__engine *e, bool bundle, struct ub__addr *shm)
+/* An engine of the link path and its shm peer (port 9), to which a datagram (byte b) was
+ * refused twice, the second time past UB_ENGINE_HOLD_MAX_NS: the peer is parked. Returns the
+ * time of that output. */
+static uint64_t parked_engine(struct ub__engine *e, struct ub__addr *shm, uint8_t b)
 {
-    struct ub__engine_cfg ec = {.seed = 1, .bundle = bundle};
+    struct ub__engine_cfg ec = {.seed = 1};
     ec.pds.link = true;
     assert_int_equal(ub__engine_init(e, &ec), 0);
     memset(shm, 0, sizeof(*shm));
     shm->family = UB_AF_SHM;
     shm->port = 9;
-}
-
-/* A datagram (byte b) from e to its shm peer, refused twice, the second time past
- * UB_ENGINE_HOLD_MAX_NS: the peer is parked. Returns the time of that output. */
-static uint64_t park_peer(struct ub__engine *e, const struct ub__addr *shm, uint8_t b)
-{
     assert_int_equal(ub__engine_dgram_send(e, shm, 0, 0, 0, &b, 1, 0), 0);
     struct ub__pkt *out[4];
     assert_int_equal(ub__engine_output(e, out, 4, 0), 1);
@@ -595,8 +592,7 @@ static void test_requeue_link_parks(void **state)
     (void)state;
     struct ub__engine e;
     struct ub__addr shm;
-    link_engine(&e, false, &shm);
-    uint64_t t = park_peer(&e, &shm, 7);
+    uint64_t t = parked_engine(&e, &shm, 7);
     struct ub__pkt *out[4];
     uint8_t b;
     assert_int_equal(e.stats.tx_hold_expired, 0);
@@ -639,8 +635,7 @@ static void test_parked_backlog_bounded(void **state)
     (void)state;
     struct ub__engine e;
     struct ub__addr shm;
-    link_engine(&e, false, &shm);
-    uint64_t t = park_peer(&e, &shm, 0);
+    uint64_t t = parked_engine(&e, &shm, 0);
     struct ub__pkt *out[64];
     uint8_t b;
     enum { N = 300 };
