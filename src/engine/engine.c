@@ -551,6 +551,10 @@ uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t
         pkts[h++] = p; /* counted when first handed out */
     }
     n = h;
+    /* Link path: whatever this batch hands out may come back refused and must fit the held
+     * ring again (nothing would repair a dropped one), with what stays held meanwhile. */
+    if (e->cfg.pds.link)
+        max = UB_MIN(max, ub__ring_capacity(&e->held) - ub__ring_count(&e->held));
     /* A parked peer's new packets join its held ones: as many as may still (each new one may
      * be one of them). */
     if (e->held_parked)

@@ -665,6 +665,43 @@ static void test_parked_backlog_bounded(void **state)
     ub__engine_fini(&e);
 }
 
+/*
+ * On the link path an output batch is never larger than the held ring's room: a lane that
+ * refuses all of it has every packet kept, none dropped, even with a held ring smaller than
+ * the batch, and they leave in order once the lane takes them.
+ */
+static void test_link_batch_fits_held(void **state)
+{
+    (void)state;
+    struct ub__engine e;
+    struct ub__engine_cfg ec = {.seed = 1, .txq_cap = 8};
+    ec.pds.link = true;
+    assert_int_equal(ub__engine_init(&e, &ec), 0);
+    struct ub__addr shm = {.family = UB_AF_SHM, .port = 9};
+    struct ub__pkt *out[64];
+    for (uint32_t round = 0; round < 2; round++) { /* 8 refused and held, 8 more queued */
+        for (uint32_t i = 0; i < 8; i++) {
+            uint8_t b = (uint8_t)(8 * round + i);
+            assert_int_equal(ub__engine_dgram_send(&e, &shm, 0, 0, 0, &b, 1, round), 0);
+        }
+        uint32_t n = ub__engine_output(&e, out, 64, round);
+        assert_int_equal(n, 8); /* the second time: the held ones, not the queued ones too */
+        assert_int_equal(ub__engine_requeue(&e, out, n), 0);
+    }
+    uint32_t next = 0;
+    for (int r = 0; r < 10 && ub__engine_pending(&e); r++) {
+        uint32_t n = ub__engine_output(&e, out, 64, 10);
+        for (uint32_t i = 0; i < n; i++) {
+            struct ub__wire_dgram d;
+            assert_int_equal(ub__wire_parse_datagram(&d, out[i]->data, out[i]->len, 0), 0);
+            assert_int_equal(out[i]->data[d.payload_off], next++);
+            ub__pkt_free(out[i]);
+        }
+    }
+    assert_int_equal(next, 16);
+    ub__engine_fini(&e);
+}
+
 /* A service that asks the engine to yield after a datagram whose immediate data is 1. */
 struct yield_log {
     struct ub__engine *e;
@@ -1012,6 +1049,7 @@ int main(void)
         cmocka_unit_test(test_requeue),
         cmocka_unit_test(test_requeue_link_parks),
         cmocka_unit_test(test_parked_backlog_bounded),
+        cmocka_unit_test(test_link_batch_fits_held),
         cmocka_unit_test(test_malformed_and_unsupported),
         cmocka_unit_test(test_bundles),
         cmocka_unit_test(test_bundle_keeps_order),
