@@ -518,11 +518,17 @@ int perf_client_lat(struct perf_ep *e, const struct perf_run *r, uint64_t **samp
     bool pingpong = t == T_WRITE_LAT || t == T_SEND_LAT;
     uint64_t size = r->size;
     size_t cap = r->duration_ms ? 65536 : (size_t)r->iters;
-    uint64_t *s = malloc((cap ? cap : 1) * sizeof(*s));
+    if (!cap)
+        cap = 1;
+    uint64_t *s = malloc(cap * sizeof(*s));
     *samples = s;
     *n = 0;
     if (!s)
         return fail("memory", UB_ENOMEM);
+    /* Touched now: a page of samples first written inside a round trip (every 512th) would
+     * add its page fault, a microsecond or two, to that sample. Not with zeros: the compiler
+     * turns malloc and a zeroing memset into calloc, which leaves fresh pages untouched. */
+    memset(s, 0xff, cap * sizeof(*s));
     volatile uint8_t *tgt = e->buf + size - 1;
     uint8_t *src = e->buf + e->half + size - 1;
     uint64_t w = e->cfg.warmup, end = 0, prev = 0;
@@ -531,14 +537,16 @@ int perf_client_lat(struct perf_ep *e, const struct perf_run *r, uint64_t **samp
          * a request is posted ends the previous one's round trip. */
         uint64_t now = perf_now_ns();
         if (i > w) {
-            if (*n == cap) {
+            s[(*n)++] = now - prev;
+            if (*n == cap && r->duration_ms) { /* grown and touched between round trips */
                 uint64_t *g = realloc(s, 2 * cap * sizeof(*s));
                 if (!g)
                     return fail("memory", UB_ENOMEM);
                 *samples = s = g;
+                memset(s + cap, 0xff, cap * sizeof(*s));
                 cap *= 2;
+                now = perf_now_ns();
             }
-            s[(*n)++] = now - prev;
         }
         if (i == w && r->duration_ms)
             end = now + r->duration_ms * MS;
