@@ -501,11 +501,8 @@ static int post_ops(struct perf_ep *e, uint32_t j, enum ub_opcode op, uint64_t s
 
 static int post_one(struct perf_ep *e, enum ub_opcode op, uint64_t size)
 {
-    /* Tried once before the wait's bound is set up: that reads the clock, and a ping-pong's
-     * answer usually goes at once. */
-    int n = post_ops(e, 0, op, size, 1);
-    if (n == 0)
-        WAIT_UNTIL(e, (n = post_ops(e, 0, op, size, 1)) != 0);
+    int n;
+    WAIT_UNTIL(e, (n = post_ops(e, 0, op, size, 1)) != 0);
     return n < 0 ? n : 0;
 }
 
