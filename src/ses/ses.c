@@ -172,22 +172,33 @@ void ub__ses_fini(struct ub__tl *s)
     ub__hmap_fini(&s->packs);
 }
 
+/* Whether w goes to one of the n peers a pass found busy (by a request of each). */
+static inline bool busy_peer(const struct ub__wr *const *busy, uint32_t n, const struct ub__wr *w)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (w->mode == busy[i]->mode && ub__addr_eq(&w->dst, &busy[i]->dst))
+            return true;
+    return false;
+}
+
 void ub__ses_pump_work(struct ub__tl *s, uint64_t now)
 {
     /* Requests in posting order; one that cannot go on waits at the head (fair, in order).
      * One left queued found its peer busy (PDS holds its budget): nothing more goes there in
      * this pass, so the others for that peer are passed over without asking again (a bulk
-     * sender waiting on its window polls with dozens of them queued). */
-    const struct ub__wr *busy = NULL;
+     * sender waiting on its window polls with dozens of them queued; one sending to several
+     * peers, with their requests interleaved). */
+    const struct ub__wr *busy[UB_SES_PUMP_BUSY];
+    uint32_t nbusy = 0;
     bool only_busy = true; /* every request after the first busy one is for its peer */
     struct ub__list *it = s->txq.next;
     while (it != &s->txq) {
         struct ub__wr *w = UB_CONTAINER_OF(it, struct ub__wr, txq);
-        if (busy && w->mode == busy->mode && ub__addr_eq(&w->dst, &busy->dst)) {
+        if (nbusy && busy_peer(busy, nbusy, w)) {
             it = it->next;
             continue;
         }
-        only_busy = !busy;
+        only_busy = !nbusy;
         struct ub__list *prev = it->prev; /* stays: members of a pack come after w */
         /* The last queued request has nothing after it to pack with: alone (UB_PACK_NONE). */
         int pk =
@@ -198,13 +209,13 @@ void ub__ses_pump_work(struct ub__tl *s, uint64_t now)
             /* The queue as a pass left it that found only this peer's requests behind its
              * first busy one (a bulk sender waiting on its window): the rest would be passed
              * over one by one. */
-            if (!busy && s->txq_idle_gen == s->txq_gen)
+            if (!nbusy && s->txq_idle_gen == s->txq_gen)
                 break;
-            busy = w;
+            busy[nbusy < UB_SES_PUMP_BUSY ? nbusy++ : nbusy - 1] = w;
         }
         it = w->on_txq ? w->txq.next : prev->next;
     }
-    if (it == &s->txq && busy && only_busy)
+    if (it == &s->txq && nbusy && only_busy)
         s->txq_idle_gen = s->txq_gen;
     /* Each sub-pump only when its queue holds work (they do nothing on an empty one). */
     if ((ub__list_empty(&s->rspq) && ub__list_empty(&s->rdq)) || ub__ses_rd_pump(s, now)) {

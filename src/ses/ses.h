@@ -59,6 +59,7 @@
 #define UB_SES_DEFER_MAX        4096          /* deferred messages remembered per JFR (then RNR) */
 #define UB_SES_PKT_BUDGET       512 /* packets queued in PDS per peer before the pump waits */
 #define UB_SES_POOL_RESERVE     256 /* pool buffers the pump leaves for ACKs and responses */
+#define UB_SES_PUMP_BUSY        8   /* busy peers a pump pass passes over without asking */
 #define UB_SES_MAX_MSG          0xffffffffull
 #define UB_SES_RC_RNR           0x30  /* vendor return code: receiver not ready */
 #define UB_SES_RC_DEFERRED      0x31  /* vendor: no buffer; wait for DEFER_RTR (deferrable send) */
@@ -374,6 +375,7 @@ struct ub__ses_stats {
     uint64_t rx_prsp_bad;                /* initiator: packed responses refused whole */
     uint64_t tx_rsp_ack;                 /* target: responses that rode on a PDS ACK */
     uint64_t rx_fast;                    /* target: messages taken whole (fast_send) */
+    uint64_t tx_busy; /* initiator: requests the pump found held back by their peer's budget */
 };
 
 /*

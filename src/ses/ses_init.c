@@ -817,8 +817,10 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         struct ub__pds_peer peer;
         ub__pds_peer(e->pds, &w->dst, w->mode, &peer);
         uint32_t busy = peer.outstanding;
-        if (busy >= UB_SES_PKT_BUDGET)
+        if (busy >= UB_SES_PKT_BUDGET) {
+            s->st.tx_busy++;
             return true; /* this peer is busy; others may go on */
+        }
         uint32_t n = 0;
         if (!single)
             n = (uint32_t)UB_MIN((uint64_t)req_room(s, w), wire_len - w->sent);

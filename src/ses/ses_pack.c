@@ -294,8 +294,10 @@ int ub__ses_pack_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         return UB_PACK_NONE; /* alone: no container */
     if (e->pool.avail <= UB_SES_POOL_RESERVE)
         return UB_PACK_STOP;
-    if (ub__pds_outstanding(e->pds, &w->dst, w->mode) >= UB_SES_PKT_BUDGET)
+    if (ub__pds_outstanding(e->pds, &w->dst, w->mode) >= UB_SES_PKT_BUDGET) {
+        s->st.tx_busy++;
         return UB_PACK_BUSY;
+    }
     struct ub__pack *g = malloc(sizeof(*g) + k * sizeof(g->member[0]));
     struct ub__pkt *p = g ? ub__pkt_alloc(&e->pool) : NULL;
     if (!p) {

@@ -3,7 +3,8 @@
  * budget of queued packets (UB_SES_PKT_BUDGET) is used up holds back only its own. A pass
  * that found nothing but the busy peer's requests behind the first one is remembered until
  * the queue changes (a bulk sender's rounds then stop at its first request); a request to
- * another peer posted afterwards still goes at once.
+ * another peer posted afterwards still goes at once. With several busy peers' requests
+ * interleaved, a pass asks about each peer once, not about each request.
  */
 #include "unit/api_util.h"
 
@@ -11,6 +12,8 @@
 #define P_TOKEN 0x5eedull
 #define P_BIG   65536u /* 16 packets of the loop fabric's MTU */
 #define P_N     40u    /* 640 packets to node 1: past the budget */
+#define P_BIG2  (2 * P_BIG)
+#define P_N2    24u /* to each of two nodes: 768 packets, within the JFS's depth of 64 */
 
 static ub_seg *reg(struct tnet *t, uint32_t i, uint8_t **mem)
 {
@@ -87,10 +90,54 @@ static void test_busy_peer_holds_back_only_its_own(void **state)
     free(m2);
 }
 
+static void test_busy_peers_asked_once_a_pass(void **state)
+{
+    (void)state;
+    struct tnet t;
+    tnet_init(&t, 3, 0, true, false);
+    uint8_t *m0, *m1, *m2;
+    ub_seg *s0 = reg(&t, 0, &m0), *s1 = reg(&t, 1, &m1), *s2 = reg(&t, 2, &m2);
+    ub_tseg *ts1 = tnet_import_seg(&t, 0, s1, P_TOKEN), *ts2 = tnet_import_seg(&t, 0, s2, P_TOKEN);
+    fill_pattern(m0, P_MEM, 5);
+    for (uint32_t i = 0; i < P_N2; i++) { /* to nodes 1 and 2 in turn; neither runs */
+        write_to(&t, m0, s0, ts1, (uint64_t)i * P_BIG2, P_BIG2, 100 + i);
+        write_to(&t, m0, s0, ts2, (uint64_t)i * P_BIG2, P_BIG2, 200 + i);
+    }
+    struct ub__tl *s = &t.ctx[0]->ses;
+    for (int i = 0; i < 8; i++)
+        ub_progress(t.ctx[0]);
+    assert_false(ub__list_empty(&s->txq));
+    uint64_t asked = s->st.tx_busy;
+    ub__ses_pump_work(s, ub__ctx_now(t.ctx[0])); /* one pass */
+    assert_int_equal(s->st.tx_busy - asked, 2);  /* of dozens of requests queued for each */
+    /* Both run: every WRITE completes, intact. */
+    struct ub_cr cr;
+    for (uint32_t got = 0; got < 2 * P_N2;) {
+        int n = 0;
+        for (int i = 0; i < 100000 && n == 0; i++) {
+            for (uint32_t k = 0; k < 3; k++)
+                ub_progress(t.ctx[k]);
+            n = ub_poll_jfc(t.jfc[0], 1, &cr);
+        }
+        assert_int_equal(n, 1);
+        assert_int_equal(cr.status, UB_CR_SUCCESS);
+        got++;
+    }
+    for (uint32_t i = 0; i < P_N2; i++) {
+        assert_memory_equal(m1 + (size_t)i * P_BIG2, m0, P_BIG2);
+        assert_memory_equal(m2 + (size_t)i * P_BIG2, m0, P_BIG2);
+    }
+    tnet_fini(&t);
+    free(m0);
+    free(m1);
+    free(m2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_busy_peer_holds_back_only_its_own),
+        cmocka_unit_test(test_busy_peers_asked_once_a_pass),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
