@@ -37,6 +37,7 @@ struct opts {
     int timeout_ms;
     bool json;
     bool set_size, set_iters, set_tx, set_inline, set_mtu;
+    uint64_t window; /* --window: latency statistics of the last N iterations too */
 };
 
 static void usage(FILE *f)
@@ -78,7 +79,9 @@ static void usage(FILE *f)
                "                        (both sides; as ib_write_bw --use_hugepages)\n"
                "  -b, --bidir           bandwidth in both directions at once\n"
                "      --timeout MS      give up after MS without a packet (10000)\n"
-               "      --json            one JSON object on stdout instead of the table\n");
+               "      --json            one JSON object on stdout instead of the table\n"
+               "      --window N        latency: the statistics of the last N iterations too\n"
+               "                        (ucx_perftest's percentiles cover its last 2048)\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -124,19 +127,40 @@ static int parse(int argc, char **argv, struct opts *o)
         O_BIND,
         O_LOCAL,
         O_SPIN,
-        O_HUGE
+        O_HUGE,
+        O_WINDOW
     };
-    static const struct option lo[] = {
-        {"port", 1, 0, 'p'},        {"bind", 1, 0, O_BIND},       {"local", 1, 0, O_LOCAL},
-        {"device", 1, 0, 'd'},      {"size", 1, 0, 's'},          {"all", 0, 0, 'a'},
-        {"max-size", 1, 0, O_MAX},  {"iters", 1, 0, 'n'},         {"duration", 1, 0, 'D'},
-        {"warmup", 1, 0, O_WARM},   {"jettys", 1, 0, 'q'},        {"tx-depth", 1, 0, 't'},
-        {"rx-depth", 1, 0, 'r'},    {"post-list", 1, 0, 'l'},     {"inline", 1, 0, 'I'},
-        {"order", 1, 0, O_ORDER},   {"tm", 1, 0, O_TM},           {"cc", 1, 0, O_CC},
-        {"lb", 1, 0, O_LB},         {"paths", 1, 0, O_PATHS},     {"mtu", 1, 0, O_MTU},
-        {"udp-opts", 1, 0, O_UDPO}, {"event", 0, 0, 'e'},         {"bidir", 0, 0, 'b'},
-        {"json", 0, 0, O_JSON},     {"timeout", 1, 0, O_TIMEOUT}, {"help", 0, 0, 'h'},
-        {"spin", 0, 0, O_SPIN},     {"huge", 0, 0, O_HUGE},       {0, 0, 0, 0}};
+    static const struct option lo[] = {{"port", 1, 0, 'p'},
+                                       {"bind", 1, 0, O_BIND},
+                                       {"local", 1, 0, O_LOCAL},
+                                       {"device", 1, 0, 'd'},
+                                       {"size", 1, 0, 's'},
+                                       {"all", 0, 0, 'a'},
+                                       {"max-size", 1, 0, O_MAX},
+                                       {"iters", 1, 0, 'n'},
+                                       {"duration", 1, 0, 'D'},
+                                       {"warmup", 1, 0, O_WARM},
+                                       {"jettys", 1, 0, 'q'},
+                                       {"tx-depth", 1, 0, 't'},
+                                       {"rx-depth", 1, 0, 'r'},
+                                       {"post-list", 1, 0, 'l'},
+                                       {"inline", 1, 0, 'I'},
+                                       {"order", 1, 0, O_ORDER},
+                                       {"tm", 1, 0, O_TM},
+                                       {"cc", 1, 0, O_CC},
+                                       {"lb", 1, 0, O_LB},
+                                       {"paths", 1, 0, O_PATHS},
+                                       {"mtu", 1, 0, O_MTU},
+                                       {"udp-opts", 1, 0, O_UDPO},
+                                       {"event", 0, 0, 'e'},
+                                       {"bidir", 0, 0, 'b'},
+                                       {"json", 0, 0, O_JSON},
+                                       {"timeout", 1, 0, O_TIMEOUT},
+                                       {"help", 0, 0, 'h'},
+                                       {"spin", 0, 0, O_SPIN},
+                                       {"huge", 0, 0, O_HUGE},
+                                       {"window", 1, 0, O_WINDOW},
+                                       {0, 0, 0, 0}};
     struct perf_cfg *c = &o->cfg;
     uint64_t v;
     int ch;
@@ -242,6 +266,9 @@ static int parse(int argc, char **argv, struct opts *o)
             break;
         case O_JSON:
             o->json = true;
+            break;
+        case O_WINDOW:
+            bad = parse_u64(optarg, &o->window) || !o->window;
             break;
         case O_TIMEOUT:
             bad = parse_u64(optarg, &v) || !v || v > 3600000;
@@ -658,19 +685,33 @@ static int client(struct opts *o)
             samples = NULL;
             if (perf_client_lat(&e, &r, &samples, &n) || perf_client_done(&e, &peer))
                 goto out;
-            struct perf_lat l;
-            perf_lat_stats(samples, n, perf_is_half_rtt(t) ? 0.5 : 1.0, &l);
-            if (o->json)
+            double scale = perf_is_half_rtt(t) ? 0.5 : 1.0;
+            /* The window's statistics first: perf_lat_stats sorts what it is given. */
+            struct perf_lat l, wl;
+            size_t wn = o->window && o->window < n ? (size_t)o->window : n;
+            perf_lat_stats(samples + (n - wn), wn, scale, &wl);
+            perf_lat_stats(samples, n, scale, &l);
+            if (o->json) {
                 jappend(&js,
                         "%s{\"bytes\":%" PRIu64 ",\"iterations\":%zu,\"t_min\":%.3f,"
                         "\"t_max\":%.3f,\"t_median\":%.3f,\"t_avg\":%.3f,\"t_stdev\":%.3f,"
-                        "\"p99\":%.3f,\"p99_9\":%.3f,\"p99_99\":%.3f}",
+                        "\"p99\":%.3f,\"p99_9\":%.3f,\"p99_99\":%.3f",
                         first ? "" : ",", size, n, l.min, l.max, l.median, l.avg, l.stdev, l.p99,
                         l.p999, l.p9999);
-            else
+                if (o->window)
+                    jappend(&js,
+                            ",\"window\":{\"iterations\":%zu,\"t_median\":%.3f,\"p99\":%.3f,"
+                            "\"p99_9\":%.3f}",
+                            wn, wl.median, wl.p99, wl.p999);
+                jappend(&js, "}");
+            } else {
                 printf(" %-10" PRIu64 " %-11zu %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f "
                        "%10.2f\n",
                        size, n, l.min, l.max, l.median, l.avg, l.stdev, l.p99, l.p999, l.p9999);
+                if (o->window)
+                    printf(" # the last %zu iterations: t_median %.2f, 99%% %.2f, 99.9%% %.2f\n",
+                           wn, wl.median, wl.p99, wl.p999);
+            }
         } else {
             if (perf_client_bw(&e, &r, &mine, &peer))
                 goto out;

@@ -119,6 +119,8 @@ json_check() {
 json_check json '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\],"transport":{"tx_pkts":[1-9][0-9]*,"rx_pkts":[0-9]*,"retransmits":[0-9]*,"rx_drops":[0-9]*,"retx_rto":[0-9]*,"retx_fast":[0-9]*,"retx_nack":[0-9]*,"retx_probe":[0-9]*,"rto_fired":[0-9]*,"rto_undone":[0-9]*,"rx_ce":[0-9]*,"acks_ecn_rx":[0-9]*,"tx_link":0,"rx_link":0}}$' atomic_lat
 # over shm the packets go on the link path (no transport contexts), and the JSON says so
 json_check json_shm '"retransmits":0,.*"tx_link":[1-9][0-9]*,"rx_link":[1-9][0-9]*}}$' send_lat -d shm
+# --window: the last N iterations' statistics beside the whole run's
+json_check json_window '"iterations":10,.*"window":{"iterations":4,"t_median":[0-9.]*,"p99":[0-9.]*,"p99_9":[0-9.]*}}\],' send_lat --window 4
 # --huge: 4 MiB operations on buffers of transparent huge pages (a hint the kernel may ignore)
 json_check json_huge '"huge":true,.*"results":\[{"bytes":4194304,' write_bw -d shm -s 4194304 --huge
 
