@@ -687,9 +687,10 @@ static int client(struct opts *o)
                 goto out;
             double scale = perf_is_half_rtt(t) ? 0.5 : 1.0;
             /* The window's statistics first: perf_lat_stats sorts what it is given. */
-            struct perf_lat l, wl;
+            struct perf_lat l, wl = {0};
             size_t wn = o->window && o->window < n ? (size_t)o->window : n;
-            perf_lat_stats(samples + (n - wn), wn, scale, &wl);
+            if (o->window)
+                perf_lat_stats(samples + (n - wn), wn, scale, &wl);
             perf_lat_stats(samples, n, scale, &l);
             if (o->json) {
                 jappend(&js,
