@@ -25,10 +25,36 @@ static ub_seg *reg(struct tnet *t, uint32_t i, uint8_t **mem)
     return s;
 }
 
-static void write_to(struct tnet *t, uint8_t *src, ub_seg *s0, ub_tseg *ts, uint64_t off,
-                     uint32_t len, uint64_t id)
+/* Three nodes, each with a registered region; node 0 holds nodes 1's and 2's. */
+struct three {
+    struct tnet t;
+    uint8_t *m0, *m1, *m2;
+    ub_seg *s0;
+    ub_tseg *ts1, *ts2;
+};
+
+static void three_init(struct three *x, uint32_t pattern)
 {
-    struct ub_sge sg = {src, len, s0};
+    tnet_init(&x->t, 3, 0, true, false);
+    x->s0 = reg(&x->t, 0, &x->m0);
+    ub_seg *s1 = reg(&x->t, 1, &x->m1), *s2 = reg(&x->t, 2, &x->m2);
+    x->ts1 = tnet_import_seg(&x->t, 0, s1, P_TOKEN);
+    x->ts2 = tnet_import_seg(&x->t, 0, s2, P_TOKEN);
+    fill_pattern(x->m0, P_MEM, pattern);
+}
+
+static void three_fini(struct three *x)
+{
+    tnet_fini(&x->t);
+    free(x->m0);
+    free(x->m1);
+    free(x->m2);
+}
+
+static void write_to(struct three *x, uint8_t *src, ub_tseg *ts, uint64_t off, uint32_t len,
+                     uint64_t id)
+{
+    struct ub_sge sg = {src, len, x->s0};
     struct ub_wr wr;
     memset(&wr, 0, sizeof(wr));
     wr.opcode = UB_OP_WRITE;
@@ -38,99 +64,85 @@ static void write_to(struct tnet *t, uint8_t *src, ub_seg *s0, ub_tseg *ts, uint
     wr.num_sge = 1;
     wr.u.rma.tseg = ts;
     wr.u.rma.addr = ub_tseg_base(ts) + off;
-    assert_int_equal(ub_post_jetty_send(t->jetty[0], &wr, NULL), 0);
+    assert_int_equal(ub_post_jetty_send(x->t.jetty[0], &wr, NULL), 0);
 }
 
 static void test_busy_peer_holds_back_only_its_own(void **state)
 {
     (void)state;
-    struct tnet t;
-    tnet_init(&t, 3, 0, true, false);
-    uint8_t *m0, *m1, *m2;
-    ub_seg *s0 = reg(&t, 0, &m0), *s1 = reg(&t, 1, &m1), *s2 = reg(&t, 2, &m2);
-    ub_tseg *ts1 = tnet_import_seg(&t, 0, s1, P_TOKEN), *ts2 = tnet_import_seg(&t, 0, s2, P_TOKEN);
-    fill_pattern(m0, P_MEM, 3);
+    struct three x;
+    three_init(&x, 3);
     for (uint32_t i = 0; i < P_N; i++)
-        write_to(&t, m0, s0, ts1, (uint64_t)i * P_BIG, P_BIG, 100 + i);
+        write_to(&x, x.m0, x.ts1, (uint64_t)i * P_BIG, P_BIG, 100 + i);
     /* Node 1 never runs: node 0's queue to it fills the budget, and its passes find only
      * node 1's requests behind the first. */
-    struct ub__tl *s = &t.ctx[0]->ses;
+    struct ub__tl *s = &x.t.ctx[0]->ses;
     for (int i = 0; i < 8; i++)
-        ub_progress(t.ctx[0]);
+        ub_progress(x.t.ctx[0]);
     assert_false(ub__list_empty(&s->txq));
     assert_int_equal(s->txq_idle_gen, s->txq_gen);
     uint64_t gen = s->txq_gen;
-    ub_progress(t.ctx[0]);
+    ub_progress(x.t.ctx[0]);
     assert_int_equal(s->txq_gen, gen); /* the next pass changed nothing */
     /* A WRITE to node 2 goes while node 1 still does not run. */
-    write_to(&t, m0 + 1000, s0, ts2, 0, 512, 7);
+    write_to(&x, x.m0 + 1000, x.ts2, 0, 512, 7);
     struct ub_cr cr;
     int n = 0;
     for (int i = 0; i < 1000 && n == 0; i++) {
-        ub_progress(t.ctx[0]);
-        ub_progress(t.ctx[2]);
-        n = ub_poll_jfc(t.jfc[0], 1, &cr);
+        ub_progress(x.t.ctx[0]);
+        ub_progress(x.t.ctx[2]);
+        n = ub_poll_jfc(x.t.jfc[0], 1, &cr);
     }
     assert_int_equal(n, 1);
     assert_int_equal(cr.user_ctx, 7);
     assert_int_equal(cr.status, UB_CR_SUCCESS);
-    assert_memory_equal(m2, m0 + 1000, 512);
+    assert_memory_equal(x.m2, x.m0 + 1000, 512);
     /* Node 1 runs: every WRITE to it completes, intact. */
     for (uint32_t got = 0; got < P_N;) {
-        assert_int_equal(tnet_wait(&t, 0, &cr), 1);
+        assert_int_equal(tnet_wait(&x.t, 0, &cr), 1);
         assert_int_equal(cr.status, UB_CR_SUCCESS);
         assert_true(cr.user_ctx >= 100 && cr.user_ctx < 100 + P_N);
         got++;
     }
     for (uint32_t i = 0; i < P_N; i++)
-        assert_memory_equal(m1 + (size_t)i * P_BIG, m0, P_BIG);
-    tnet_fini(&t);
-    free(m0);
-    free(m1);
-    free(m2);
+        assert_memory_equal(x.m1 + (size_t)i * P_BIG, x.m0, P_BIG);
+    three_fini(&x);
 }
 
 static void test_busy_peers_asked_once_a_pass(void **state)
 {
     (void)state;
-    struct tnet t;
-    tnet_init(&t, 3, 0, true, false);
-    uint8_t *m0, *m1, *m2;
-    ub_seg *s0 = reg(&t, 0, &m0), *s1 = reg(&t, 1, &m1), *s2 = reg(&t, 2, &m2);
-    ub_tseg *ts1 = tnet_import_seg(&t, 0, s1, P_TOKEN), *ts2 = tnet_import_seg(&t, 0, s2, P_TOKEN);
-    fill_pattern(m0, P_MEM, 5);
+    struct three x;
+    three_init(&x, 5);
     for (uint32_t i = 0; i < P_N2; i++) { /* to nodes 1 and 2 in turn; neither runs */
-        write_to(&t, m0, s0, ts1, (uint64_t)i * P_BIG2, P_BIG2, 100 + i);
-        write_to(&t, m0, s0, ts2, (uint64_t)i * P_BIG2, P_BIG2, 200 + i);
+        write_to(&x, x.m0, x.ts1, (uint64_t)i * P_BIG2, P_BIG2, 100 + i);
+        write_to(&x, x.m0, x.ts2, (uint64_t)i * P_BIG2, P_BIG2, 200 + i);
     }
-    struct ub__tl *s = &t.ctx[0]->ses;
+    struct ub__tl *s = &x.t.ctx[0]->ses;
     for (int i = 0; i < 8; i++)
-        ub_progress(t.ctx[0]);
+        ub_progress(x.t.ctx[0]);
     assert_false(ub__list_empty(&s->txq));
     uint64_t asked = s->st.tx_busy;
-    ub__ses_pump_work(s, ub__ctx_now(t.ctx[0])); /* one pass */
-    assert_int_equal(s->st.tx_busy - asked, 2);  /* of dozens of requests queued for each */
+    ub__ses_pump_work(s, ub__ctx_now(x.t.ctx[0])); /* one pass */
+    assert_int_equal(s->st.tx_busy - asked, 2);    /* of dozens of requests queued for each */
     /* Both run: every WRITE completes, intact. */
     struct ub_cr cr;
     for (uint32_t got = 0; got < 2 * P_N2;) {
         int n = 0;
         for (int i = 0; i < 100000 && n == 0; i++) {
             for (uint32_t k = 0; k < 3; k++)
-                ub_progress(t.ctx[k]);
-            n = ub_poll_jfc(t.jfc[0], 1, &cr);
+                ub_progress(x.t.ctx[k]);
+            n = ub_poll_jfc(x.t.jfc[0], 1, &cr);
         }
         assert_int_equal(n, 1);
         assert_int_equal(cr.status, UB_CR_SUCCESS);
         got++;
     }
     for (uint32_t i = 0; i < P_N2; i++) {
-        assert_memory_equal(m1 + (size_t)i * P_BIG2, m0, P_BIG2);
-        assert_memory_equal(m2 + (size_t)i * P_BIG2, m0, P_BIG2);
+        assert_memory_equal(x.m1 + (size_t)i * P_BIG2, x.m0, P_BIG2);
+        assert_memory_equal(x.m2 + (size_t)i * P_BIG2, x.m0, P_BIG2);
     }
-    tnet_fini(&t);
-    free(m0);
-    free(m1);
-    free(m2);
+    three_fini(&x);
 }
 
 int main(void)
