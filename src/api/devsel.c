@@ -74,7 +74,7 @@ static int multi_send(struct ub__dev *d, struct ub__pkt **pkts, uint32_t n)
 {
     struct multidev *m = (struct multidev *)d;
     uint32_t taken = 0, refused = 0;
-    bool shm_stopped = false;
+    bool shm_stopped = false; /* the shm device refused (a full lane): not an error */
     int err = 0;
     for (uint32_t i = 0; i < n;) {
         struct ub__pkt *part[2][MULTI_WINDOW]; /* udp, shm */
@@ -98,7 +98,9 @@ static int multi_send(struct ub__dev *d, struct ub__pkt **pkts, uint32_t n)
                 pkts[refused++] = part[shm][t];
         }
     }
-    if (!taken && err)
+    /* An error only when nothing was refused for want of room: those must come back to the
+     * caller (a link packet is kept, not dropped), the rest with them. */
+    if (!taken && err && !shm_stopped)
         return err;
     memmove(pkts + taken, pkts, refused * sizeof(*pkts));
     return (int)taken;

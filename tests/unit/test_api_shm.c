@@ -414,6 +414,41 @@ static void test_composite_full_lane(void **state)
 }
 
 /*
+ * A batch in which the udp device fails (a datagram over its MTU) while a full lane refuses
+ * the shm packet: nothing is lost, both come back to the caller (the shm one to be kept).
+ */
+static void test_composite_error_and_full_lane(void **state)
+{
+    (void)state;
+    struct ub__dev *c = open_shm_dev("0?slots=4"), *u = open_udp_dev();
+    struct ub__dev *m = NULL;
+    assert_int_equal(ub__multidev_open(open_udp_dev(), open_shm_dev("0"), &m), 0);
+    struct ub__pktpool pool;
+    assert_int_equal(ub__pktpool_init(&pool, 64, 4096, 64), 0);
+    struct ub__pkt *b[4];
+    for (uint8_t i = 0; i < 4; i++)
+        b[i] = byte_pkt(&pool, &c->local, i);
+    assert_int_equal(ub__dev_send(m, b, 4), 4); /* c's lane: full */
+    b[0] = byte_pkt(&pool, &u->local, 20);
+    assert_non_null(ub__pkt_put(b[0], 3000)); /* over the udp device's MTU */
+    b[1] = byte_pkt(&pool, &c->local, 21);
+    assert_int_equal(ub__dev_send(m, b, 2), 0);
+    assert_int_equal(b[0]->data[0], 20);
+    assert_int_equal(b[1]->data[0], 21);
+    ub__pkt_free(b[0]);
+    ub__pkt_free(b[1]);
+    struct ub__pkt *in[8];
+    assert_int_equal(ub__dev_recv(c, in, 8, &pool), 4);
+    for (int i = 0; i < 4; i++)
+        ub__pkt_free(in[i]);
+    ub__dev_close(m);
+    ub__dev_close(u);
+    ub__dev_close(c);
+    assert_int_equal(pool.avail, pool.count);
+    ub__pktpool_fini(&pool);
+}
+
+/*
  * A target process SIGKILLed mid-transfer over shm: nothing retransmits on the lossless lanes
  * while it lives, yet its death still fails every outstanding request (PEER_UNREACHABLE,
  * nothing left hanging) soon: over the link path no transport context watches the peer, but
@@ -533,6 +568,7 @@ int main(void)
         cmocka_unit_test(test_full_lane_holds_back),
         cmocka_unit_test(test_full_lane_holds_back_one_peer),
         cmocka_unit_test(test_composite_full_lane),
+        cmocka_unit_test(test_composite_error_and_full_lane),
         cmocka_unit_test(test_peer_killed),
         cmocka_unit_test(test_server_restarted),
         cmocka_unit_test(test_auto_progress_spins_without_wakeups),
