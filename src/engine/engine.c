@@ -573,12 +573,10 @@ uint32_t ub__engine_output(struct ub__engine *e, struct ub__pkt **pkts, uint32_t
                 continue;
             }
             pkts[i]->ts = now;
-            if (hold(e, pkts[i])) {
+            if (hold(e, pkts[i])) /* there is room: the batch fits the held ring (above) */
                 e->held_parked_n++;
-            } else {
-                e->stats.tx_queue_full++;
+            else
                 ub__pkt_free(pkts[i]);
-            }
         }
         n = k;
     }

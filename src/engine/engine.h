@@ -94,12 +94,11 @@ struct ub__engine_stats {
     uint64_t rx_malformed;   /* failed to parse: dropped */
     uint64_t rx_unsupported; /* well formed, but nothing here serves it: dropped */
     uint64_t tx_pkts, tx_bytes;
-    uint64_t tx_queue_full;   /* sends refused: the output queue (a parked peer's: held) was full */
+    uint64_t tx_queue_full;   /* sends refused: the output queue was full */
     uint64_t tx_nobufs;       /* sends refused: the packet pool was empty */
     uint64_t tx_held;         /* datagrams a full shm lane gave back, kept for the next output */
     uint64_t tx_hold_expired; /* of those, dropped after UB_ENGINE_HOLD_MAX_NS still refused */
-    uint64_t
-        tx_hold_parked; /* link path: times peers were held back UB_ENGINE_HOLD_RETRY_NS instead */
+    uint64_t tx_hold_parked;  /* link path: parkings (peers held back HOLD_RETRY_NS instead) */
     uint64_t timers_fired;
     uint64_t tx_bundles, tx_bundled; /* bundles sent, packets inside them */
     uint64_t rx_bundles, rx_bundled; /* well-formed bundles received, packets inside them */

@@ -491,7 +491,6 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx);
 void ub__ses_fini(struct ub__tl *s);
 /* Hands pending request and response packets to PDS, as far as budgets allow. */
 void ub__ses_pump_work(struct ub__tl *s, uint64_t now);
-/* Returns whether anything was queued. */
 /* w joins / leaves s->txq. */
 static inline void ub__ses_txq_add(struct ub__tl *s, struct ub__wr *w)
 {
@@ -507,6 +506,7 @@ static inline void ub__ses_txq_del(struct ub__tl *s, struct ub__wr *w)
     s->txq_gen++;
 }
 
+/* Returns whether anything was queued. */
 static inline bool ub__ses_pump(struct ub__tl *s, uint64_t now)
 {
     /* Nothing queued (an idle poll): every pump would find its list empty and do nothing.

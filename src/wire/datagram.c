@@ -128,6 +128,13 @@ static UB_ALWAYS_INLINE int parse_chain(struct ub__wire_dgram *d, const uint8_t 
     return check_payload(&d->ses, d->payload_len);
 }
 
+/* A LINK header at buf: type 31, next header 15 (0xff, 0x80), flags O or none, reserved 0. */
+static inline bool link_hdr_ok(const uint8_t *buf, size_t len)
+{
+    return len >= UB_PDS_LINK_SIZE && buf[0] == UB_WIRE_LINK_BYTE0 && (buf[1] & 0xfe) == 0x80 &&
+           !(buf[2] | buf[3]);
+}
+
 /*
  * The link path's usual packet (docs/pds.md, "The link path"): LINK with the softub extension
  * next, then a request or a response with data. What parse_chain makes of it, without the
@@ -136,13 +143,6 @@ static UB_ALWAYS_INLINE int parse_chain(struct ub__wire_dgram *d, const uint8_t 
  * wrong, and parse_chain runs (it writes every field again, and finds the error):
  * fuzz_datagram checks that the two agree on every input.
  */
-/* A LINK header at buf: type 31, next header 15 (0xff, 0x80), flags O or none, reserved 0. */
-static inline bool link_hdr_ok(const uint8_t *buf, size_t len)
-{
-    return len >= UB_PDS_LINK_SIZE && buf[0] == UB_WIRE_LINK_BYTE0 && (buf[1] & 0xfe) == 0x80 &&
-           !(buf[2] | buf[3]);
-}
-
 static UB_ALWAYS_INLINE bool parse_link(struct ub__wire_dgram *d, const uint8_t *buf, size_t len)
 {
     if (!link_hdr_ok(buf, len))
