@@ -506,6 +506,30 @@ static void test_testbed_time(void **state)
     ub__testbed_destroy(&tb);
 }
 
+/* The payload's first byte of a datagram the engine handed out (our tests send one). */
+static uint8_t payload_byte(const struct ub__pkt *p)
+{
+    struct ub__wire_dgram d;
+    assert_int_equal(ub__wire_parse_datagram(&d, p->data, p->len, 0), 0);
+    return p->data[d.payload_off];
+}
+
+/* Outputs at now until nothing is pending: the datagrams carry first, first + 1, ... (their
+ * payload bytes, modulo 256); returns how many came. */
+static uint32_t drain_in_order(struct ub__engine *e, uint64_t now, uint32_t first)
+{
+    struct ub__pkt *out[64];
+    uint32_t got = 0;
+    for (int r = 0; r < 1000 && ub__engine_pending(e); r++) {
+        uint32_t n = ub__engine_output(e, out, 64, now);
+        for (uint32_t i = 0; i < n; i++, got++) {
+            assert_int_equal(payload_byte(out[i]), (uint8_t)(first + got));
+            ub__pkt_free(out[i]);
+        }
+    }
+    return got;
+}
+
 /*
  * Datagrams the device refused: shm ones are held and come out first next time, in order,
  * until UB_ENGINE_HOLD_MAX_NS after they first went out; others are dropped at once.
@@ -538,11 +562,8 @@ static void test_requeue(void **state)
     assert_int_equal(ub__engine_output(&e, out, 8, 1000), 3);
     assert_int_equal(e.stats.tx_pkts, 4); /* the held ones are not counted twice */
     uint8_t want[3] = {0, 2, 3};
-    for (int i = 0; i < 3; i++) {
-        struct ub__wire_dgram d;
-        assert_int_equal(ub__wire_parse_datagram(&d, out[i]->data, out[i]->len, 0), 0);
-        assert_int_equal(out[i]->data[d.payload_off], want[i]); /* oldest first */
-    }
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(payload_byte(out[i]), want[i]); /* oldest first */
     /* Refused again; past the bound the two first ones are dropped, the newer one is not. */
     assert_int_equal(ub__engine_requeue(&e, out, 3), 0);
     assert_int_equal(ub__engine_output(&e, out, 8, UB_ENGINE_HOLD_MAX_NS + 500), 1);
@@ -614,13 +635,7 @@ static void test_requeue_link_parks(void **state)
     assert_int_equal(ub__engine_next_deadline(&e), t + UB_ENGINE_HOLD_RETRY_NS);
     ub__engine_expire(&e, t + UB_ENGINE_HOLD_RETRY_NS);
     assert_true(ub__engine_pending(&e));
-    assert_int_equal(ub__engine_output(&e, out, 4, t + UB_ENGINE_HOLD_RETRY_NS), 2);
-    for (int i = 0; i < 2; i++) {
-        struct ub__wire_dgram d;
-        assert_int_equal(ub__wire_parse_datagram(&d, out[i]->data, out[i]->len, 0), 0);
-        assert_int_equal(out[i]->data[d.payload_off], 7 + i); /* the held one first */
-        ub__pkt_free(out[i]);
-    }
+    assert_int_equal(drain_in_order(&e, t + UB_ENGINE_HOLD_RETRY_NS, 7), 2); /* the held first */
     assert_false(ub__engine_pending(&e));
     ub__engine_fini(&e);
 }
@@ -651,17 +666,7 @@ static void test_parked_backlog_bounded(void **state)
     assert_int_equal(e.stats.tx_queue_full, 0);
     ub__engine_expire(&e, t + UB_ENGINE_HOLD_RETRY_NS);
     assert_true(ub__engine_pending(&e));
-    uint32_t next = 0;
-    for (int r = 0; r < 100 && next <= N; r++) {
-        uint32_t n = ub__engine_output(&e, out, 64, t + UB_ENGINE_HOLD_RETRY_NS);
-        for (uint32_t i = 0; i < n; i++) {
-            struct ub__wire_dgram d;
-            assert_int_equal(ub__wire_parse_datagram(&d, out[i]->data, out[i]->len, 0), 0);
-            assert_int_equal(out[i]->data[d.payload_off], (uint8_t)next++);
-            ub__pkt_free(out[i]);
-        }
-    }
-    assert_int_equal(next, N + 1);
+    assert_int_equal(drain_in_order(&e, t + UB_ENGINE_HOLD_RETRY_NS, 0), N + 1);
     ub__engine_fini(&e);
 }
 
@@ -688,17 +693,7 @@ static void test_link_batch_fits_held(void **state)
         assert_int_equal(n, 8); /* the second time: the held ones, not the queued ones too */
         assert_int_equal(ub__engine_requeue(&e, out, n), 0);
     }
-    uint32_t next = 0;
-    for (int r = 0; r < 10 && ub__engine_pending(&e); r++) {
-        uint32_t n = ub__engine_output(&e, out, 64, 10);
-        for (uint32_t i = 0; i < n; i++) {
-            struct ub__wire_dgram d;
-            assert_int_equal(ub__wire_parse_datagram(&d, out[i]->data, out[i]->len, 0), 0);
-            assert_int_equal(out[i]->data[d.payload_off], next++);
-            ub__pkt_free(out[i]);
-        }
-    }
-    assert_int_equal(next, 16);
+    assert_int_equal(drain_in_order(&e, 10, 0), 16);
     ub__engine_fini(&e);
 }
 
