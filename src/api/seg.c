@@ -5,22 +5,9 @@
 #include <softub/errors.h>
 #include "api/api.h"
 #include "core/compiler.h"
+#include "wire/cursor.h"
 
 #define ACCESS_ALL (UB_ACCESS_LOCAL_WRITE | UB_ACCESS_READ | UB_ACCESS_WRITE | UB_ACCESS_ATOMIC)
-
-static void put64(uint8_t *b, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static uint64_t get64(const uint8_t *b)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | b[i];
-    return v;
-}
 
 static int seg_register_impl(ub_context *ctx, void *addr, size_t len, uint32_t access,
                              uint64_t token, ub_seg **out)
@@ -98,8 +85,8 @@ UB_EXPORT int ub_seg_export(const ub_seg *s, void *desc, size_t len)
     d[29] = (uint8_t)(s->key >> 16);
     d[30] = (uint8_t)(s->key >> 8);
     d[31] = (uint8_t)s->key;
-    put64(d + 32, (uint64_t)(uintptr_t)s->addr);
-    put64(d + 40, s->len);
+    ub__st64(d + 32, (uint64_t)(uintptr_t)s->addr);
+    ub__st64(d + 40, s->len);
     ub__desc_put_alt(d, s->ctx);
     return UB_SEG_DESC_SIZE;
 }
@@ -123,8 +110,8 @@ static int seg_import_impl(ub_context *ctx, const void *desc, size_t len, uint64
     t->ctx = ctx;
     t->access = d[4];
     t->key = ((uint32_t)d[28] << 24) | ((uint32_t)d[29] << 16) | ((uint32_t)d[30] << 8) | d[31];
-    t->base = get64(d + 32);
-    t->len = get64(d + 40);
+    t->base = ub__ld64(d + 32);
+    t->len = ub__ld64(d + 40);
     t->token = token;
     ub__list_push_back(&ctx->tsegs, &t->link);
     *out = t;

@@ -649,20 +649,6 @@ static void scatter(const struct ub__wr *w, uint64_t off, const uint8_t *src, ui
     }
 }
 
-static void put_be64(uint8_t *b, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static uint64_t get_be64(const uint8_t *b)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | b[i];
-    return v;
-}
-
 /*
  * w's standard request header for bytes [off, off + n) at b: the bytes ub__ses_std_encode
  * writes for the header ub__ses_build_req describes, without the generic checks (every field
@@ -753,8 +739,8 @@ static inline int build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *
         h.atomic.datatype = UB_SES_DT_UINT64;
         h.atomic.ctrl = UB_SES_AMO_CTRL_CACHEABLE;
         if (ub__ses_amo_is_cswap(w->amo_op)) {
-            put_be64(h.atomic.compare, w->compare);
-            put_be64(h.atomic.swap, w->operand);
+            ub__st64(h.atomic.compare, w->compare);
+            ub__st64(h.atomic.swap, w->operand);
         }
     } else if (h.ext == UB_SES_EXT_RNDV) {
         /* What the target READs: this transaction (stream, order_seq in the extension
@@ -781,7 +767,7 @@ static inline int build_req(struct ub__tl *s, struct ub__wr *w, struct ub__pkt *
             return UB_ENOBUFS;
         ub__ses_cma_desc_put(w, s->cma.clock(s->cma.arg) + ub__ses_cma_bound(s, w) / 2, d);
     } else if (h.ext == UB_SES_EXT_ATOMIC && !ub__ses_amo_is_cswap(w->amo_op)) {
-        put_be64(ub__pkt_put(p, 8), w->operand);
+        ub__st64(ub__pkt_put(p, 8), w->operand);
     } else if (n && w->ses_op != UB_SES_OP_READ &&
                !(zc_worth(s, w, n, attach) && attach_payload(w, p, off, n))) {
         uint8_t *d = ub__pkt_put(p, n);
@@ -1153,7 +1139,7 @@ void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
             return;
         }
         if (w->result)
-            *w->result = get_be64(rx->payload);
+            *w->result = ub__ld64(rx->payload);
         finish(s, w, UB_CR_SUCCESS);
         return;
     default:

@@ -49,20 +49,6 @@ static inline struct ub__list *rspq_of(struct ub__tl *s)
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
-static void put_be64(uint8_t *b, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static uint64_t get_be64(const uint8_t *b)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | b[i];
-    return v;
-}
-
 /* Requests in a row mostly name one segment: the last one found is kept (seg.c forgets it
  * when it is unregistered, so revocation stays immediate). */
 static ub_seg *seg_lookup(ub_context *ctx, uint32_t key)
@@ -462,7 +448,7 @@ static void rsp_val(struct ub__tl *s, const struct ub__addr *dst, uint16_t strea
     r.mod_len = len;
     r.off = 0;
     if (has_val)
-        put_be64(r.data, val);
+        ub__st64(r.data, val);
     rsp_out(s, dst, &r, pk, now);
 }
 
@@ -864,10 +850,10 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
         else
             m->rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_ATOMIC, m->addr, 8, NULL);
         if (ub__ses_amo_is_cswap(m->amo)) {
-            m->compare = get_be64(a->compare);
-            m->operand = get_be64(a->swap);
+            m->compare = ub__ld64(a->compare);
+            m->operand = ub__ld64(a->swap);
         } else if (rx->payload_len == 8) {
-            m->operand = get_be64(rx->payload);
+            m->operand = ub__ld64(rx->payload);
         } else if (m->rc == UB_SES_RC_OK) {
             m->rc = UB_SES_RC_AMO_UNSUPPORTED_SIZE;
         }
