@@ -32,6 +32,7 @@ enum {
     F_NOCTL = 1 << 6,    /* recvmsg: no control buffer (the address only) */
     F_FROM = 1 << 7,     /* receive: recvfrom with the address */
     F_NONAME = 1 << 8,   /* recvmsg: no address (a connected socket knows its peer) */
+    F_SENDMSG = 1 << 9,  /* with F_CONNECT: sendmsg of one iovec, no address (else send) */
 };
 
 static const struct variant {
@@ -40,6 +41,7 @@ static const struct variant {
 } variants[] = {
     {"sendto + recv (plain)", 0},
     {"connected send + recv", F_CONNECT},
+    {"connected sendmsg(1 iovec) + recv", F_CONNECT | F_SENDMSG},
     {"sendmmsg(1) + recv", F_SENDMMSG},
     {"sendto + recvfrom(name)", F_FROM},
     {"sendto + recvmsg(name)", F_RECVMSG | F_NOCTL},
@@ -97,7 +99,11 @@ static void send_one(const struct end *from, const struct end *to, unsigned f)
 {
     static uint8_t buf[LEN];
     ssize_t r;
-    if (f & F_CONNECT) {
+    if (f & F_SENDMSG) {
+        struct iovec iov = {buf, LEN};
+        struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1};
+        r = sendmsg(from->fd, &h, 0);
+    } else if (f & F_CONNECT) {
         r = send(from->fd, buf, LEN, 0);
     } else if (f & F_SENDMMSG) {
         struct iovec iov = {buf, LEN};

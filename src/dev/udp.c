@@ -746,8 +746,11 @@ static int send_one(struct udp_dev *u, struct ub__pkt *p, uint32_t len)
     h->msg_control = clen ? o->ctrl.buf : NULL;
     h->msg_controllen = clen;
     ub__critpath_tx(&u->dev);
+    bool plain = !p->xlen && !clen;
     for (uint32_t eintr = 0;;) {
-        if (sys_sendmsg1(fd, &o->msg) == 1) {
+        int r = plain ? sys_sendto1(fd, p->data, p->len, h->msg_name, h->msg_namelen)
+                      : sys_sendmsg1(fd, &o->msg);
+        if (r == 1) {
             u->st.tx_batches++;
             u->st.tx_connected += conn;
             count_sent(u, s, len);

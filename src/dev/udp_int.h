@@ -217,6 +217,22 @@ static inline int sys_sendmsg1(int fd, struct mmsghdr *m)
     return 1;
 }
 
+/*
+ * One buffer, no control data: sendto, which spares the kernel copying and checking a
+ * message header and an iovec array (~70 ns a send on loopback, bench/udp_calls). Same
+ * contract as sys_sendmsg1: 1 or -1 with errno.
+ */
+static inline int sys_sendto1(int fd, const void *buf, size_t len, const void *name,
+                              socklen_t namelen)
+{
+#ifdef SYS_sendto
+    long r = syscall(SYS_sendto, fd, buf, len, 0, name, namelen);
+#else
+    long r = sendto(fd, buf, len, 0, name, namelen);
+#endif
+    return r < 0 ? -1 : 1;
+}
+
 static inline int sys_recvmsg1(int fd, struct mmsghdr *m)
 {
 #ifdef SYS_recvmsg
