@@ -126,6 +126,8 @@ int perf_setup(struct perf_ep *e);
 int perf_connect_peer(struct perf_ep *e, const uint8_t *desc, size_t len);
 int perf_export(struct perf_ep *e, uint8_t *desc, size_t cap);
 void perf_teardown(struct perf_ep *e);
+/* Client: off the server's CPU (the server's M_READY says which) when they share one. */
+bool perf_part(uint32_t peer_cpu);
 /* Client: one size. Latency tests fill samples (ns, one per measured iteration). */
 int perf_client_lat(struct perf_ep *e, const struct perf_run *r, uint64_t **samples, size_t *n);
 int perf_client_bw(struct perf_ep *e, const struct perf_run *r, struct perf_result *mine,

@@ -47,6 +47,32 @@ static int msg_send(struct perf_ep *e, const void *m, size_t len)
     return ub_bootstrap_send(e->b, m, len, e->timeout_ms);
 }
 
+/*
+ * Moves the client off the server's CPU when they share one and another is allowed: the
+ * scheduler puts a process woken by a peer on the peer's CPU (the server's accept, a control
+ * message), and two busy pollers on one CPU can stay together for a hundred milliseconds
+ * before the load balancer parts them, each round trip then a time slice's share (25-40 us
+ * where 3-6 is usual). Pinned for a moment to the other CPU, then given back its own set,
+ * the client stays where it was moved. Returns whether it moved.
+ */
+bool perf_part(uint32_t peer_cpu)
+{
+    int cpu = sched_getcpu();
+    cpu_set_t own, one;
+    if (cpu < 0 || (uint32_t)cpu != peer_cpu || sched_getaffinity(0, sizeof(own), &own))
+        return false;
+    for (size_t c = 0; c < CPU_SETSIZE; c++) {
+        if (c == (size_t)cpu || !CPU_ISSET(c, &own))
+            continue;
+        CPU_ZERO(&one);
+        CPU_SET(c, &one);
+        bool moved = sched_setaffinity(0, sizeof(one), &one) == 0;
+        (void)sched_setaffinity(0, sizeof(own), &own);
+        return moved;
+    }
+    return false; /* one CPU: nowhere to go */
+}
+
 /* ---- setup ------------------------------------------------------------------------------ */
 
 static int post_recv(struct perf_ep *e, uint32_t j)
@@ -710,8 +736,10 @@ int perf_server_run(struct perf_ep *e, const struct perf_run *r)
     struct perf_result res;
     memset(&res, 0, sizeof(res));
     res.type = M_RESULT;
-    uint32_t ready = M_READY;
-    int rc = msg_send(e, &ready, sizeof(ready));
+    /* Where it runs, for the client to part the two (perf_part). */
+    int cpu = sched_getcpu();
+    uint32_t ready[2] = {M_READY, cpu < 0 ? UINT32_MAX : (uint32_t)cpu};
+    int rc = msg_send(e, ready, sizeof(ready));
     if (rc)
         return fail("bootstrap", rc);
     uint8_t msg[256];

@@ -669,15 +669,22 @@ static int client(struct opts *o)
                     : "\"unit\":\"MB/s\",");
     uint64_t lo = c->sweep ? PERF_MIN_SWEEP : c->size, hi = c->sweep ? c->max_size : c->size;
     int first = 1;
+    unsigned parted = 0; /* runs before which the client left the server's CPU */
     for (uint64_t size = lo; size <= hi; size *= 2) {
         struct perf_run r = {.type = M_RUN,
                              .size = size,
                              .iters = iters_for(o, size),
                              .duration_ms = c->duration * 1000u};
         memset(e.buf, 0, e.half);
+        int m;
         if (ub_bootstrap_send(e.b, &r, sizeof(r), e.timeout_ms) ||
-            recv_msg(&e, msg, sizeof(msg), M_READY) < 0)
+            (m = recv_msg(&e, msg, sizeof(msg), M_READY)) < 0)
             goto out;
+        uint32_t srv_cpu;
+        if (m >= 8) {
+            memcpy(&srv_cpu, msg + 4, 4);
+            parted += perf_part(srv_cpu);
+        }
         struct perf_result mine, peer;
         if (lat) {
             size_t n = 0;
@@ -744,18 +751,22 @@ static int client(struct opts *o)
     struct ub_context_stats st = transport_stats(&e);
     if (o->json) {
         jappend(&js,
-                "],\"transport\":{\"tx_pkts\":%" PRIu64 ",\"rx_pkts\":%" PRIu64
+                "],\"cpu_parted\":%u,\"transport\":{\"tx_pkts\":%" PRIu64 ",\"rx_pkts\":%" PRIu64
                 ",\"retransmits\":%" PRIu64 ",\"rx_drops\":%" PRIu64 ",\"retx_rto\":%" PRIu64
                 ",\"retx_fast\":%" PRIu64 ",\"retx_nack\":%" PRIu64 ",\"retx_probe\":%" PRIu64
                 ",\"rto_fired\":%" PRIu64 ",\"rto_undone\":%" PRIu64 ",\"rx_ce\":%" PRIu64
                 ",\"acks_ecn_rx\":%" PRIu64 ",\"tx_link\":%" PRIu64 ",\"rx_link\":%" PRIu64 "}}\n",
-                st.tx_pkts, st.rx_pkts, st.retransmits, st.dev_rx_drops, st.retx_rto, st.retx_fast,
-                st.retx_nack, st.retx_probe, st.rto_fired, st.rto_undone, st.rx_ce, st.acks_ecn_rx,
-                st.tx_link, st.rx_link);
+                parted, st.tx_pkts, st.rx_pkts, st.retransmits, st.dev_rx_drops, st.retx_rto,
+                st.retx_fast, st.retx_nack, st.retx_probe, st.rto_fired, st.rto_undone, st.rx_ce,
+                st.acks_ecn_rx, st.tx_link, st.rx_link);
         if (js.buf)
             fputs(js.buf, stdout);
     } else {
         print_transport(&st);
+        if (parted)
+            printf(" # the client moved off the server's CPU before %u of the runs (the two "
+                   "shared one)\n",
+                   parted);
         printf("-------------------------------------------------------------------"
                "--------------------------------\n");
     }
