@@ -19,6 +19,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,8 @@ struct opts {
     bool json;
     bool set_size, set_iters, set_tx, set_inline, set_mtu;
     uint64_t window; /* --window: latency statistics of the last N iterations too */
+    bool pin;        /* -c: this side's CPUs (never sent to the peer) */
+    cpu_set_t cpus;
 };
 
 static void usage(FILE *f)
@@ -81,7 +84,8 @@ static void usage(FILE *f)
                "      --timeout MS      give up after MS without a packet (10000)\n"
                "      --json            one JSON object on stdout instead of the table\n"
                "      --window N        latency: the statistics of the last N iterations too\n"
-               "                        (ucx_perftest's percentiles cover its last 2048)\n");
+               "                        (ucx_perftest's percentiles cover its last 2048)\n"
+               "  -c, --cpu LIST        run on these CPUs (e.g. 1 or 0,2-3; this side only)\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -110,6 +114,31 @@ static int parse_u32(const char *s, uint32_t *out, uint32_t lo, uint32_t hi)
     return 0;
 }
 
+/* A CPU list as taskset and ucx_perftest -c take it: numbers and ranges, comma-separated. */
+static int parse_cpus(const char *s, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    for (;;) {
+        char *end;
+        unsigned long a = strtoul(s, &end, 10), b = a;
+        if (end == s || a >= CPU_SETSIZE)
+            return -1;
+        if (*end == '-') {
+            s = end + 1;
+            b = strtoul(s, &end, 10);
+            if (end == s || b < a || b >= CPU_SETSIZE)
+                return -1;
+        }
+        for (unsigned long i = a; i <= b; i++)
+            CPU_SET(i, set);
+        if (*end == '\0')
+            return 0;
+        if (*end != ',')
+            return -1;
+        s = end + 1;
+    }
+}
+
 static int parse(int argc, char **argv, struct opts *o)
 {
     enum {
@@ -130,41 +159,26 @@ static int parse(int argc, char **argv, struct opts *o)
         O_HUGE,
         O_WINDOW
     };
-    static const struct option lo[] = {{"port", 1, 0, 'p'},
-                                       {"bind", 1, 0, O_BIND},
-                                       {"local", 1, 0, O_LOCAL},
-                                       {"device", 1, 0, 'd'},
-                                       {"size", 1, 0, 's'},
-                                       {"all", 0, 0, 'a'},
-                                       {"max-size", 1, 0, O_MAX},
-                                       {"iters", 1, 0, 'n'},
-                                       {"duration", 1, 0, 'D'},
-                                       {"warmup", 1, 0, O_WARM},
-                                       {"jettys", 1, 0, 'q'},
-                                       {"tx-depth", 1, 0, 't'},
-                                       {"rx-depth", 1, 0, 'r'},
-                                       {"post-list", 1, 0, 'l'},
-                                       {"inline", 1, 0, 'I'},
-                                       {"order", 1, 0, O_ORDER},
-                                       {"tm", 1, 0, O_TM},
-                                       {"cc", 1, 0, O_CC},
-                                       {"lb", 1, 0, O_LB},
-                                       {"paths", 1, 0, O_PATHS},
-                                       {"mtu", 1, 0, O_MTU},
-                                       {"udp-opts", 1, 0, O_UDPO},
-                                       {"event", 0, 0, 'e'},
-                                       {"bidir", 0, 0, 'b'},
-                                       {"json", 0, 0, O_JSON},
-                                       {"timeout", 1, 0, O_TIMEOUT},
-                                       {"help", 0, 0, 'h'},
-                                       {"spin", 0, 0, O_SPIN},
-                                       {"huge", 0, 0, O_HUGE},
-                                       {"window", 1, 0, O_WINDOW},
-                                       {0, 0, 0, 0}};
+    static const struct option lo[] = {{"port", 1, 0, 'p'},       {"bind", 1, 0, O_BIND},
+                                       {"local", 1, 0, O_LOCAL},  {"device", 1, 0, 'd'},
+                                       {"size", 1, 0, 's'},       {"all", 0, 0, 'a'},
+                                       {"max-size", 1, 0, O_MAX}, {"iters", 1, 0, 'n'},
+                                       {"duration", 1, 0, 'D'},   {"warmup", 1, 0, O_WARM},
+                                       {"jettys", 1, 0, 'q'},     {"tx-depth", 1, 0, 't'},
+                                       {"rx-depth", 1, 0, 'r'},   {"post-list", 1, 0, 'l'},
+                                       {"inline", 1, 0, 'I'},     {"order", 1, 0, O_ORDER},
+                                       {"tm", 1, 0, O_TM},        {"cc", 1, 0, O_CC},
+                                       {"lb", 1, 0, O_LB},        {"paths", 1, 0, O_PATHS},
+                                       {"mtu", 1, 0, O_MTU},      {"udp-opts", 1, 0, O_UDPO},
+                                       {"event", 0, 0, 'e'},      {"bidir", 0, 0, 'b'},
+                                       {"json", 0, 0, O_JSON},    {"timeout", 1, 0, O_TIMEOUT},
+                                       {"help", 0, 0, 'h'},       {"spin", 0, 0, O_SPIN},
+                                       {"huge", 0, 0, O_HUGE},    {"window", 1, 0, O_WINDOW},
+                                       {"cpu", 1, 0, 'c'},        {0, 0, 0, 0}};
     struct perf_cfg *c = &o->cfg;
     uint64_t v;
     int ch;
-    while ((ch = getopt_long(argc, argv, "p:d:s:an:D:q:t:r:l:I:ebh", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "p:d:s:an:D:q:t:r:l:I:ebhc:", lo, NULL)) != -1) {
         int bad = 0;
         switch (ch) {
         case 'p':
@@ -269,6 +283,10 @@ static int parse(int argc, char **argv, struct opts *o)
             break;
         case O_WINDOW:
             bad = parse_u64(optarg, &o->window) || !o->window;
+            break;
+        case 'c':
+            bad = parse_cpus(optarg, &o->cpus);
+            o->pin = !bad;
             break;
         case O_TIMEOUT:
             bad = parse_u64(optarg, &v) || !v || v > 3600000;
@@ -794,5 +812,9 @@ int main(int argc, char **argv)
     c->warmup = 16;
     if (parse(argc, argv, &o))
         return 2;
+    if (o.pin && sched_setaffinity(0, sizeof(o.cpus), &o.cpus)) {
+        perror("softub-perf: -c");
+        return 2;
+    }
     return o.server ? client(&o) : server(&o);
 }

@@ -96,6 +96,9 @@ run bidir 5 write_bw -- write_bw -b -n 50 -s 1024
 run no_inline 10 write_lat -- write_lat -I 0 -n 20
 run spin 5 send_bw -- send_bw --spin -n 50 -s 1024
 run duration 5 read_bw -- read_bw -D 1 -s 1024
+# -c: each side on CPUs of its own choosing (here: all it may use, as a list with ranges)
+CPUS=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+run cpu 10 send_lat -c "$CPUS" -- send_lat -c "$CPUS" -n 10
 
 # json_check NAME PATTERN TEST [OPTS...]: a server of TEST with OPTS and a --json client of
 # it; the client's output must match PATTERN (grep).
@@ -139,6 +142,11 @@ else
 fi
 wait "$SRV" || true
 SRV=""
+
+if "$PERF" send_lat -c 0-x 127.0.0.1 >/dev/null 2>&1; then
+    echo "FAIL: a malformed CPU list was accepted"
+    fails=$((fails + 1))
+fi
 
 if "$PERF" bogus_test >/dev/null 2>&1; then
     echo "FAIL: an unknown test was accepted"
