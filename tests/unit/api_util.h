@@ -138,22 +138,30 @@ static inline ub_tseg *tnet_import_seg(struct tnet *t, uint32_t from, ub_seg *se
     return ts;
 }
 
+/* Node 0 posts a signalled WRITE of len bytes at src (segment seg) to ts at offset off. */
+static inline void tnet_post_write(struct tnet *t, void *src, uint32_t len, ub_seg *seg,
+                                   ub_tseg *ts, uint64_t off, uint64_t user_ctx)
+{
+    struct ub_sge sg = {src, len, seg};
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = UB_OP_WRITE;
+    wr.flags = UB_WR_COMPLETE;
+    wr.user_ctx = user_ctx;
+    wr.sge = &sg;
+    wr.num_sge = 1;
+    wr.u.rma.tseg = ts;
+    wr.u.rma.addr = ub_tseg_base(ts) + off;
+    assert_int_equal(ub_post_jetty_send(t->jetty[0], &wr, NULL), 0);
+}
+
 /*
  * Warm-up, like a running system: one 8-byte WRITE from node 0's m0 (segment s0) to ts at
  * offset 900000, so the PDC exists and has an RTT sample; then the ACKs settle.
  */
 static inline void tnet_warm_up(struct tnet *t, uint8_t *m0, ub_seg *s0, ub_tseg *ts)
 {
-    struct ub_sge sg = {m0, 8, s0};
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_WRITE;
-    wr.flags = UB_WR_COMPLETE;
-    wr.sge = &sg;
-    wr.num_sge = 1;
-    wr.u.rma.tseg = ts;
-    wr.u.rma.addr = ub_tseg_base(ts) + 900000;
-    assert_int_equal(ub_post_jetty_send(t->jetty[0], &wr, NULL), 0);
+    tnet_post_write(t, m0, 8, s0, ts, 900000, 0);
     struct ub_cr cr;
     assert_int_equal(tnet_wait(t, 0, &cr), 1);
     assert_int_equal(cr.status, UB_CR_SUCCESS);

@@ -364,6 +364,24 @@ static struct ub__pkt *byte_pkt(struct ub__pktpool *pool, const struct ub__addr 
     return p;
 }
 
+/* Fills c's lane of four slots through the composite device m. */
+static void fill_lane(struct ub__dev *m, const struct ub__dev *c, struct ub__pktpool *pool)
+{
+    struct ub__pkt *b[4];
+    for (uint8_t i = 0; i < 4; i++)
+        b[i] = byte_pkt(pool, &c->local, i);
+    assert_int_equal(ub__dev_send(m, b, 4), 4);
+}
+
+/* Receives exactly want datagrams from d at once and frees them. */
+static void recv_free(struct ub__dev *d, struct ub__pktpool *pool, int want)
+{
+    struct ub__pkt *in[8];
+    assert_int_equal(ub__dev_recv(d, in, 8, pool), want);
+    for (int i = 0; i < want; i++)
+        ub__pkt_free(in[i]);
+}
+
 /*
  * The udp + shm device of one context: a shm peer whose lane is full holds back neither the
  * udp peers nor the other shm peers of the same batch; its packets come back at the batch's
@@ -377,20 +395,16 @@ static void test_composite_full_lane(void **state)
     assert_int_equal(ub__multidev_open(open_udp_dev(), open_shm_dev("0"), &m), 0);
     struct ub__pktpool pool;
     assert_int_equal(ub__pktpool_init(&pool, 64, 2048, 64), 0);
+    fill_lane(m, c, &pool);
     struct ub__pkt *b[6];
-    for (uint8_t i = 0; i < 4; i++)
-        b[i] = byte_pkt(&pool, &c->local, i);
-    assert_int_equal(ub__dev_send(m, b, 4), 4); /* c's lane: full */
     const struct ub__dev *to[6] = {c, u, e, c, u, e};
     for (uint8_t i = 0; i < 6; i++)
         b[i] = byte_pkt(&pool, &to[i]->local, (uint8_t)(10 + i));
     assert_int_equal(ub__dev_send(m, b, 6), 4);
     assert_int_equal(b[4]->data[0], 10);
     assert_int_equal(b[5]->data[0], 13);
+    recv_free(e, &pool, 2);
     struct ub__pkt *in[8];
-    assert_int_equal(ub__dev_recv(e, in, 8, &pool), 2);
-    for (int i = 0; i < 2; i++)
-        ub__pkt_free(in[i]);
     int got = 0;
     for (int tries = 0; got < 2 && tries < 100000; tries++) {
         int n = ub__dev_recv(u, in, 8, &pool);
@@ -402,9 +416,7 @@ static void test_composite_full_lane(void **state)
     assert_int_equal(got, 2);
     ub__pkt_free(b[4]);
     ub__pkt_free(b[5]);
-    assert_int_equal(ub__dev_recv(c, in, 8, &pool), 4);
-    for (int i = 0; i < 4; i++)
-        ub__pkt_free(in[i]);
+    recv_free(c, &pool, 4);
     ub__dev_close(m);
     ub__dev_close(u);
     ub__dev_close(e);
@@ -425,10 +437,8 @@ static void test_composite_error_and_full_lane(void **state)
     assert_int_equal(ub__multidev_open(open_udp_dev(), open_shm_dev("0"), &m), 0);
     struct ub__pktpool pool;
     assert_int_equal(ub__pktpool_init(&pool, 64, 4096, 64), 0);
-    struct ub__pkt *b[4];
-    for (uint8_t i = 0; i < 4; i++)
-        b[i] = byte_pkt(&pool, &c->local, i);
-    assert_int_equal(ub__dev_send(m, b, 4), 4); /* c's lane: full */
+    fill_lane(m, c, &pool);
+    struct ub__pkt *b[2];
     b[0] = byte_pkt(&pool, &u->local, 20);
     assert_non_null(ub__pkt_put(b[0], 3000)); /* over the udp device's MTU */
     b[1] = byte_pkt(&pool, &c->local, 21);
@@ -437,10 +447,7 @@ static void test_composite_error_and_full_lane(void **state)
     assert_int_equal(b[1]->data[0], 21);
     ub__pkt_free(b[0]);
     ub__pkt_free(b[1]);
-    struct ub__pkt *in[8];
-    assert_int_equal(ub__dev_recv(c, in, 8, &pool), 4);
-    for (int i = 0; i < 4; i++)
-        ub__pkt_free(in[i]);
+    recv_free(c, &pool, 4);
     ub__dev_close(m);
     ub__dev_close(u);
     ub__dev_close(c);

@@ -54,17 +54,7 @@ static void three_fini(struct three *x)
 static void write_to(struct three *x, uint8_t *src, ub_tseg *ts, uint64_t off, uint32_t len,
                      uint64_t id)
 {
-    struct ub_sge sg = {src, len, x->s0};
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_WRITE;
-    wr.flags = UB_WR_COMPLETE;
-    wr.user_ctx = id;
-    wr.sge = &sg;
-    wr.num_sge = 1;
-    wr.u.rma.tseg = ts;
-    wr.u.rma.addr = ub_tseg_base(ts) + off;
-    assert_int_equal(ub_post_jetty_send(x->t.jetty[0], &wr, NULL), 0);
+    tnet_post_write(&x->t, src, len, x->s0, ts, off, id);
 }
 
 static void test_busy_peer_holds_back_only_its_own(void **state)
