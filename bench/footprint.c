@@ -196,6 +196,18 @@ static const char *base_of(const char *path)
     return slash ? slash + 1 : path;
 }
 
+struct allocation {
+    uint64_t at, size, caller;
+    bool replaced; /* a later allocation overlaps it */
+};
+
+static int alloc_at_cmp(const void *a, const void *b)
+{
+    const struct allocation *x = *(const struct allocation *const *)a;
+    const struct allocation *y = *(const struct allocation *const *)b;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
 /* The allocation log: the allocations (named by their caller's function and size), the
  * mappings and the stack; then the binary's symbols at its load base. */
 static void load_allocs(const char *path, const char *binary)
@@ -204,9 +216,7 @@ static void load_allocs(const char *path, const char *binary)
     if (!f)
         die("cannot read the allocation log");
     const char *base_name = base_of(binary);
-    struct allocation {
-        uint64_t at, size, caller;
-    } *al = NULL;
+    struct allocation *al = NULL;
     size_t n_al = 0;
     uint64_t stack = 0, base = UINT64_MAX;
     char line[600], name[500];
@@ -215,7 +225,7 @@ static void load_allocs(const char *path, const char *binary)
         if (line[0] == 'a' &&
             sscanf(line + 1, " %" SCNx64 " %" SCNu64 " %" SCNx64, &a, &b, &c) == 3) {
             al = xrealloc(al, (n_al + 1) * sizeof(*al));
-            al[n_al++] = (struct allocation){a, b, c};
+            al[n_al++] = (struct allocation){a, b, c, false};
         } else if (line[0] == 's') {
             if (sscanf(line + 1, " %" SCNx64, &stack) != 1)
                 stack = 0;
@@ -235,12 +245,20 @@ static void load_allocs(const char *path, const char *binary)
     if (st)
         maps.v[st - maps.v].owner = owner_id("(stack)");
     load_symbols(binary, base);
-    /* An allocation that a later one overlaps was freed before it (the later one stands). */
+    /* An allocation that a later one overlaps was freed before it (the later one stands).
+     * In address order each overlapping pair is met once, from its lower start: the earlier
+     * of the two (by log order) is the one replaced. */
+    struct allocation **by_at = xrealloc(NULL, n_al * sizeof(*by_at));
+    for (size_t i = 0; i < n_al; i++)
+        by_at[i] = &al[i];
+    qsort(by_at, n_al, sizeof(*by_at), alloc_at_cmp);
+    for (size_t i = 0; i < n_al; i++)
+        for (size_t j = i + 1; j < n_al && by_at[j]->at < by_at[i]->at + by_at[i]->size; j++)
+            if (by_at[j]->size || by_at[j]->at > by_at[i]->at) /* (an empty one is a point) */
+                (by_at[i] < by_at[j] ? by_at[i] : by_at[j])->replaced = true;
+    free(by_at);
     for (size_t i = 0; i < n_al; i++) {
-        bool replaced = !al[i].size;
-        for (size_t j = i + 1; j < n_al && !replaced; j++)
-            replaced = al[j].at < al[i].at + al[i].size && al[i].at < al[j].at + al[j].size;
-        if (replaced)
+        if (!al[i].size || al[i].replaced)
             continue;
         const struct range *fn = range_find(&code, al[i].caller);
         snprintf(name, sizeof(name), "%s [%" PRIu64 " B]", fn ? owners[fn->owner].name : "?",
