@@ -382,6 +382,34 @@ static void recv_free(struct ub__dev *d, struct ub__pktpool *pool, int want)
         ub__pkt_free(in[i]);
 }
 
+/* A composite (udp + shm) device m, a shm peer c whose lane of four slots m has filled, a
+ * udp peer u, and the pool of their packets. */
+struct composite {
+    struct ub__dev *m, *c, *u;
+    struct ub__pktpool pool;
+};
+
+static void composite_open(struct composite *t, uint32_t buf_size)
+{
+    t->c = open_shm_dev("0?slots=4");
+    t->u = open_udp_dev();
+    t->m = NULL;
+    assert_int_equal(ub__multidev_open(open_udp_dev(), open_shm_dev("0"), &t->m), 0);
+    assert_int_equal(ub__pktpool_init(&t->pool, 64, buf_size, 64), 0);
+    fill_lane(t->m, t->c, &t->pool);
+}
+
+/* Takes the four packets of c's lane, closes everything and checks no buffer was lost. */
+static void composite_close(struct composite *t)
+{
+    recv_free(t->c, &t->pool, 4);
+    ub__dev_close(t->m);
+    ub__dev_close(t->u);
+    ub__dev_close(t->c);
+    assert_int_equal(t->pool.avail, t->pool.count);
+    ub__pktpool_fini(&t->pool);
+}
+
 /*
  * The udp + shm device of one context: a shm peer whose lane is full holds back neither the
  * udp peers nor the other shm peers of the same batch; its packets come back at the batch's
@@ -390,24 +418,21 @@ static void recv_free(struct ub__dev *d, struct ub__pktpool *pool, int want)
 static void test_composite_full_lane(void **state)
 {
     (void)state;
-    struct ub__dev *c = open_shm_dev("0?slots=4"), *e = open_shm_dev("0"), *u = open_udp_dev();
-    struct ub__dev *m = NULL;
-    assert_int_equal(ub__multidev_open(open_udp_dev(), open_shm_dev("0"), &m), 0);
-    struct ub__pktpool pool;
-    assert_int_equal(ub__pktpool_init(&pool, 64, 2048, 64), 0);
-    fill_lane(m, c, &pool);
+    struct composite t;
+    composite_open(&t, 2048);
+    struct ub__dev *e = open_shm_dev("0");
     struct ub__pkt *b[6];
-    const struct ub__dev *to[6] = {c, u, e, c, u, e};
+    const struct ub__dev *to[6] = {t.c, t.u, e, t.c, t.u, e};
     for (uint8_t i = 0; i < 6; i++)
-        b[i] = byte_pkt(&pool, &to[i]->local, (uint8_t)(10 + i));
-    assert_int_equal(ub__dev_send(m, b, 6), 4);
+        b[i] = byte_pkt(&t.pool, &to[i]->local, (uint8_t)(10 + i));
+    assert_int_equal(ub__dev_send(t.m, b, 6), 4);
     assert_int_equal(b[4]->data[0], 10);
     assert_int_equal(b[5]->data[0], 13);
-    recv_free(e, &pool, 2);
+    recv_free(e, &t.pool, 2);
     struct ub__pkt *in[8];
     int got = 0;
     for (int tries = 0; got < 2 && tries < 100000; tries++) {
-        int n = ub__dev_recv(u, in, 8, &pool);
+        int n = ub__dev_recv(t.u, in, 8, &t.pool);
         assert_true(n >= 0);
         for (int i = 0; i < n; i++)
             ub__pkt_free(in[i]);
@@ -416,13 +441,8 @@ static void test_composite_full_lane(void **state)
     assert_int_equal(got, 2);
     ub__pkt_free(b[4]);
     ub__pkt_free(b[5]);
-    recv_free(c, &pool, 4);
-    ub__dev_close(m);
-    ub__dev_close(u);
     ub__dev_close(e);
-    ub__dev_close(c);
-    assert_int_equal(pool.avail, pool.count);
-    ub__pktpool_fini(&pool);
+    composite_close(&t);
 }
 
 /*
@@ -432,27 +452,18 @@ static void test_composite_full_lane(void **state)
 static void test_composite_error_and_full_lane(void **state)
 {
     (void)state;
-    struct ub__dev *c = open_shm_dev("0?slots=4"), *u = open_udp_dev();
-    struct ub__dev *m = NULL;
-    assert_int_equal(ub__multidev_open(open_udp_dev(), open_shm_dev("0"), &m), 0);
-    struct ub__pktpool pool;
-    assert_int_equal(ub__pktpool_init(&pool, 64, 4096, 64), 0);
-    fill_lane(m, c, &pool);
+    struct composite t;
+    composite_open(&t, 4096);
     struct ub__pkt *b[2];
-    b[0] = byte_pkt(&pool, &u->local, 20);
+    b[0] = byte_pkt(&t.pool, &t.u->local, 20);
     assert_non_null(ub__pkt_put(b[0], 3000)); /* over the udp device's MTU */
-    b[1] = byte_pkt(&pool, &c->local, 21);
-    assert_int_equal(ub__dev_send(m, b, 2), 0);
+    b[1] = byte_pkt(&t.pool, &t.c->local, 21);
+    assert_int_equal(ub__dev_send(t.m, b, 2), 0);
     assert_int_equal(b[0]->data[0], 20);
     assert_int_equal(b[1]->data[0], 21);
     ub__pkt_free(b[0]);
     ub__pkt_free(b[1]);
-    recv_free(c, &pool, 4);
-    ub__dev_close(m);
-    ub__dev_close(u);
-    ub__dev_close(c);
-    assert_int_equal(pool.avail, pool.count);
-    ub__pktpool_fini(&pool);
+    composite_close(&t);
 }
 
 /*
