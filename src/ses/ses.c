@@ -181,6 +181,21 @@ static inline bool busy_peer(const struct ub__wr *const *busy, uint32_t n, const
     return false;
 }
 
+/* The table of ub__send_seq_of: jfr's entry, new (at 0) at the end. */
+struct ub__send_seq *ub__send_seq_add(struct ub__send_seqs *t, uint32_t jfr)
+{
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? t->cap * 2 : 2;
+        struct ub__send_seq *v = realloc(t->v, cap * sizeof(*v));
+        if (!v)
+            return NULL;
+        t->v = v;
+        t->cap = cap;
+    }
+    t->v[t->n] = (struct ub__send_seq){jfr, 0};
+    return &t->v[t->n++];
+}
+
 void ub__ses_pump_work(struct ub__tl *s, uint64_t now)
 {
     /* Requests in posting order; one that cannot go on waits at the head (fair, in order).

@@ -252,6 +252,23 @@ struct ub__send_seq {
     uint32_t jfr, next;
 };
 
+/* The next send_seq per JFR of a stream, both sides: a few JFRs per stream, so a short array. */
+struct ub__send_seqs {
+    struct ub__send_seq *v;
+    uint32_t n, cap;
+};
+
+struct ub__send_seq *ub__send_seq_add(struct ub__send_seqs *t, uint32_t jfr);
+
+/* jfr's entry of t (a new one starts at 0); NULL when it cannot be added (no memory). */
+static inline struct ub__send_seq *ub__send_seq_of(struct ub__send_seqs *t, uint32_t jfr)
+{
+    for (uint32_t i = 0; i < t->n; i++)
+        if (t->v[i].jfr == jfr)
+            return &t->v[i];
+    return ub__send_seq_add(t, jfr);
+}
+
 /* Initiator side of an order stream: one per (JFS, destination node). */
 struct ub__ostream {
     struct ub_jfs *jfs;
@@ -263,8 +280,7 @@ struct ub__ostream {
     bool orphan; /* out of the tables: freed by its last completion */
     uint32_t next_seq, last_so, ro_since;
     uint32_t outstanding;
-    struct ub__send_seq *ss;
-    uint32_t nss, capss;
+    struct ub__send_seqs ss; /* the next send_seq to give, per JFR */
     /* Its active requests by order_seq modulo wmask + 1 (a slot taken by an older one that is
      * still active: that request goes to ses->pending instead, as do those of an orphan). */
     struct ub__wr **win;

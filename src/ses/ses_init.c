@@ -111,7 +111,7 @@ static void pend_orphan(struct ub__tl *s, struct ub__ostream *os)
 static void ostream_free(struct ub__ostream *os)
 {
     free(os->win);
-    free(os->ss);
+    free(os->ss.v);
     free(os);
 }
 
@@ -182,24 +182,10 @@ static void ostream_put(struct ub__ostream *os)
 
 static int next_send_seq(struct ub__ostream *os, uint32_t jfr, uint32_t *out)
 {
-    for (uint32_t i = 0; i < os->nss; i++) {
-        if (os->ss[i].jfr == jfr) {
-            *out = os->ss[i].next++;
-            return 0;
-        }
-    }
-    if (os->nss == os->capss) {
-        uint32_t cap = os->capss ? os->capss * 2 : 2;
-        struct ub__send_seq *n = realloc(os->ss, cap * sizeof(*n));
-        if (!n)
-            return UB_ENOMEM;
-        os->ss = n;
-        os->capss = cap;
-    }
-    os->ss[os->nss].jfr = jfr;
-    os->ss[os->nss].next = 1;
-    os->nss++;
-    *out = 0;
+    struct ub__send_seq *q = ub__send_seq_of(&os->ss, jfr);
+    if (!q)
+        return UB_ENOMEM;
+    *out = q->next++;
     return 0;
 }
 

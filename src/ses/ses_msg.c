@@ -95,7 +95,7 @@ void ub__tgt_stage_put(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, cons
 bool ub__tgt_bind_untagged(struct ub__rxmsg *m)
 {
     ub_jfr *jfr = m->jfr;
-    struct ub__send_seq *q = ub__tgt_send_seq_of(m->ts, jfr->id);
+    struct ub__send_seq *q = ub__send_seq_of(&m->ts->ss, jfr->id);
     if (!q)
         return false;
     if (ub__seq_lt(m->send_seq, q->next)) { /* a slot reserved for it, or a retry after RNR */
@@ -147,7 +147,7 @@ static void bind_tagged(struct ub__rxmsg *m)
 /* Tagged messages of one stream to one JFR are matched in send order. */
 void ub__tgt_bind_tagged_in_order(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
 {
-    struct ub__send_seq *q = ub__tgt_send_seq_of(m->ts, m->jfr->id);
+    struct ub__send_seq *q = ub__send_seq_of(&m->ts->ss, m->jfr->id);
     if (!q || m->send_seq != q->next) {
         m->bind = BIND_WAIT;
         return;

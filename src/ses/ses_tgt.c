@@ -110,24 +110,6 @@ static void mark_executed(struct ub__tstream *ts, uint32_t seq)
     }
 }
 
-struct ub__send_seq *ub__tgt_send_seq_of(struct ub__tstream *ts, uint32_t jfr)
-{
-    for (uint32_t i = 0; i < ts->nss; i++)
-        if (ts->ss[i].jfr == jfr)
-            return &ts->ss[i];
-    if (ts->nss == ts->capss) {
-        uint32_t cap = ts->capss ? ts->capss * 2 : 2;
-        struct ub__send_seq *n = realloc(ts->ss, cap * sizeof(*n));
-        if (!n)
-            return NULL;
-        ts->ss = n;
-        ts->capss = cap;
-    }
-    ts->ss[ts->nss].jfr = jfr;
-    ts->ss[ts->nss].next = 0;
-    return &ts->ss[ts->nss++];
-}
-
 /* ---- streams --------------------------------------------------------------------------------- */
 
 static uint64_t ts_key(const struct ub__addr *src, uint32_t inc, uint16_t id)
@@ -196,7 +178,7 @@ static void tstream_free(struct ub__tl *s, struct ub__tstream *ts)
     ub__hmap_del(&s->tstreams, ts->key);
     ub__list_remove(&ts->lru);
     ub__hmap_fini(&ts->msgs);
-    free(ts->ss);
+    free(ts->ss.v);
     free(ts);
 }
 
@@ -979,7 +961,7 @@ static UB_ALWAYS_INLINE bool fast_send(struct ub__tl *s, struct ub__tstream *ts,
     ub_jfr *jfr = jfr_by_id(s, ((uint32_t)q->pid_on_fep << 12) | q->resource_index);
     if (!jfr || jfr->attr.tag_matching || ub__list_empty(&jfr->posted))
         return false;
-    struct ub__send_seq *sq = ub__tgt_send_seq_of(ts, jfr->id);
+    struct ub__send_seq *sq = ub__send_seq_of(&ts->ss, jfr->id);
     struct ub__rbuf *rb = UB_CONTAINER_OF(jfr->posted.next, struct ub__rbuf, link);
     if (!sq || sq->next != t->send_seq || len > rb->cap || !rb->num_sge || len > rb->sge[0].len)
         return false;

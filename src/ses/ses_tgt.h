@@ -31,8 +31,7 @@ struct ub__tstream {
     uint32_t cur_epoch, ro_done;
     struct ub__hmap msgs;    /* order_seq -> struct ub__rxmsg */
     struct ub__list waiting; /* complete, waiting for their turn */
-    struct ub__send_seq *ss; /* next send_seq to bind, per JFR */
-    uint32_t nss, capss;
+    struct ub__send_seqs ss; /* next send_seq to bind, per JFR */
     struct ub__rspc cache[UB_SES_RSP_CACHE];
     uint64_t last_active;
     uint32_t busy;
@@ -82,7 +81,6 @@ struct ub__rxmsg {
 
 /* ---- ses_tgt.c ---- */
 void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m);
-struct ub__send_seq *ub__tgt_send_seq_of(struct ub__tstream *ts, uint32_t jfr);
 /* Sends a response (without data, or an 8-byte value); queued if it cannot go now. */
 void ub__tgt_send_rsp(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
                       uint8_t rc, uint32_t len, bool has_val, uint64_t val, uint64_t now);
