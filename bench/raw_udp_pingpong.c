@@ -4,7 +4,7 @@
  * protocol, no reliability, no copies beyond the kernel's. Both sockets are connected (the
  * server connects to the client once its first datagram arrived): no destination to look up
  * per send, no address per receive. Half round trips, printed in softub-perf's latency
- * format (microseconds).
+ * format (microseconds), by its statistics (tools/perf_stats.c).
  *
  *   raw_udp_pingpong [-p PORT] [-s BYTES] [-n ITERS] [-w WARMUP]              server
  *   raw_udp_pingpong [-p PORT] [-s BYTES] [-n ITERS] [-w WARMUP] SERVER_IP    client
@@ -15,7 +15,6 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <math.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,27 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perf.h"
+
 #define TIMEOUT_NS (10ull * 1000000000ull)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double rank(const uint64_t *v, size_t n, double q)
-{
-    double r = ceil(q * (double)n);
-    size_t i = r < 1 ? 0 : (size_t)r - 1;
-    return (double)v[i < n ? i : n - 1];
-}
 
 /* Busy-polls until a datagram arrives (its length) or the bound passes (-1). from: where it
  * came from (NULL on a connected socket). */
@@ -61,7 +42,7 @@ static ssize_t spin_recv(int fd, void *buf, size_t cap, struct sockaddr_in *from
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             return -1;
         if ((k & 1023) == 0) {
-            uint64_t t = now_ns();
+            uint64_t t = perf_now_ns();
             if (!start)
                 start = t;
             else if (t - start > TIMEOUT_NS)
@@ -145,9 +126,9 @@ int main(int argc, char **argv)
     for (int tries = 0;; tries++) {
         if (send(fd, buf, size, 0) != (ssize_t)size && tries > 1000)
             return 1;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = perf_now_ns();
         ssize_t r = -1;
-        while (now_ns() - t0 < 10000000ull && (r = recv(fd, buf, 65536, MSG_DONTWAIT)) < 0 &&
+        while (perf_now_ns() - t0 < 10000000ull && (r = recv(fd, buf, 65536, MSG_DONTWAIT)) < 0 &&
                errno == EAGAIN)
             ;
         if (r >= 0)
@@ -158,7 +139,7 @@ int main(int argc, char **argv)
         }
     }
     for (unsigned long i = 1; i < warmup + iters; i++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = perf_now_ns();
         if (send(fd, buf, size, 0) != (ssize_t)size) {
             perror("send");
             return 1;
@@ -167,26 +148,18 @@ int main(int argc, char **argv)
             fprintf(stderr, "raw_udp_pingpong: lost the server\n");
             return 1;
         }
-        uint64_t t1 = now_ns();
+        uint64_t t1 = perf_now_ns();
         if (i >= warmup)
             s[i - warmup] = t1 - t0;
     }
     size_t n = iters - (warmup ? 0 : 1);
     uint64_t *v = warmup ? s : s + 1;
-    qsort(v, n, sizeof(*v), cmp_u64);
-    double sum = 0, sq = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += (double)v[i];
-    double avg = sum / (double)n;
-    for (size_t i = 0; i < n; i++)
-        sq += ((double)v[i] - avg) * ((double)v[i] - avg);
-    const double k = 0.5 / 1000.0; /* half round trip, us */
+    struct perf_lat l;
+    perf_lat_stats(v, n, 0.5, &l); /* half round trips */
     printf(" %-10s %-11s %10s %10s %10s %10s %10s %10s %10s %10s\n", "#bytes", "#iterations",
            "t_min", "t_max", "t_median", "t_avg", "t_stdev", "99%", "99.9%", "99.99%");
     printf(" %-10lu %-11zu %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", size, n,
-           (double)v[0] * k, (double)v[n - 1] * k, rank(v, n, 0.5) * k, avg * k,
-           sqrt(sq / (double)n) * k, rank(v, n, 0.99) * k, rank(v, n, 0.999) * k,
-           rank(v, n, 0.9999) * k);
+           l.min, l.max, l.median, l.avg, l.stdev, l.p99, l.p999, l.p9999);
     free(s);
     free(buf);
     close(fd);
