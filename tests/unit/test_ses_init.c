@@ -253,9 +253,34 @@ static void test_tagged(void **state)
     teardown();
 }
 
+/* The per-JFR send_seq table both sides of a stream keep: a JFR's entry stays its own (and
+ * in place for its next lookup) as others are added past the first allocation. */
+static void test_send_seq_table(void **state)
+{
+    (void)state;
+    struct ub__send_seqs t = {0};
+    struct ub__send_seq *a = ub__send_seq_of(&t, 7);
+    assert_non_null(a);
+    assert_int_equal(a->jfr, 7);
+    assert_int_equal(a->next, 0);
+    a->next = 5;
+    for (uint32_t j = 100; j < 110; j++) /* grows from 2 entries to 16 */
+        assert_int_equal(ub__send_seq_of(&t, j)->next, 0);
+    assert_int_equal(t.n, 11);
+    assert_true(t.cap >= t.n);
+    struct ub__send_seq *b = ub__send_seq_of(&t, 7);
+    assert_int_equal(b->jfr, 7);
+    assert_int_equal(b->next, 5);
+    assert_ptr_equal(b, &t.v[0]);
+    assert_int_equal(ub__send_seq_of(&t, 105)->jfr, 105);
+    assert_int_equal(t.n, 11);
+    free(t.v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_send_seq_table),
         cmocka_unit_test(test_untagged),
         cmocka_unit_test(test_tagged),
     };
