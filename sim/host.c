@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <softub/errors.h>
+#include "core/grow.h"
 #include "sim/link.h"
 #include "sim/sim.h"
 
@@ -64,12 +65,10 @@ int ub_sim_add_flow(struct ub_sim *sim, uint32_t id, uint32_t src, uint32_t dst,
     if (src >= sim->nhosts || dst >= sim->nhosts || src == dst || sim->start_order)
         return UB_EINVAL;
     if (sim->nflows == sim->cap_flows) {
-        uint32_t cap = sim->cap_flows ? sim->cap_flows * 2 : 64;
-        struct ub_sim_flow *f = realloc(sim->flows, cap * sizeof(*f));
+        struct ub_sim_flow *f = ub__grow(sim->flows, &sim->cap_flows, sizeof(*f), 64);
         if (!f)
             return UB_ENOMEM;
         sim->flows = f;
-        sim->cap_flows = cap;
     }
     uint32_t idx = sim->nflows++;
     struct ub_sim_flow *f = &sim->flows[idx];

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include <softub/errors.h>
+#include "core/grow.h"
 #include "sim/link.h"
 #include "sim/sim.h"
 
@@ -65,12 +66,10 @@ struct ub_sim_pkt *ub_sim_pkt_alloc(struct ub_sim *sim)
     struct ub_sim_pool *pool = &sim->pool;
     if (!pool->free) {
         if (pool->nslabs == pool->cap_slabs) {
-            uint32_t cap = pool->cap_slabs ? pool->cap_slabs * 2 : 16;
-            void **s = realloc(pool->slabs, cap * sizeof(*s));
+            void **s = ub__grow(pool->slabs, &pool->cap_slabs, sizeof(*s), 16);
             if (!s)
                 abort();
             pool->slabs = s;
-            pool->cap_slabs = cap;
         }
         struct ub_sim_pkt *slab = malloc(SLAB_PKTS * sizeof(*slab));
         if (!slab)

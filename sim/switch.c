@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include <softub/errors.h>
+#include "core/grow.h"
 #include "sim/link.h"
 #include "sim/sim.h"
 
@@ -82,12 +83,10 @@ struct grow {
 static int grow_push(struct grow *g, const void *item, size_t size)
 {
     if (g->n == g->cap) {
-        uint32_t cap = g->cap ? g->cap * 2 : 256;
-        void *p = realloc(g->p, cap * size);
+        void *p = ub__grow(g->p, &g->cap, size, 256);
         if (!p)
             return UB_ENOMEM;
         g->p = p;
-        g->cap = cap;
     }
     memcpy((char *)g->p + g->n * size, item, size);
     g->n++;

@@ -1,6 +1,7 @@
 #include <stdlib.h>
 
 #include <softub/errors.h>
+#include "core/grow.h"
 #include "sim/topo.h"
 
 struct links {
@@ -11,12 +12,10 @@ struct links {
 static int add(struct links *l, uint32_t a, uint32_t b, uint64_t rate, uint64_t delay)
 {
     if (l->n == l->cap) {
-        uint32_t cap = l->cap ? l->cap * 2 : 1024;
-        struct ub_sim_link_spec *v = realloc(l->v, cap * sizeof(*v));
+        struct ub_sim_link_spec *v = ub__grow(l->v, &l->cap, sizeof(*v), 1024);
         if (!v)
             return UB_ENOMEM;
         l->v = v;
-        l->cap = cap;
     }
     l->v[l->n++] = (struct ub_sim_link_spec){.a = a, .b = b, .rate = rate, .delay = delay};
     return 0;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <softub/errors.h>
+#include "core/grow.h"
 #include "sim/topofile.h"
 
 #define NAME_MAX_LEN 63
@@ -40,19 +41,6 @@ static uint64_t hash(const char *s)
     return h;
 }
 
-static int grow(void **v, uint32_t *cap, uint32_t n, size_t size)
-{
-    if (n < *cap)
-        return 0;
-    uint32_t c = *cap ? *cap * 2 : 64;
-    void *x = realloc(*v, c * size);
-    if (!x)
-        return UB_ENOMEM;
-    *v = x;
-    *cap = c;
-    return 0;
-}
-
 static int rehash(struct names *nm, uint32_t nslot)
 {
     uint32_t *s = calloc(nslot, sizeof(*s));
@@ -81,15 +69,22 @@ static uint32_t intern(struct names *nm, const char *name)
             return nm->slot[i] - 1;
         i = (i + 1) & (nm->nslot - 1);
     }
-    uint32_t cap = nm->cap;
-    if (grow((void **)&nm->v, &cap, nm->n, sizeof(*nm->v)))
-        return UB_SIM_NONE;
-    cap = nm->cap;
-    if (grow((void **)&nm->kind, &cap, nm->n, sizeof(*nm->kind)))
-        return UB_SIM_NONE;
-    cap = nm->cap;
-    if (grow((void **)&nm->decl_line, &nm->cap, nm->n, sizeof(*nm->decl_line)))
-        return UB_SIM_NONE;
+    if (nm->n == nm->cap) { /* three arrays of one capacity: nm->cap moves with the last */
+        uint32_t cap = nm->cap;
+        char **v = ub__grow(nm->v, &cap, sizeof(*v), 64);
+        if (!v)
+            return UB_SIM_NONE;
+        nm->v = v;
+        cap = nm->cap;
+        uint8_t *kind = ub__grow(nm->kind, &cap, sizeof(*kind), 64);
+        if (!kind)
+            return UB_SIM_NONE;
+        nm->kind = kind;
+        uint32_t *decl_line = ub__grow(nm->decl_line, &nm->cap, sizeof(*decl_line), 64);
+        if (!decl_line)
+            return UB_SIM_NONE;
+        nm->decl_line = decl_line;
+    }
     size_t len = strlen(name);
     char *copy = malloc(len + 1);
     if (!copy)
@@ -224,6 +219,15 @@ static int builtin(char **tok, uint32_t n, struct ub_sim_topo_cfg *c)
     return 0;
 }
 
+/* Room for one more name id in a list of them (hosts, switches). */
+static bool ids_grow(uint32_t **v, uint32_t *cap)
+{
+    uint32_t *x = ub__grow(*v, cap, sizeof(*x), 64);
+    if (x)
+        *v = x;
+    return x != NULL;
+}
+
 static int declare(struct tf *t, const char *name, uint8_t kind, uint32_t line, uint32_t *id)
 {
     if (strlen(name) > NAME_MAX_LEN)
@@ -236,11 +240,11 @@ static int declare(struct tf *t, const char *name, uint8_t kind, uint32_t line, 
     t->nm.kind[*id] = kind;
     t->nm.decl_line[*id] = line;
     if (kind == 1) {
-        if (grow((void **)&t->hosts, &t->caph, t->nh, sizeof(*t->hosts)))
+        if (t->nh == t->caph && !ids_grow(&t->hosts, &t->caph))
             return UB_ENOMEM;
         t->hosts[t->nh++] = *id;
     } else {
-        if (grow((void **)&t->sws, &t->caps, t->ns, sizeof(*t->sws)))
+        if (t->ns == t->caps && !ids_grow(&t->sws, &t->caps))
             return UB_ENOMEM;
         t->sws[t->ns++] = *id;
     }
@@ -255,8 +259,12 @@ static int add_link(struct tf *t, const char *a, const char *b, uint64_t rate, u
     uint32_t ia = intern(&t->nm, a), ib = intern(&t->nm, b);
     if (ia == UB_SIM_NONE || ib == UB_SIM_NONE)
         return UB_ENOMEM;
-    if (grow((void **)&t->l, &t->capl, t->nl, sizeof(*t->l)))
-        return UB_ENOMEM;
+    if (t->nl == t->capl) {
+        struct pending *l = ub__grow(t->l, &t->capl, sizeof(*l), 64);
+        if (!l)
+            return UB_ENOMEM;
+        t->l = l;
+    }
     t->l[t->nl++] = (struct pending){.a = ia, .b = ib, .rate = rate, .delay = delay, .line = line};
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <softub/errors.h>
 #include "core/compiler.h"
 #include "core/env.h"
+#include "core/grow.h"
 #include "ses/ses.h"
 #include "wire/cursor.h"
 
@@ -185,12 +186,10 @@ static inline bool busy_peer(const struct ub__wr *const *busy, uint32_t n, const
 struct ub__send_seq *ub__send_seq_add(struct ub__send_seqs *t, uint32_t jfr)
 {
     if (t->n == t->cap) {
-        uint32_t cap = t->cap ? t->cap * 2 : 2;
-        struct ub__send_seq *v = realloc(t->v, cap * sizeof(*v));
+        struct ub__send_seq *v = ub__grow(t->v, &t->cap, sizeof(*v), 2);
         if (!v)
             return NULL;
         t->v = v;
-        t->cap = cap;
     }
     t->v[t->n] = (struct ub__send_seq){jfr, 0};
     return &t->v[t->n++];

@@ -1,4 +1,4 @@
-/* hmap, ring, list and serial-number arithmetic. */
+/* hmap, ring, list, growing arrays and serial-number arithmetic. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <softub/errors.h>
+#include "core/grow.h"
 #include "core/hmap.h"
 #include "core/list.h"
 #include "core/rand.h"
@@ -149,12 +150,34 @@ static void test_seq(void **state)
     assert_int_equal(ub__seq_diff(3, 0xffffffffu), 4);
 }
 
+/* Doubling from `first`, contents kept; a capacity that cannot double leaves all as it was. */
+static void test_grow(void **state)
+{
+    (void)state;
+    uint32_t cap = 0;
+    uint64_t *v = ub__grow(NULL, &cap, sizeof(*v), 4);
+    assert_non_null(v);
+    assert_int_equal(cap, 4);
+    for (uint64_t i = 0; i < 4; i++)
+        v[i] = i * 3;
+    uint64_t *w = ub__grow(v, &cap, sizeof(*w), 4);
+    assert_non_null(w);
+    assert_int_equal(cap, 8);
+    for (uint64_t i = 0; i < 4; i++)
+        assert_int_equal(w[i], i * 3);
+    uint32_t huge = 1u << 31;
+    assert_null(ub__grow(w, &huge, 1, 4));
+    assert_int_equal(huge, 1u << 31);
+    free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hmap_basic), cmocka_unit_test(test_hmap_bounded),
         cmocka_unit_test(test_hmap_churn), cmocka_unit_test(test_ring),
         cmocka_unit_test(test_list),       cmocka_unit_test(test_seq),
+        cmocka_unit_test(test_grow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
