@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <softub/errors.h>
+#include "core/grow.h"
 #include "sim/sim.h"
 
 int ub_sim_evq_init(struct ub_sim_evq *q, uint32_t cap_hint)
@@ -34,12 +35,10 @@ static void heap_push(struct ub_sim_evq *q, uint64_t t, struct ub_sim_event *ev)
 {
     if (q->n == q->cap) {
         /* Growth is amortised and bounded by the number of live events, not packets. */
-        uint32_t cap = q->cap * 2;
-        struct ub_sim_heap_ent *h = realloc(q->h, (size_t)cap * sizeof(*h));
+        struct ub_sim_heap_ent *h = ub__grow(q->h, &q->cap, sizeof(*h), 64);
         if (!h)
             abort();
         q->h = h;
-        q->cap = cap;
     }
     struct ub_sim_heap_ent e = {.time = t, .seq = q->seq++, .ev = ev};
     ev->qtime = t;

@@ -2,6 +2,7 @@
 
 #include <softub/errors.h>
 #include "core/clock.h"
+#include "core/grow.h"
 #include "core/timer.h"
 
 static inline bool before(const struct ub__timer *a, const struct ub__timer *b)
@@ -86,12 +87,10 @@ int ub__timer_arm(struct ub__timers *ts, struct ub__timer *t, uint64_t deadline)
     if (ub__timer_armed(t))
         remove_at(ts, t->idx);
     if (ts->n == ts->cap) {
-        uint32_t cap = ts->cap * 2;
-        struct ub__timer **h = realloc(ts->heap, cap * sizeof(*h));
+        struct ub__timer **h = ub__grow(ts->heap, &ts->cap, sizeof(*h), 16);
         if (!h)
             return UB_ENOMEM;
         ts->heap = h;
-        ts->cap = cap;
     }
     t->deadline = deadline;
     t->seq = ts->seq++;
