@@ -388,6 +388,7 @@ int ub__ctx_progress_locked(ub_context *ctx)
 {
     struct ub__ctx *x = ub__ctx_of(ctx);
     uint64_t now = ub__ctx_now(ctx);
+    x->round_now = now;
     if (x->kind == UB_CTX_LOOP)
         ub__loopnet_set_time(ctx->net->net, now);
     /*

@@ -108,7 +108,8 @@ struct ub__ctx {
      * keeps its output (ACKs, responses) for the application's reaction (usually its next
      * post), so one datagram carries both; a watchdog thread sends what stays held.
      */
-    bool tx_held; /* under lock */
+    bool tx_held;       /* under lock */
+    uint64_t round_now; /* under lock: the clock at the last round's start (post.c) */
     /* Under lock: the last held output left with a post, so the application answers what it
      * receives (a ping-pong); ub_poll_jfc's rounds may then yield (engine.h). */
     bool answered;

@@ -9,7 +9,14 @@ static int post_send_impl(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
         return UB_EINVAL;
     ub_context *ctx = jfs->ctx;
     struct ub__ctx *x = ub__ctx_of(ctx);
-    uint64_t now = ub__ctx_now(ctx);
+    /*
+     * A post that answers a held round over shm alone takes the round's time instead of a
+     * second clock reading on the answer's path (~25 ns of a 0.5 us turn). The hold lasts two
+     * watchdog periods at most (hold.c), and over shm time only arms bounds of 10 ms and more
+     * (the response bound, the peers' probe); over udp a PDC's RTT samples and timers want
+     * the moment of sending.
+     */
+    uint64_t now = x->tx_held && ub__ctx_shm_only(ctx) ? x->round_now : ub__ctx_now(ctx);
     /* After an idle spell the shm peers are probed first: a request must not go to a process
      * that died meanwhile (it would fail) when one restarted at its id would answer. */
     ub__ctx_shm_check_due(ctx, now);

@@ -252,6 +252,69 @@ static void test_pingpong_shm_answer_first(void **state)
     pair_down(&p);
 }
 
+/* A context's clock that counts its readings. */
+struct counted_clock {
+    unsigned reads;
+};
+
+static uint64_t counted_ns(void *arg)
+{
+    ((struct counted_clock *)arg)->reads++;
+    return ub__clock_monotonic_ns(NULL);
+}
+
+/*
+ * A ping-pong over uri: of the answers posted after the set-up, how many read the clock
+ * (*answers: how many were posted).
+ */
+static uint32_t answers_reading_clock(const char *uri, uint32_t *answers)
+{
+    struct pair p;
+    pair_up_uri(&p, uri, uri);
+    struct counted_clock cc = {0};
+    struct ub__clock counting = {counted_ns, &cc};
+    ub__ctx_of(p.a.ctx)->clock = counting;
+    ub__ctx_of(p.b.ctx)->clock = counting;
+    for (uint32_t i = 0; i < 16; i++) {
+        assert_int_equal(node_post_recv(&p.a, ub_jetty_jfr(p.a.jetty), 0, 0, 0), 0);
+        assert_int_equal(node_post_recv(&p.b, ub_jetty_jfr(p.b.jetty), 0, 0, 0), 0);
+    }
+    struct node *side[2] = {&p.a, &p.b};
+    struct peer *to[2] = {&p.pa, &p.pb};
+    uint32_t sends = 0, reading = 0;
+    *answers = 0;
+    post_send(&p.a, &p.pa, 0);
+    for (uint32_t i = 0; i < 64; i++) {
+        struct node *n = side[(i + 1) % 2];
+        wait_recv(n, side[i % 2], &sends);
+        unsigned r0 = cc.reads;
+        post_send(n, to[(i + 1) % 2], i + 1);
+        if (i >= 2) {
+            (*answers)++;
+            reading += cc.reads != r0;
+        }
+    }
+    pair_down(&p);
+    return reading;
+}
+
+/*
+ * Over shm alone an answer takes the time of the round it answers (post.c): no clock reading
+ * on its path. Over udp it reads the clock, once: a PDC times what it sends.
+ */
+static void test_answer_takes_round_time(void **state)
+{
+    (void)state;
+    uint32_t answers;
+    uint32_t shm = answers_reading_clock("shm://0", &answers);
+    print_message("shm: %u of %u answers read the clock\n", shm, answers);
+    /* The watchdog may send a hold first (the test off its CPU for a millisecond): then the
+     * answer reads the clock, rightly. */
+    assert_true(shm <= answers / 10);
+    uint32_t udp = answers_reading_clock(URI, &answers);
+    assert_int_equal(udp, answers);
+}
+
 static void test_pingpong_unheld(void **state)
 {
     (void)state;
@@ -334,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_watchdog),
         cmocka_unit_test(test_watchdog_after_busy),
         cmocka_unit_test(test_pingpong_shm_answer_first),
+        cmocka_unit_test(test_answer_takes_round_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
