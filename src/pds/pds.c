@@ -245,9 +245,8 @@ bool ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p)
 }
 
 /* Encodes d's headers at the front of p (prepending into headroom when p holds a payload). */
-int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d)
+static int encode_into(struct ub__pkt *p, const struct ub__wire_dgram *d)
 {
-    (void)pds;
     uint8_t hdr[UB_PDS_MAX_SIZE + UB_EXT_SIZE + UB_SES_MAX_SIZE];
     struct ub__wcur w;
     ub__wcur_init(&w, hdr, sizeof(hdr));
@@ -260,6 +259,22 @@ int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub_
         return UB_ENOBUFS;
     memcpy(at, hdr, n);
     return 0;
+}
+
+bool ub__pds_ctl_send(struct ub__pds *pds, const struct ub__wire_dgram *d,
+                      const struct ub__addr *to, uint16_t path)
+{
+    struct ub__pkt *p = ub__pds_alloc(pds);
+    if (!p)
+        return false;
+    if (encode_into(p, d)) {
+        ub__pkt_free(p);
+        return false;
+    }
+    p->addr = *to;
+    p->path = path;
+    ub__pds_ctl_push(pds, p);
+    return true;
 }
 
 /*

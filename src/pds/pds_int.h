@@ -350,7 +350,10 @@ void ub__pds_learn_dev(struct ub__pds_ipdc *c, uint32_t incarnation);
 struct ub__pkt *ub__pds_alloc(struct ub__pds *pds);
 /* Queues a control packet (ACK, NACK, CTRL); false when the queue was full (p freed). */
 bool ub__pds_ctl_push(struct ub__pds *pds, struct ub__pkt *p);
-int ub__pds_encode_into(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wire_dgram *d);
+/* A control packet of d's headers, to `to` over path, queued by ub__pds_ctl_push (which drops
+ * it when the queue is full). false when no buffer was free or d did not encode: nothing went. */
+bool ub__pds_ctl_send(struct ub__pds *pds, const struct ub__wire_dgram *d,
+                      const struct ub__addr *to, uint16_t path);
 int ub__pds_encode_ack_into(struct ub__pkt *p, const struct ub__pds_ack *a);
 /* ub__pds_mark_ready's parts: one PDC that has something to send; every PDC of c's context. */
 void ub__pds_mark_one(struct ub__pds_ipdc *c, uint64_t now);

@@ -43,20 +43,13 @@ void ub__pds_rccc_fini(struct ub__pds *pds)
 static void send_ctrl(struct ub__pds *pds, const struct ub__addr *to, uint16_t path, uint8_t type,
                       uint64_t bytes)
 {
-    struct ub__pkt *p = ub__pds_alloc(pds);
-    if (!p)
-        return;
     struct ub__wire_dgram d;
     memset(&d, 0, sizeof(d));
     d.pds.type = UB_PDS_TYPE_CTRL;
     d.pds.u.ctrl.ctl_type = type;
     d.pds.u.ctrl.payload = (uint32_t)UB_MIN(bytes, (uint64_t)UB_PDS_CREDIT_MAX);
-    if (ub__pds_encode_into(pds, p, &d)) {
-        ub__pkt_free(p);
+    if (!ub__pds_ctl_send(pds, &d, to, path))
         return;
-    }
-    p->addr = *to;
-    p->path = path;
     pds->st.ctrl_tx++;
     if (type == UB_PDS_CTRL_CREDIT) {
         pds->st.credit_tx++;
@@ -64,7 +57,6 @@ static void send_ctrl(struct ub__pds *pds, const struct ub__addr *to, uint16_t p
     } else {
         pds->st.credit_req_tx++;
     }
-    ub__pds_ctl_push(pds, p);
 }
 
 /* ---- sender ------------------------------------------------------------------------ */

@@ -88,9 +88,6 @@ static void send_nack_f(struct ub__pds *pds, const struct ub__addr *to, uint16_t
                         uint32_t psn, uint16_t our_id, uint16_t their_id, uint32_t payload,
                         uint8_t flags)
 {
-    struct ub__pkt *p = ub__pds_alloc(pds);
-    if (!p)
-        return;
     struct ub__wire_dgram d;
     memset(&d, 0, sizeof(d));
     d.pds.type = UB_PDS_TYPE_NACK;
@@ -102,14 +99,8 @@ static void send_nack_f(struct ub__pds *pds, const struct ub__addr *to, uint16_t
     n->spdcid = our_id;
     n->dpdcid = their_id;
     n->payload = payload;
-    if (ub__pds_encode_into(pds, p, &d)) {
-        ub__pkt_free(p);
-        return;
-    }
-    p->addr = *to;
-    p->path = path;
-    pds->st.nacks_tx++;
-    ub__pds_ctl_push(pds, p);
+    if (ub__pds_ctl_send(pds, &d, to, path))
+        pds->st.nacks_tx++;
 }
 
 /* ---- C-AQM echo (docs/algorithms.md section 5) ------------------------------------- */
@@ -458,9 +449,6 @@ static void ask_close(struct ub__pds *pds, uint64_t now)
     struct ub__pds_tpdc *t = UB_CONTAINER_OF(pds->tpdc_lru.next, struct ub__pds_tpdc, lru);
     if (t->close_req_sent)
         return;
-    struct ub__pkt *p = ub__pds_alloc(pds);
-    if (!p)
-        return;
     struct ub__wire_dgram d;
     memset(&d, 0, sizeof(d));
     d.pds.type = UB_PDS_TYPE_CTRL;
@@ -468,15 +456,10 @@ static void ask_close(struct ub__pds *pds, uint64_t now)
     d.pds.u.ctrl.psn = t->rcv_nxt;
     d.pds.u.ctrl.spdcid = t->id;
     d.pds.u.ctrl.dpdcid = t->ispdcid;
-    if (ub__pds_encode_into(pds, p, &d)) {
-        ub__pkt_free(p);
+    if (!ub__pds_ctl_send(pds, &d, &t->peer, t->reply_path))
         return;
-    }
-    p->addr = t->peer;
-    p->path = t->reply_path;
     t->close_req_sent = true;
     pds->st.ctrl_tx++;
-    ub__pds_ctl_push(pds, p);
 }
 
 static uint16_t alloc_id(struct ub__pds *pds)
@@ -720,9 +703,6 @@ void ub__pds_on_rudi_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub
     const struct ub__pds_rudi *r = &d->pds.u.rudi;
     /* Idempotent: deliver every copy, answer every copy. */
     deliver(pds, p, d, 0, UB_PDS_RUDI, r->pkt_id, now);
-    struct ub__pkt *a = ub__pds_alloc(pds);
-    if (!a)
-        return;
     struct ub__wire_dgram rd;
     memset(&rd, 0, sizeof(rd));
     rd.pds.type = UB_PDS_TYPE_RUDI_RESP;
@@ -735,14 +715,8 @@ void ub__pds_on_rudi_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub
     rd.ses.u.rsp.list = UB_SES_LIST_EXPECTED;
     rd.ses.u.rsp.opcode = UB_SES_RSP_DEFAULT;
     rd.ses.u.rsp.rc = UB_SES_RC_OK;
-    if (ub__pds_encode_into(pds, a, &rd)) {
-        ub__pkt_free(a);
-        return;
-    }
-    a->addr = p->addr;
-    a->path = p->path;
-    pds->st.acks_tx++;
-    ub__pds_ctl_push(pds, a);
+    if (ub__pds_ctl_send(pds, &rd, &p->addr, p->path))
+        pds->st.acks_tx++;
 }
 
 void ub__pds_on_ctrl(struct ub__pds *pds, const struct ub__pkt *p, const struct ub__wire_dgram *d,

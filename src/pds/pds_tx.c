@@ -986,9 +986,6 @@ void ub__pds_on_rudi_resp(struct ub__pds *pds, const struct ub__pkt *p,
 void ub__pds_send_close(struct ub__pds_ipdc *c, bool retx)
 {
     struct ub__pds *pds = c->pds;
-    struct ub__pkt *p = ub__pds_alloc(pds);
-    if (!p)
-        return;
     struct ub__wire_dgram d;
     memset(&d, 0, sizeof(d));
     d.pds.type = UB_PDS_TYPE_CTRL;
@@ -999,14 +996,8 @@ void ub__pds_send_close(struct ub__pds_ipdc *c, bool retx)
     k->psn = c->close_psn;
     k->spdcid = c->id;
     k->dpdcid = c->tid;
-    if (ub__pds_encode_into(pds, p, &d)) {
-        ub__pkt_free(p);
-        return;
-    }
-    p->addr = c->peer;
-    p->path = c->next_path;
-    pds->st.ctrl_tx++;
-    ub__pds_ctl_push(pds, p);
+    if (ub__pds_ctl_send(pds, &d, &c->peer, c->next_path))
+        pds->st.ctrl_tx++;
 }
 
 static void start_close(struct ub__pds_ipdc *c, uint64_t now)
