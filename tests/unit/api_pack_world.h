@@ -44,11 +44,8 @@ static void pw_setup(uint32_t pack_max, uint32_t mtu, uint64_t seed, uint64_t ne
     T.n = 2;
     pw_open_node(0, pack_max, seed);
     pw_open_node(1, 0, seed);
-    M0 = calloc(1, MEM);
-    M1 = calloc(1, MEM);
+    tnet_mem(&T, MEM, &M0, &S0, &M1, &S1);
     R1 = calloc(1, MEM);
-    assert_int_equal(ub_seg_register(T.ctx[0], M0, MEM, ALL_ACCESS, 1, &S0), 0);
-    assert_int_equal(ub_seg_register(T.ctx[1], M1, MEM, ALL_ACCESS, 2, &S1), 0);
     assert_int_equal(ub_seg_register(T.ctx[1], R1, MEM, ALL_ACCESS, 3, &SR), 0);
     TS = tnet_import_seg(&T, 0, S1, 2);
     TJ = tnet_import_jetty(&T, 0, 1);

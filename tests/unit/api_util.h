@@ -180,4 +180,16 @@ static inline void fill_pattern(uint8_t *p, size_t n, uint32_t seed)
 
 #define ALL_ACCESS (UB_ACCESS_LOCAL_WRITE | UB_ACCESS_READ | UB_ACCESS_WRITE | UB_ACCESS_ATOMIC)
 
+/* size bytes of zeroed memory on node 0 and on node 1, registered with every access under
+ * tokens 1 and 2: what most two-node tests move data between. The caller frees both. */
+static inline void tnet_mem(struct tnet *t, size_t size, uint8_t **m0, ub_seg **s0, uint8_t **m1,
+                            ub_seg **s1)
+{
+    *m0 = calloc(1, size);
+    *m1 = calloc(1, size);
+    assert_true(*m0 && *m1);
+    assert_int_equal(ub_seg_register(t->ctx[0], *m0, size, ALL_ACCESS, 1, s0), 0);
+    assert_int_equal(ub_seg_register(t->ctx[1], *m1, size, ALL_ACCESS, 2, s1), 0);
+}
+
 #endif

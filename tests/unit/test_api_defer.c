@@ -19,10 +19,7 @@ static ub_tjetty *TJ;
 static void setup(uint32_t drop_ppm)
 {
     tnet_init(&T, 2, drop_ppm, true, false);
-    M0 = calloc(1, 1 << 20);
-    M1 = calloc(1, 1 << 20);
-    assert_int_equal(ub_seg_register(T.ctx[0], M0, 1 << 20, ALL_ACCESS, 1, &S0), 0);
-    assert_int_equal(ub_seg_register(T.ctx[1], M1, 1 << 20, ALL_ACCESS, 2, &S1), 0);
+    tnet_mem(&T, 1 << 20, &M0, &S0, &M1, &S1);
     TJ = tnet_import_jetty(&T, 0, 1);
 }
 

@@ -9,10 +9,7 @@ static ub_tjetty *TJ;
 static void setup(uint32_t drop_ppm)
 {
     tnet_init(&T, 2, drop_ppm, false, true);
-    M0 = calloc(1, 1 << 20);
-    M1 = calloc(1, 1 << 20);
-    assert_int_equal(ub_seg_register(T.ctx[0], M0, 1 << 20, ALL_ACCESS, 1, &S0), 0);
-    assert_int_equal(ub_seg_register(T.ctx[1], M1, 1 << 20, ALL_ACCESS, 2, &S1), 0);
+    tnet_mem(&T, 1 << 20, &M0, &S0, &M1, &S1);
     TJ = tnet_import_jetty(&T, 0, 1);
 }
 
@@ -117,10 +114,7 @@ static void test_events(void **state)
 {
     (void)state;
     tnet_init(&T, 2, 0, false, false);
-    M0 = calloc(1, 65536);
-    M1 = calloc(1, 65536);
-    assert_int_equal(ub_seg_register(T.ctx[0], M0, 65536, ALL_ACCESS, 1, &S0), 0);
-    assert_int_equal(ub_seg_register(T.ctx[1], M1, 65536, ALL_ACCESS, 2, &S1), 0);
+    tnet_mem(&T, 65536, &M0, &S0, &M1, &S1);
     TJ = tnet_import_jetty(&T, 0, 1);
     /* A second jetty on node 1 whose JFC reports through an event channel. */
     ub_jfce *ce;

@@ -107,10 +107,7 @@ static const struct ub__pds_upcalls check_up = {
 static void setup(bool tagged)
 {
     tnet_init(&T, 2, 0, true, tagged);
-    M0 = calloc(1, 1 << 20);
-    M1 = calloc(1, 1 << 20);
-    assert_int_equal(ub_seg_register(T.ctx[0], M0, 1 << 20, ALL_ACCESS, 1, &S0), 0);
-    assert_int_equal(ub_seg_register(T.ctx[1], M1, 1 << 20, ALL_ACCESS, 2, &S1), 0);
+    tnet_mem(&T, 1 << 20, &M0, &S0, &M1, &S1);
     TS = tnet_import_seg(&T, 0, S1, 2);
     TJ = tnet_import_jetty(&T, 0, 1);
     struct ub__pds *pds = T.ctx[1]->eng.pds;

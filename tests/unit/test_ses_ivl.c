@@ -81,10 +81,7 @@ static ub_seg *S0, *S1;
 static void dup_within(bool send)
 {
     tnet_init(&T, 2, 0, true, false);
-    M0 = calloc(1, 1 << 20);
-    M1 = calloc(1, 1 << 20);
-    assert_int_equal(ub_seg_register(T.ctx[0], M0, 1 << 20, ALL_ACCESS, 1, &S0), 0);
-    assert_int_equal(ub_seg_register(T.ctx[1], M1, 1 << 20, ALL_ACCESS, 2, &S1), 0);
+    tnet_mem(&T, 1 << 20, &M0, &S0, &M1, &S1);
     ub_tseg *ts = tnet_import_seg(&T, 0, S1, 2);
     ub_tjetty *tj = tnet_import_jetty(&T, 0, 1);
     tap_install(T.ctx[1], 4);
