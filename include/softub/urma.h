@@ -79,10 +79,10 @@ struct ub_context_attr {
      */
     uint32_t rsp_timeout_ms;
     /*
-     * Single copy: WRITE, WRITE_IMM and READ of at least this many bytes to a peer reached
-     * through shared memory are copied once, by the target, with cross-memory attach
-     * (process_vm_readv/writev), when the kernel permits it both ways; otherwise packets.
-     * 0: 65536 bytes; UB_CMA_OFF: never (neither initiate nor serve). The environment
+     * Single copy: WRITE, WRITE_IMM, READ, SEND and SEND_IMM of at least this many bytes to
+     * a peer reached through shared memory are copied once, by the target, with cross-memory
+     * attach (process_vm_readv/writev), when the kernel permits it both ways; otherwise
+     * packets. 0: 16384 bytes; UB_CMA_OFF: never (neither initiate nor serve). The environment
      * variable SOFTUB_CMA=0 turns it off for every context of the process.
      */
     uint32_t cma_min;

@@ -1,5 +1,6 @@
 /*
- * Single copy (cross-memory attach) for large RMA between processes of one host.
+ * Single copy (cross-memory attach) for large RMA and large untagged messages between
+ * processes of one host.
  *
  * Who copies: always the target, the owner of the segment. A WRITE of at least
  * `cma_min` bytes to a shm peer goes as one request packet whose payload describes the
@@ -9,7 +10,10 @@
  * pulls the bytes with process_vm_readv straight into the segment, then answers. A READ
  * goes the same way and the target pushes from its segment into the initiator's sink
  * with process_vm_writev, then answers. So protection and order are enforced where the
- * memory is, exactly as on the packet path, with one round trip and one copy.
+ * memory is, exactly as on the packet path, with one round trip and one copy. An untagged
+ * SEND or SEND_IMM of at least `cma_min` bytes goes the same way instead of as an eager part
+ * and a rendezvous READ: once its turn has come and a receive buffer is bound to it, the
+ * target pulls the message straight into that buffer's elements and then records it.
  *
  * Descriptor (the request's payload, big endian):
  *   valid_until(64) | nseg(16) | rsv(48) | nseg x (address(64) | length(64))
@@ -70,7 +74,8 @@ bool ub__ses_cma_choose(struct ub__tl *s, const struct ub__wr *w)
 {
     if (!s->cma.peer || !w->len || w->len < s->cma_min)
         return false;
-    if (w->opcode != UB_OP_WRITE && w->opcode != UB_OP_WRITE_IMM && w->opcode != UB_OP_READ)
+    if (w->opcode != UB_OP_WRITE && w->opcode != UB_OP_WRITE_IMM && w->opcode != UB_OP_READ &&
+        w->opcode != UB_OP_SEND && w->opcode != UB_OP_SEND_IMM)
         return false;
     if (w->os && w->os->no_cma)
         return false;
@@ -116,7 +121,7 @@ bool ub__tgt_cma_allowed(struct ub__tl *s, struct ub__rxmsg *m)
 uint8_t ub__tgt_cma_parse(struct ub__tl *s, struct ub__rxmsg *m, const uint8_t *p, uint32_t n)
 {
     (void)s;
-    if (m->op != UB_SES_OP_WRITE && m->op != UB_SES_OP_READ)
+    if (m->op != UB_SES_OP_WRITE && m->op != UB_SES_OP_READ && m->op != UB_SES_OP_SEND)
         return UB_SES_RC_UNSUPPORTED_OP;
     if (n < UB_SES_CMA_HDR)
         return UB_SES_RC_UNSUPPORTED_SIZE;
@@ -162,27 +167,48 @@ bool ub__tgt_cma_start(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
     return false;
 }
 
-/* Copies message bytes [off, off + n) between local (the segment) and the initiator. */
-static int cma_copy(struct ub__tl *s, const struct ub__rxmsg *m, uint8_t *local, uint64_t off,
+/* Where message byte off lies here, and *room: how many bytes are contiguous from there.
+ * base: the segment's address of byte 0 (RMA); NULL: a message's receive buffer. */
+static uint8_t *local_at(const struct ub__rxmsg *m, uint8_t *base, uint64_t off, uint64_t *room)
+{
+    if (base) {
+        *room = m->len - off;
+        return base + off;
+    }
+    for (uint32_t i = 0; i < m->rb->num_sge; i++) {
+        const struct ub_sge *g = &m->rb->sge[i];
+        if (off < g->len) {
+            *room = g->len - off;
+            return (uint8_t *)g->addr + off;
+        }
+        off -= g->len;
+    }
+    *room = 0;
+    return NULL;
+}
+
+/* Copies message bytes [off, off + n) between here (base, as local_at) and the initiator:
+ * pulled for WRITE and SEND, pushed for READ. */
+static int cma_copy(struct ub__tl *s, const struct ub__rxmsg *m, uint8_t *base, uint64_t off,
                     uint64_t n)
 {
-    uint64_t pos = 0; /* message offset of segment i */
-    for (uint32_t i = 0; i < m->cma_nseg && n; i++) {
-        uint64_t a = m->cma_seg[2 * i], l = m->cma_seg[2 * i + 1];
-        if (off >= pos + l) {
-            pos += l;
-            continue;
-        }
-        uint64_t o = off - pos, k = UB_MIN(l - o, n);
+    uint32_t i = 0;
+    uint64_t pos = 0; /* message offset of the initiator's range i */
+    while (n) {
+        while (i < m->cma_nseg && off >= pos + m->cma_seg[2 * i + 1])
+            pos += m->cma_seg[2 * i++ + 1];
+        uint64_t room;
+        uint8_t *local = local_at(m, base, off, &room);
+        if (i == m->cma_nseg || !local)
+            return UB_EINVAL; /* cannot be: the ranges add up to len, and len fits here */
+        uint64_t o = off - pos, k = UB_MIN(UB_MIN(m->cma_seg[2 * i + 1] - o, n), room);
         struct iovec iov = {local, (size_t)k};
-        int rc = m->op == UB_SES_OP_WRITE ? s->cma.read(m->cma_pid, a + o, &iov, 1)
-                                          : s->cma.write(m->cma_pid, a + o, &iov, 1);
+        int rc = m->op == UB_SES_OP_READ ? s->cma.write(m->cma_pid, m->cma_seg[2 * i] + o, &iov, 1)
+                                         : s->cma.read(m->cma_pid, m->cma_seg[2 * i] + o, &iov, 1);
         if (rc)
             return rc;
-        local += k;
         off += k;
         n -= k;
-        pos += l;
     }
     return 0;
 }
@@ -214,7 +240,7 @@ static void cma_end(struct ub__tl *s, struct ub__cmajob *j, uint8_t rc, int err,
     if (rc == UB_SES_RC_CMA_EXPIRED)
         s->st.cma_expired++;
     if (rc == UB_SES_RC_OK) {
-        if (m->jfr && m->rb) /* WRITE_IMM: its record, after the data */
+        if (m->jfr && m->rb) /* SEND, WRITE_IMM: the record, after the data */
             ub__tgt_deliver_recv(s, m, now);
         s->st.executed++;
         s->st.cma_done++;
@@ -231,17 +257,22 @@ bool ub__ses_cma_pump(struct ub__tl *s, uint64_t now)
     while (!ub__list_empty(&s->cmaq) && budget) {
         struct ub__cmajob *j = UB_CONTAINER_OF(s->cmaq.next, struct ub__cmajob, link);
         struct ub__rxmsg *m = j->m;
-        uint32_t need = m->op == UB_SES_OP_WRITE ? UB_ACCESS_WRITE : UB_ACCESS_READ;
-        ub_seg *seg = NULL;
-        /* Every chunk: a segment unregistered meanwhile is never touched again. */
-        uint8_t rc = ub__tgt_seg_check(s->ctx, m->key, m->mkey, need, m->addr, m->len, &seg);
+        uint8_t rc = UB_SES_RC_OK;
+        uint8_t *base = NULL; /* a message: into its receive buffer */
+        if (m->op != UB_SES_OP_SEND) {
+            uint32_t need = m->op == UB_SES_OP_WRITE ? UB_ACCESS_WRITE : UB_ACCESS_READ;
+            ub_seg *seg = NULL;
+            /* Every chunk: a segment unregistered meanwhile is never touched again. */
+            rc = ub__tgt_seg_check(s->ctx, m->key, m->mkey, need, m->addr, m->len, &seg);
+            if (rc == UB_SES_RC_OK)
+                base = seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr);
+        }
         if (rc == UB_SES_RC_OK && s->cma.clock(s->cma.arg) >= m->cma_until)
             rc = UB_SES_RC_CMA_EXPIRED; /* the initiator may have given up: copy nothing more */
         int err = 0;
         if (rc == UB_SES_RC_OK && j->off < m->len) {
             uint64_t n = UB_MIN(UB_MIN((uint64_t)UB_SES_CMA_CHUNK, m->len - j->off), budget);
-            uint8_t *local = seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr) + j->off;
-            err = cma_copy(s, m, local, j->off, n);
+            err = cma_copy(s, m, base, j->off, n);
             if (!err) {
                 j->off += n;
                 budget -= n;

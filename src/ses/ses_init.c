@@ -376,6 +376,28 @@ static bool sges_ok(ub_context *ctx, const struct ub_wr *wr, bool sink)
     return true;
 }
 
+/* The one-off token a rendezvous message's READ must present. */
+static void rndv_token(struct ub__tl *s, struct ub__wr *w)
+{
+    do
+        w->rndv_token = ub__rng_next(&s->eng->rng);
+    while (!w->rndv_token);
+    s->st.rndv_sent++;
+}
+
+/* An untagged message goes whole (single copy, or packets) or, past eager_max, as an eager
+ * part whose rest the target READs (rendezvous). */
+static void send_shape(struct ub__tl *s, struct ub__wr *w)
+{
+    w->ses_op = w->deferrable ? UB_SES_OP_DEFER_SEND : UB_SES_OP_SEND;
+    w->eager = 0;
+    if (!w->cma && w->len > s->eager_max) {
+        w->ses_op = UB_SES_OP_RNDV_SEND;
+        w->eager = s->eager_max;
+        rndv_token(s, w);
+    }
+}
+
 int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
 {
     ub_context *ctx = jfs->ctx;
@@ -488,13 +510,9 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
         break;
     case UB_OP_SEND:
     case UB_OP_SEND_IMM:
-        /* Untagged messages are deferrable unless the JFS asked for blind RNR retries. */
+        /* Untagged messages are deferrable unless the JFS asked for blind RNR retries; their
+         * shape (send_shape) waits for the choice of single copy below. */
         w->deferrable = !(jfs->attr.flags & UB_JFS_F_RNR_RETRY);
-        w->ses_op = w->deferrable ? UB_SES_OP_DEFER_SEND : UB_SES_OP_SEND;
-        if (len > s->eager_max) { /* rendezvous: an eager part, the target READs the rest */
-            w->ses_op = UB_SES_OP_RNDV_SEND;
-            w->eager = s->eager_max;
-        }
         break;
     case UB_OP_TSEND:
         /* Small: eager (an unmatched one is buffered at the target). Large: rendezvous (an
@@ -516,12 +534,6 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
     }
     if (op == UB_OP_WRITE_IMM || op == UB_OP_SEND_IMM)
         w->imm = wr->imm_data;
-    if (w->eager) {
-        do
-            w->rndv_token = ub__rng_next(&s->eng->rng);
-        while (!w->rndv_token);
-        s->st.rndv_sent++;
-    }
 
     struct ub__ostream *os = ostream_get(s, jfs, &w->dst);
     if (!os) {
@@ -555,11 +567,14 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
     os->next_seq++;
     os->outstanding++;
     w->os = os;
-    /* Large RMA to a shm peer: one copy, by the target. */
-    w->cma = (op == UB_OP_WRITE || op == UB_OP_WRITE_IMM || op == UB_OP_READ) &&
-             ub__ses_cma_choose(s, w);
+    /* Large RMA or a large untagged message to a shm peer: one copy, by the target. */
+    w->cma = ub__ses_cma_choose(s, w);
     if (w->cma)
         s->st.cma_reqs++;
+    if (op == UB_OP_SEND || op == UB_OP_SEND_IMM)
+        send_shape(s, w);
+    else if (w->eager)
+        rndv_token(s, w);
     if (pend_put(s, os, w)) {
         ostream_put(os);
         w->os = NULL;
@@ -1086,6 +1101,8 @@ void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         w->cma = false;
         if (w->os)
             w->os->no_cma = true;
+        if (w->opcode == UB_OP_SEND || w->opcode == UB_OP_SEND_IMM)
+            send_shape(s, w); /* packets: whole, or rendezvous past eager_max */
         s->st.cma_fallbacks++;
         restart(s, w, now);
         return;

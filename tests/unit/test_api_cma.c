@@ -1,9 +1,11 @@
 /*
- * Single copy (cross-memory attach) for large RMA between two processes over shm://:
- * 64 MiB WRITE and READ copied once by the target (counters prove the path, data is
+ * Single copy (cross-memory attach) for large RMA and messages between two processes over
+ * shm://: 64 MiB WRITE and READ copied once by the target (counters prove the path, data is
  * verified, bandwidth printed next to the packet path on the same size), WRITE_IMM and
- * several SGEs, protection (bad token, out of bounds, revoked segment) touching no memory,
- * fallback to packets when either side turns single copy off, small transfers on packets.
+ * several SGEs, SEND_IMM into a receive buffer of two elements (also deferred until the
+ * buffer is posted, and too long for it), protection (bad token, out of bounds, revoked
+ * segment) touching no memory, fallback to packets when either side turns single copy off,
+ * small transfers on packets.
  * Skipped when the kernel does not let this process reach its child (ptrace policy).
  */
 #define _GNU_SOURCE
@@ -21,13 +23,31 @@ static uint64_t probe_word = 0x5eed5eed5eedull;
 
 /* Commands to the target process, and its answer. */
 struct cmd {
-    char op; /* f: fill, c: check, s: stats, i: WRITE_IMM record, u: unregister, q: quit */
+    char op; /* f: fill, c: check, s: stats, i: WRITE_IMM record, r: post a receive buffer,
+              * m: a message's record, u: unregister, q: quit */
     uint32_t off, len, seed;
 };
 struct answer {
     int32_t ok;
+    uint32_t status, len; /* i, m: the record's */
     uint64_t cma_done, cma_bytes, cma_refused, imm;
 };
+
+/* Waits for one record of opcode op: a->ok when it came, succeeded and is op. */
+static void take_record(ub_jfc *jfc, enum ub_cr_opcode op, struct answer *a)
+{
+    struct ub_cr cr;
+    a->ok = 0;
+    for (uint64_t end = t_now() + N_WAIT_NS; t_now() < end;) {
+        if (ub_poll_jfc(jfc, 1, &cr) == 1) {
+            a->ok = cr.status == UB_CR_SUCCESS && cr.opcode == op;
+            a->status = (uint32_t)cr.status;
+            a->len = cr.length;
+            a->imm = (cr.flags & UB_CR_F_IMM) ? cr.imm_data : 0;
+            return;
+        }
+    }
+}
 
 static void target_main(const char *boot, uint32_t cma_min)
 {
@@ -83,15 +103,18 @@ static void target_main(const char *boot, uint32_t cma_min)
             a.ok = memcmp(mem + c.off, exp, c.len) == 0;
             free(exp);
         } else if (c.op == 'i') {
-            struct ub_cr cr;
-            a.ok = 0;
-            for (uint64_t end = t_now() + N_WAIT_NS; t_now() < end;) {
-                if (ub_poll_jfc(jfc, 1, &cr) == 1) {
-                    a.ok = cr.status == UB_CR_SUCCESS && cr.opcode == UB_CR_OP_RECV_WRITE_IMM;
-                    a.imm = cr.imm_data;
-                    break;
-                }
-            }
+            take_record(jfc, UB_CR_OP_RECV_WRITE_IMM, &a);
+        } else if (c.op == 'm') {
+            take_record(jfc, UB_CR_OP_RECV, &a);
+        } else if (c.op == 'r') { /* two elements side by side, split off the middle */
+            uint32_t l0 = c.len / 3;
+            struct ub_sge sg[2] = {{mem + c.off, l0, seg}, {mem + c.off + l0, c.len - l0, seg}};
+            struct ub_rwr rw;
+            memset(&rw, 0, sizeof(rw));
+            rw.user_ctx = 100 + c.off;
+            rw.sge = sg;
+            rw.num_sge = 2;
+            a.ok = ub_post_recv(ub_jetty_jfr(jetty), &rw, NULL) == 0;
         } else if (c.op == 'u') {
             a.ok = ub_seg_unregister(seg) == 0;
         }
@@ -203,6 +226,28 @@ static void finish_run(struct run *r)
     free(r->mem);
 }
 
+static struct ub_context_stats stats(struct run *r)
+{
+    struct ub_context_stats st;
+    assert_int_equal(ub_context_stats(r->ctx, &st), 0);
+    return st;
+}
+
+/* Waits for the record of the request posted last (user_ctx 77); returns its status. */
+static int wait_record(struct run *r)
+{
+    struct ub_cr cr;
+    for (uint64_t end = t_now() + C_WAIT;;) {
+        if (ub_poll_jfc(r->jfc, 1, &cr) == 1)
+            break;
+        ub_progress(r->ctx);
+        if (t_now() > end)
+            fail_msg("no completion");
+    }
+    assert_int_equal(cr.user_ctx, 77);
+    return (int)cr.status;
+}
+
 /* Posts one RMA and waits for its record; returns the status, *sec the time it took. */
 static int rma(struct run *r, enum ub_opcode op, struct ub_sge *sg, uint32_t nsge, ub_tseg *ts,
                uint64_t raddr, double *sec)
@@ -214,28 +259,46 @@ static int rma(struct run *r, enum ub_opcode op, struct ub_sge *sg, uint32_t nsg
         wr.tjetty = r->tj;
         wr.imm_data = 0xabcdef;
     }
-    struct ub_wr *bad = NULL;
     uint64_t t0 = t_now();
-    assert_int_equal(ub_post_jetty_send(r->jetty, &wr, &bad), 0);
-    struct ub_cr cr;
-    for (uint64_t end = t0 + C_WAIT;;) {
-        if (ub_poll_jfc(r->jfc, 1, &cr) == 1)
-            break;
-        ub_progress(r->ctx);
-        if (t_now() > end)
-            fail_msg("no completion for %d", (int)op);
-    }
+    assert_int_equal(ub_post_jetty_send(r->jetty, &wr, NULL), 0);
+    int st = wait_record(r);
     if (sec)
         *sec = (double)(t_now() - t0) / 1e9;
-    assert_int_equal(cr.user_ctx, 77);
-    return (int)cr.status;
+    return st;
 }
 
-static struct ub_context_stats stats(struct run *r)
+/* Posts a SEND_IMM of sg[0..nsge) to the target's jetty (its record: wait_record). */
+static void post_msg(struct run *r, struct ub_sge *sg, uint32_t nsge)
 {
-    struct ub_context_stats st;
-    assert_int_equal(ub_context_stats(r->ctx, &st), 0);
-    return st;
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = UB_OP_SEND_IMM;
+    wr.flags = UB_WR_COMPLETE;
+    wr.user_ctx = 77;
+    wr.sge = sg;
+    wr.num_sge = nsge;
+    wr.tjetty = r->tj;
+    wr.imm_data = 0x5e5d;
+    assert_int_equal(ub_post_jetty_send(r->jetty, &wr, NULL), 0);
+}
+
+/* Four 4 KiB messages, on packets (below the threshold), into the target's four 4 KiB
+ * buffers: the larger ones posted next are the only ones left. */
+static void fill_small_buffers(struct run *r)
+{
+    uint64_t reqs = stats(r).cma_reqs;
+    for (uint32_t i = 0; i < 4; i++) {
+        t_fill(r->mem, 4096, 20 + i);
+        struct ub_sge sg = {r->mem, 4096, r->seg};
+        post_msg(r, &sg, 1);
+        assert_int_equal(wait_record(r), UB_CR_SUCCESS);
+        struct answer a = ask(r, 'm', 0, 0, 0);
+        assert_true(a.ok);
+        assert_int_equal(a.len, 4096);
+        assert_int_equal(a.imm, 0x5e5d);
+        assert_true(ask(r, 'c', C_BIG + i * 4096u, 4096, 20 + i).ok);
+    }
+    assert_int_equal(stats(r).cma_reqs, reqs);
 }
 
 /* Skips unless single copy toward the child works here. */
@@ -357,6 +420,64 @@ static void test_cma_sgl_imm_small(void **state)
     finish_run(&r);
 }
 
+/* An untagged message of 3 MiB from two SGEs into a receive buffer of two elements: one
+ * copy, by the target, once the buffer is there; too long for its buffer: refused. */
+static void test_cma_send(void **state)
+{
+    (void)state;
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    spawn(&r, 0);
+    if (skip_unless_cma(&r))
+        return;
+    open_side(&r, 0);
+    fill_small_buffers(&r);
+    struct ub_context_stats s0 = stats(&r);
+    struct answer a0 = ask(&r, 's', 0, 0, 0);
+    uint32_t len = (3u << 20) + 5, l0 = 1000003;
+    uint8_t *src = malloc(len);
+    assert_non_null(src);
+    t_fill(src, len, 21);
+    memcpy(r.mem + (8u << 20), src, l0);
+    memcpy(r.mem + (16u << 20), src + l0, len - l0);
+    struct ub_sge sg[2] = {{r.mem + (8u << 20), l0, r.seg}, {r.mem + (16u << 20), len - l0, r.seg}};
+    assert_true(ask(&r, 'r', 0, len, 0).ok);
+    post_msg(&r, sg, 2);
+    assert_int_equal(wait_record(&r), UB_CR_SUCCESS);
+    struct answer a = ask(&r, 'm', 0, 0, 0);
+    assert_true(a.ok);
+    assert_int_equal(a.len, len);
+    assert_int_equal(a.imm, 0x5e5d);
+    assert_true(ask(&r, 'c', 0, len, 21).ok);
+    assert_int_equal(a.cma_done - a0.cma_done, 1);
+    assert_int_equal(a.cma_bytes - a0.cma_bytes, len);
+    struct ub_context_stats s1 = stats(&r);
+    assert_int_equal(s1.cma_reqs - s0.cma_reqs, 1);
+    assert_true(s1.tx_shm_pkts - s0.tx_shm_pkts < 8); /* the request and its response */
+    /* Sent before the target has a buffer: deferred, then copied once it is posted. */
+    post_msg(&r, sg, 2);
+    struct ub_cr cr;
+    for (int i = 0; i < 100; i++) { /* no record while it waits for the buffer */
+        assert_int_equal(ub_poll_jfc(r.jfc, 1, &cr), 0);
+        ub_progress(r.ctx);
+    }
+    assert_true(ask(&r, 'r', 0, len, 0).ok);
+    assert_int_equal(wait_record(&r), UB_CR_SUCCESS);
+    a = ask(&r, 'm', 0, 0, 0);
+    assert_true(a.ok);
+    assert_int_equal(a.len, len);
+    assert_true(ask(&r, 'c', 0, len, 21).ok);
+    /* Too long for the buffer posted: nothing copied, both sides told. */
+    assert_true(ask(&r, 'r', 0, 65536, 0).ok);
+    post_msg(&r, sg, 2);
+    assert_int_equal(wait_record(&r), UB_CR_REM_LEN_ERR);
+    a = ask(&r, 'm', 0, 0, 0);
+    assert_int_equal(a.status, UB_CR_LOC_LEN_ERR);
+    assert_int_equal(a.cma_bytes - a0.cma_bytes, 2ull * len);
+    free(src);
+    finish_run(&r);
+}
+
 /* Bad token, out of bounds, revoked segment: refused by the target, no memory touched. */
 static void test_cma_protection(void **state)
 {
@@ -431,6 +552,36 @@ static void test_cma_fallback_target_off(void **state)
     finish_run(&r);
 }
 
+/* The target has single copy off: a large message is refused once and sent again as an
+ * eager part and a rendezvous READ. */
+static void test_cma_send_fallback(void **state)
+{
+    (void)state;
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    spawn(&r, UB_CMA_OFF);
+    if (skip_unless_cma(&r))
+        return;
+    open_side(&r, 0);
+    fill_small_buffers(&r);
+    uint32_t len = 1u << 20;
+    t_fill(r.mem, len, 22);
+    struct ub_sge sg = {r.mem, len, r.seg};
+    assert_true(ask(&r, 'r', C_BIG - len, len, 0).ok);
+    post_msg(&r, &sg, 1);
+    assert_int_equal(wait_record(&r), UB_CR_SUCCESS);
+    struct answer a = ask(&r, 'm', 0, 0, 0);
+    assert_true(a.ok);
+    assert_int_equal(a.len, len);
+    assert_true(ask(&r, 'c', C_BIG - len, len, 22).ok);
+    struct ub_context_stats s = stats(&r);
+    assert_int_equal(s.cma_reqs, 1);
+    assert_int_equal(s.cma_fallbacks, 1);
+    assert_int_equal(a.cma_refused, 1);
+    assert_int_equal(a.cma_bytes, 0);
+    finish_run(&r);
+}
+
 /* SOFTUB_CMA=0 in the initiator: never asks, packets only. */
 static void test_cma_env_off(void **state)
 {
@@ -455,9 +606,10 @@ static void test_cma_env_off(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cma_big),        cmocka_unit_test(test_cma_sgl_imm_small),
-        cmocka_unit_test(test_cma_protection), cmocka_unit_test(test_cma_fallback_target_off),
-        cmocka_unit_test(test_cma_env_off),
+        cmocka_unit_test(test_cma_big),           cmocka_unit_test(test_cma_sgl_imm_small),
+        cmocka_unit_test(test_cma_protection),    cmocka_unit_test(test_cma_fallback_target_off),
+        cmocka_unit_test(test_cma_env_off),       cmocka_unit_test(test_cma_send),
+        cmocka_unit_test(test_cma_send_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
