@@ -24,6 +24,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
+TAG=compare
 BUILD=${BUILD_DIR:-$ROOT/build-bench}
 QUICK=${QUICK:-0}
 OUT=${OUT:-}
@@ -33,6 +35,7 @@ PGO=${PGO:-1}
 WORK=$(mktemp -d /tmp/softub-compare.XXXXXX)
 HOST=127.0.0.1
 PORT_BASE=$((20000 + ($$ % 2000) * 10))
+NEXT_PORT=$PORT_BASE
 
 if [ "$QUICK" = 1 ]; then
     LAT_N=2000 BW64_N=500 BW1M_N=50 RATE_N=20000 FI_N=1000
@@ -53,21 +56,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log() { printf '%s\n' "$*" >&2; }
 
 # ---- dependencies ---------------------------------------------------------------------
-install_pkgs() {
-    local sudo=()
-    if [ "$(id -u)" != 0 ]; then
-        if command -v sudo >/dev/null; then sudo=(sudo); else
-            log "compare: not root and no sudo: cannot install $*"
-            return 1
-        fi
-    fi
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >&2 ||
-        { "${sudo[@]}" apt-get update >&2 && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-            apt-get install -y --no-install-recommends "$@" >&2; }
-}
 need=()
 command -v ucx_perftest >/dev/null || need+=(ucx-utils)
 command -v fi_pingpong >/dev/null || need+=(libfabric-bin)
@@ -89,52 +79,6 @@ if [ "$PGO" = 1 ]; then
     PERF=$(BUILD_DIR="$ROOT/build-pgo" bash "$ROOT/bench/pgo.sh")
 fi
 RAW=$BUILD/bench/raw_udp_pingpong
-
-# ---- server/client pairs ---------------------------------------------------------------
-# Waits (bounded: 10 s) until something listens on port (tcp or udp).
-wait_port() {
-    local port=$1 proto=$2 i
-    for ((i = 0; i < 200; i++)); do
-        if ss -Hln"${proto:0:1}" "sport = :$port" 2>/dev/null | grep -q .; then
-            return 0
-        fi
-        sleep 0.05
-    done
-    return 1
-}
-
-NEXT_PORT=$PORT_BASE
-# pair NAME PROTO SERVER_CMD... -- CLIENT_CMD...   (the word PORT is replaced by a fresh port)
-# The client's stdout goes to $WORK/NAME.out; returns non-zero if the pair failed.
-pair() {
-    local name=$1 proto=$2
-    shift 2
-    local port=$NEXT_PORT
-    NEXT_PORT=$((NEXT_PORT + 1))
-    local srv=() cli=() in_cli=0 a
-    for a in "$@"; do
-        if [ "$a" = -- ]; then in_cli=1; continue; fi
-        a=${a//PORT/$port}
-        if [ $in_cli = 1 ]; then cli+=("$a"); else srv+=("$a"); fi
-    done
-    timeout "$T" "${srv[@]}" >"$WORK/$name.srv" 2>&1 &
-    local spid=$!
-    SERVER_PIDS+=("$spid")
-    if ! wait_port "$port" "$proto"; then
-        log "compare: $name: server did not come up"
-        kill "$spid" 2>/dev/null || true
-        return 1
-    fi
-    local rc=0
-    timeout "$T" "${cli[@]}" >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
-    if [ $rc != 0 ]; then
-        log "compare: $name: client failed ($rc): $(tail -n 2 "$WORK/$name.err" | tr '\n' ' ')"
-    fi
-    sleep 0.2
-    kill "$spid" 2>/dev/null || true
-    wait "$spid" 2>/dev/null || true
-    return $rc
-}
 
 # Result store: R[transport.metric] = the values of every round; get prints their median
 # ("-" when none was measured; fi_pingpong's averages keep their "*").

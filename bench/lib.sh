@@ -34,3 +34,68 @@ scratch_dir() {
     WORK=$(mktemp -d "/tmp/softub-$1.XXXXXX")
     trap 'rm -rf "$WORK"' EXIT
 }
+
+# ---- server/client pairs (compare.sh, sweep.sh) -----------------------------------------
+# The caller sets TAG (its name in messages), WORK (outputs), T (seconds per pair),
+# NEXT_PORT (the first port to use) and SERVER_PIDS=() (killed by its exit trap).
+
+log() { printf '%s\n' "$*" >&2; }
+
+# install_pkgs PKG...: Debian packages, as root or through sudo.
+install_pkgs() {
+    local sudo=()
+    if [ "$(id -u)" != 0 ]; then
+        if command -v sudo >/dev/null; then sudo=(sudo); else
+            log "$TAG: not root and no sudo: cannot install $*"
+            return 1
+        fi
+    fi
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >&2 ||
+        { "${sudo[@]}" apt-get update >&2 && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y --no-install-recommends "$@" >&2; }
+}
+
+# Waits (bounded: 10 s) until something listens on port (tcp or udp).
+wait_port() {
+    local port=$1 proto=$2 i
+    for ((i = 0; i < 200; i++)); do
+        if ss -Hln"${proto:0:1}" "sport = :$port" 2>/dev/null | grep -q .; then
+            return 0
+        fi
+        sleep 0.05
+    done
+    return 1
+}
+
+# pair NAME PROTO SERVER_CMD... -- CLIENT_CMD...   (the word PORT is replaced by a fresh port)
+# The client's stdout goes to $WORK/NAME.out; returns non-zero if the pair failed.
+pair() {
+    local name=$1 proto=$2
+    shift 2
+    local port=$NEXT_PORT
+    NEXT_PORT=$((NEXT_PORT + 1))
+    local srv=() cli=() in_cli=0 a
+    for a in "$@"; do
+        if [ "$a" = -- ]; then in_cli=1; continue; fi
+        a=${a//PORT/$port}
+        if [ $in_cli = 1 ]; then cli+=("$a"); else srv+=("$a"); fi
+    done
+    timeout "$T" "${srv[@]}" >"$WORK/$name.srv" 2>&1 &
+    local spid=$!
+    SERVER_PIDS+=("$spid")
+    if ! wait_port "$port" "$proto"; then
+        log "$TAG: $name: server did not come up"
+        kill "$spid" 2>/dev/null || true
+        return 1
+    fi
+    local rc=0
+    timeout "$T" "${cli[@]}" >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+    if [ $rc != 0 ]; then
+        log "$TAG: $name: client failed ($rc): $(tail -n 2 "$WORK/$name.err" | tr '\n' ' ')"
+    fi
+    sleep 0.2
+    kill "$spid" 2>/dev/null || true
+    wait "$spid" 2>/dev/null || true
+    return $rc
+}
+
