@@ -65,7 +65,7 @@
 #define UB_SHM_DEFAULT_SLOTS 512
 #define UB_SHM_MIN_SLOTS     2
 #define UB_SHM_MAX_SLOTS     65536 /* a power of two */
-#define UB_SHM_DEFAULT_MTU   4096  /* the engine's default */
+#define UB_SHM_DEFAULT_MTU   4224  /* a 4 KiB payload and its headers in one datagram */
 #define UB_SHM_MIN_MTU       64
 #define UB_SHM_MAX_MTU       65536
 #define UB_SHM_DEFAULT_PEERS 64
