@@ -568,7 +568,7 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
     os->outstanding++;
     w->os = os;
     /* Large RMA or a large untagged message to a shm peer: one copy, by the target. */
-    w->cma = ub__ses_cma_choose(s, w);
+    w->cma = w->len >= s->cma_min && ub__ses_cma_choose(s, w);
     if (w->cma)
         s->st.cma_reqs++;
     if (op == UB_OP_SEND || op == UB_OP_SEND_IMM)
