@@ -259,7 +259,10 @@ bool ub__ses_cma_pump(struct ub__tl *s, uint64_t now)
         struct ub__rxmsg *m = j->m;
         uint8_t rc = UB_SES_RC_OK;
         uint8_t *base = NULL; /* a message: into its receive buffer */
-        if (m->op != UB_SES_OP_SEND) {
+        if (m->op == UB_SES_OP_SEND) {
+            if (!m->rb) /* its JFR was destroyed meanwhile (ub__ses_jfr_flush) */
+                rc = UB_SES_RC_CANCELLED;
+        } else {
             uint32_t need = m->op == UB_SES_OP_WRITE ? UB_ACCESS_WRITE : UB_ACCESS_READ;
             ub_seg *seg = NULL;
             /* Every chunk: a segment unregistered meanwhile is never touched again. */
