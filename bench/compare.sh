@@ -45,17 +45,7 @@ else
     ROUNDS=${ROUNDS:-5}
 fi
 
-SERVER_PIDS=()
-cleanup() {
-    local p
-    for p in "${SERVER_PIDS[@]}"; do
-        kill "$p" 2>/dev/null || true
-    done
-    wait 2>/dev/null || true
-    if [ "${KEEP:-0}" = 1 ]; then log "compare: raw outputs kept in $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-
+pairs_init
 
 # ---- dependencies ---------------------------------------------------------------------
 need=()

@@ -36,10 +36,25 @@ scratch_dir() {
 }
 
 # ---- server/client pairs (compare.sh, sweep.sh) -----------------------------------------
-# The caller sets TAG (its name in messages), WORK (outputs), T (seconds per pair),
-# NEXT_PORT (the first port to use) and SERVER_PIDS=() (killed by its exit trap).
+# The caller sets TAG (its name in messages), WORK (outputs), T (seconds per pair) and
+# NEXT_PORT (the first port to use), then calls pairs_init.
 
 log() { printf '%s\n' "$*" >&2; }
+
+# pairs_init: no servers yet; at exit the ones left are killed and WORK is removed (KEEP=1
+# keeps it).
+pairs_init() {
+    SERVER_PIDS=()
+    trap pairs_cleanup EXIT
+}
+pairs_cleanup() {
+    local p
+    for p in "${SERVER_PIDS[@]}"; do
+        kill "$p" 2>/dev/null || true
+    done
+    wait 2>/dev/null || true
+    if [ "${KEEP:-0}" = 1 ]; then log "$TAG: outputs kept in $WORK"; else rm -rf "$WORK"; fi
+}
 
 # install_pkgs PKG...: Debian packages, as root or through sudo.
 install_pkgs() {

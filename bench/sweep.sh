@@ -33,16 +33,7 @@ PLOT_DIR=${PLOT_DIR:-/tmp/softub-sweep}
 HOST=127.0.0.1
 WORK=$(mktemp -d /tmp/softub-sweep.XXXXXX)
 NEXT_PORT=$((22000 + ($$ % 2000) * 10))
-SERVER_PIDS=()
-cleanup() {
-    local p
-    for p in "${SERVER_PIDS[@]}"; do
-        kill "$p" 2>/dev/null || true
-    done
-    wait 2>/dev/null || true
-    if [ "${KEEP:-0}" = 1 ]; then log "sweep: outputs kept in $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
+pairs_init
 
 need=()
 command -v ucx_perftest >/dev/null || need+=(ucx-utils)

@@ -312,6 +312,18 @@ static bool skip_unless_cma(struct run *r)
     return true;
 }
 
+/* A run with its target spawned (single copy from target_cma_min there) and this side open
+ * (from cma_min); false when single copy cannot work here: the test is skipped. */
+static bool start(struct run *r, uint32_t target_cma_min, uint32_t cma_min)
+{
+    memset(r, 0, sizeof(*r));
+    spawn(r, target_cma_min);
+    if (skip_unless_cma(r))
+        return false;
+    open_side(r, cma_min);
+    return true;
+}
+
 /* 64 MiB WRITE then READ, once single copy and once as packets; returns nothing. */
 static void big_pair(struct run *r, bool cma, double *wsec, double *rsec)
 {
@@ -341,11 +353,8 @@ static void test_cma_big(void **state)
 {
     (void)state;
     struct run r;
-    memset(&r, 0, sizeof(r));
-    spawn(&r, 0);
-    if (skip_unless_cma(&r))
+    if (!start(&r, 0, 0))
         return;
-    open_side(&r, 0);
     double cw, cr, pw, pr;
     struct answer a0 = ask(&r, 's', 0, 0, 0);
     big_pair(&r, true, &cw, &cr);
@@ -370,11 +379,8 @@ static void test_cma_sgl_imm_small(void **state)
 {
     (void)state;
     struct run r;
-    memset(&r, 0, sizeof(r));
-    spawn(&r, 0);
-    if (skip_unless_cma(&r))
+    if (!start(&r, 0, 0))
         return;
-    open_side(&r, 0);
     struct ub_context_stats s0 = stats(&r);
     t_fill(r.mem, 1u << 20, 5);
     struct ub_sge sg = {r.mem, 1u << 20, r.seg};
@@ -426,11 +432,8 @@ static void test_cma_send(void **state)
 {
     (void)state;
     struct run r;
-    memset(&r, 0, sizeof(r));
-    spawn(&r, 0);
-    if (skip_unless_cma(&r))
+    if (!start(&r, 0, 0))
         return;
-    open_side(&r, 0);
     fill_small_buffers(&r);
     struct ub_context_stats s0 = stats(&r);
     struct answer a0 = ask(&r, 's', 0, 0, 0);
@@ -483,11 +486,8 @@ static void test_cma_protection(void **state)
 {
     (void)state;
     struct run r;
-    memset(&r, 0, sizeof(r));
-    spawn(&r, 0);
-    if (skip_unless_cma(&r))
+    if (!start(&r, 0, 0))
         return;
-    open_side(&r, 0);
     ask(&r, 'f', 0, C_TMEM, 9);
     ub_tseg *bad;
     assert_int_equal(ub_seg_import(r.ctx, r.desc + 64, 64, C_TOKEN + 1, &bad), 0);
@@ -525,11 +525,8 @@ static void test_cma_fallback_target_off(void **state)
 {
     (void)state;
     struct run r;
-    memset(&r, 0, sizeof(r));
-    spawn(&r, UB_CMA_OFF);
-    if (skip_unless_cma(&r))
+    if (!start(&r, UB_CMA_OFF, 0))
         return;
-    open_side(&r, 0);
     t_fill(r.mem, 8u << 20, 12);
     struct ub_sge sg = {r.mem, 8u << 20, r.seg};
     assert_int_equal(rma(&r, UB_OP_WRITE, &sg, 1, r.ts, r.base, NULL), UB_CR_SUCCESS);
@@ -558,11 +555,8 @@ static void test_cma_send_fallback(void **state)
 {
     (void)state;
     struct run r;
-    memset(&r, 0, sizeof(r));
-    spawn(&r, UB_CMA_OFF);
-    if (skip_unless_cma(&r))
+    if (!start(&r, UB_CMA_OFF, 0))
         return;
-    open_side(&r, 0);
     fill_small_buffers(&r);
     uint32_t len = 1u << 20;
     t_fill(r.mem, len, 22);
