@@ -133,12 +133,20 @@ static void input_one(struct ub__engine *e, struct ub__pkt *p, uint64_t now)
         e->stats.rx_delivered++;
         return;
     }
-    /* The link path's usual request (a shm ping-pong's every message): PDS's and the
-     * transaction layer's checks on the fields it needs, without the general parse. */
-    struct ub__wire_link_req r;
-    if (p->len && p->data[0] == UB_WIRE_LINK_BYTE0 && ub__wire_link_req(&r, p->data, p->len)) {
-        e->stats.rx_delivered += (uint64_t)ub__pds_input_link_req(e->pds, p, &r, now);
-        return;
+    /* The link path's usual request and response (a shm ping-pong's every message and its
+     * answer): PDS's and the transaction layer's checks on the fields they need, without the
+     * general parse. */
+    if (p->len && p->data[0] == UB_WIRE_LINK_BYTE0) {
+        struct ub__wire_link_req r;
+        struct ub__wire_link_rsp a;
+        if (ub__wire_link_req(&r, p->data, p->len)) {
+            e->stats.rx_delivered += (uint64_t)ub__pds_input_link_req(e->pds, p, &r, now);
+            return;
+        }
+        if (ub__wire_link_rsp(&a, p->data, p->len)) {
+            e->stats.rx_delivered += (uint64_t)ub__pds_input_link_rsp(e->pds, p, &a, now);
+            return;
+        }
     }
     int rc = ub__wire_parse_datagram(&d, p->data, p->len, 0);
     if (rc) {

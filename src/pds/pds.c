@@ -198,6 +198,11 @@ void ub__pds_set_link_req(struct ub__pds *pds, ub__pds_link_req_fn fn)
     pds->link_req = fn;
 }
 
+void ub__pds_set_link_rsp(struct ub__pds *pds, ub__pds_link_rsp_fn fn)
+{
+    pds->link_rsp = fn;
+}
+
 uint32_t ub__pds_incarnation(const struct ub__pds *pds)
 {
     return pds->incarnation;

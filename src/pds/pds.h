@@ -238,6 +238,9 @@ struct ub__pds_upcalls {
  * (true) or not (false: it is parsed and delivered as any other). Called with up_arg. */
 typedef bool (*ub__pds_link_req_fn)(void *arg, const struct ub__addr *src,
                                     const struct ub__wire_link_req *r, uint64_t now);
+/* Initiator, optional: the link path's usual response (ub__wire_link_rsp), the same way. */
+typedef bool (*ub__pds_link_rsp_fn)(void *arg, const struct ub__addr *src,
+                                    const struct ub__wire_link_rsp *r, uint64_t now);
 
 struct ub__pds;
 
@@ -275,6 +278,7 @@ void ub__pds_destroy(struct ub__pds *pds, uint64_t now);
 
 void ub__pds_set_upcalls(struct ub__pds *pds, const struct ub__pds_upcalls *up, void *arg);
 void ub__pds_set_link_req(struct ub__pds *pds, ub__pds_link_req_fn fn);
+void ub__pds_set_link_rsp(struct ub__pds *pds, ub__pds_link_rsp_fn fn);
 /*
  * The unloaded RTT to a peer host in ns, when the owner knows it (e.g. from the fabric's
  * topology), 0 if not: it seeds the base RTT of that peer's congestion context (NSCC's
@@ -303,6 +307,9 @@ int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wir
  * take r whole. Consumes it (returns 1). */
 int ub__pds_input_link_req(struct ub__pds *pds, struct ub__pkt *pkt,
                            const struct ub__wire_link_req *r, uint64_t now);
+/* The same for the link path's usual response (ub__wire_link_rsp). */
+int ub__pds_input_link_rsp(struct ub__pds *pds, struct ub__pkt *pkt,
+                           const struct ub__wire_link_rsp *r, uint64_t now);
 
 /*
  * Responses on ACKs, called by the layer above during a deliver upcall of a RUD request.

@@ -249,6 +249,7 @@ struct ub__pds {
     const struct ub__pds_upcalls *up;
     void *up_arg;
     ub__pds_link_req_fn link_req; /* optional, with up_arg */
+    ub__pds_link_rsp_fn link_rsp; /* optional, with up_arg */
     ub__pds_peer_rtt_fn peer_rtt; /* may be NULL */
     void *peer_rtt_arg;
     uint32_t incarnation;

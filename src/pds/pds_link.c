@@ -200,6 +200,15 @@ void ub__pds_on_link(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__
         ub__pds_deliver_nopdc(pds, pkt, d, link_mode(d->pds.u.link.flags), now);
 }
 
+/* A usual request or response the layer above did not take whole: as any other. */
+static void deliver_parsed(struct ub__pds *pds, struct ub__pkt *pkt, uint8_t link_flags,
+                           uint64_t now)
+{
+    struct ub__wire_dgram d; /* cannot fail: a recogniser found the fields in these bytes */
+    if (ub__wire_parse_datagram(&d, pkt->data, pkt->len, 0) == 0)
+        ub__pds_deliver_nopdc(pds, pkt, &d, link_mode(link_flags), now);
+}
+
 int ub__pds_input_link_req(struct ub__pds *pds, struct ub__pkt *pkt,
                            const struct ub__wire_link_req *r, uint64_t now)
 {
@@ -207,8 +216,17 @@ int ub__pds_input_link_req(struct ub__pds *pds, struct ub__pkt *pkt,
         return 1;
     if (pds->link_req && pds->link_req(pds->up_arg, &pkt->addr, r, now))
         return 1;
-    struct ub__wire_dgram d; /* cannot fail: r was found in these bytes */
-    if (ub__wire_parse_datagram(&d, pkt->data, pkt->len, 0) == 0)
-        ub__pds_deliver_nopdc(pds, pkt, &d, link_mode(r->link_flags), now);
+    deliver_parsed(pds, pkt, r->link_flags, now);
+    return 1;
+}
+
+int ub__pds_input_link_rsp(struct ub__pds *pds, struct ub__pkt *pkt,
+                           const struct ub__wire_link_rsp *r, uint64_t now)
+{
+    if (!link_accept(pds, &pkt->addr, true, r->dst_inc, r->ext.incarnation, now))
+        return 1;
+    if (pds->link_rsp && pds->link_rsp(pds->up_arg, &pkt->addr, r, now))
+        return 1;
+    deliver_parsed(pds, pkt, r->link_flags, now);
     return 1;
 }

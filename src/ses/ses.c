@@ -103,6 +103,12 @@ static bool on_link_req(void *arg, const struct ub__addr *src, const struct ub__
     return ub__ses_link_req(arg, src, r, now);
 }
 
+static bool on_link_rsp(void *arg, const struct ub__addr *src, const struct ub__wire_link_rsp *r,
+                        uint64_t now)
+{
+    return ub__ses_link_rsp(arg, src, r, now);
+}
+
 static void on_restarted(void *arg, const struct ub__addr *peer, bool noticed, uint64_t now)
 {
     (void)now;
@@ -157,6 +163,7 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx)
     s->next_stream = (uint16_t)ub__rng_next(&s->eng->rng);
     ub__pds_set_upcalls(s->eng->pds, &ses_upcalls, s);
     ub__pds_set_link_req(s->eng->pds, on_link_req);
+    ub__pds_set_link_rsp(s->eng->pds, on_link_rsp);
     return 0;
 }
 

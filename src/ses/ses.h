@@ -393,7 +393,8 @@ struct ub__ses_stats {
     uint64_t rx_prsp_bad;                /* initiator: packed responses refused whole */
     uint64_t tx_rsp_ack;                 /* target: responses that rode on a PDS ACK */
     uint64_t rx_fast;                    /* target: messages taken whole (fast_send) */
-    uint64_t tx_busy; /* initiator: requests the pump found held back by their peer's budget */
+    uint64_t rx_rsp_fast; /* initiator: link-path responses taken whole (ub__ses_link_rsp) */
+    uint64_t tx_busy;     /* initiator: requests the pump found held back by their peer's budget */
 };
 
 /*
@@ -573,7 +574,21 @@ static inline void ub__ses_wr_release(ub_jfs *jfs, uint16_t idx)
     jfs->free_stack[jfs->nfree++] = idx;
     jfs->used--;
 }
+/* A response (SES header r) to transaction seq of stream, from src, with its payload. */
+struct ub__ses_rsp_in {
+    uint16_t stream;
+    uint32_t seq;
+    const struct ub__ses_rsp_data *r;
+    const struct ub__addr *src;
+    const uint8_t *payload;
+    uint32_t payload_len;
+};
+void ub__ses_rsp_in(struct ub__tl *s, const struct ub__ses_rsp_in *in, uint64_t now);
 void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
+/* The link path's usual response (ub__wire_link_rsp) from src: taken (true) unless the fast
+ * paths are off (SOFTUB_FAST=0: false, it is parsed and delivered as any other). */
+bool ub__ses_link_rsp(struct ub__tl *s, const struct ub__addr *src,
+                      const struct ub__wire_link_rsp *r, uint64_t now);
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now);
 void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now);
 /* dst is gone (a shm peer's process died): every request to it completes PEER_UNREACHABLE. */

@@ -1044,9 +1044,28 @@ void ub__ses_on_rtr(struct ub__tl *s, const struct ub__addr *src, uint64_t token
 void ub__ses_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
 {
     const struct ub__wire_dgram *d = rx->hdr;
-    const struct ub__ses_rsp_data *r = &d->ses.u.rsp_data;
+    struct ub__ses_rsp_in in = {d->ext.stream, d->ext.order_seq, &d->ses.u.rsp_data,
+                                rx->src,       rx->payload,      rx->payload_len};
+    ub__ses_rsp_in(s, &in, now);
+}
+
+bool ub__ses_link_rsp(struct ub__tl *s, const struct ub__addr *src,
+                      const struct ub__wire_link_rsp *r, uint64_t now)
+{
+    if (!s->fast)
+        return false;
+    struct ub__ses_rsp_in in = {r->ext.stream, r->ext.order_seq, &r->rsp,
+                                src,           r->payload,       r->payload_len};
+    s->st.rx_rsp_fast++;
+    ub__ses_rsp_in(s, &in, now);
+    return true;
+}
+
+void ub__ses_rsp_in(struct ub__tl *s, const struct ub__ses_rsp_in *rx, uint64_t now)
+{
+    const struct ub__ses_rsp_data *r = rx->r;
     s->st.rx_rsp_pkts++;
-    struct ub__wr *w = pend_get(s, d->ext.stream, d->ext.order_seq);
+    struct ub__wr *w = pend_get(s, rx->stream, rx->seq);
     if (!w || w->state != WR_ACTIVE || !ub__ses_peer_eq(&w->dst, rx->src)) {
         s->st.rx_stale_rsp++; /* for a request already over: never touch its buffers again */
         return;

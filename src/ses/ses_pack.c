@@ -544,23 +544,11 @@ void ub__ses_pack_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t
         return;
     }
     /* Each record as a packet alone, from the packet's (PDS-verified) source. */
-    struct ub__wire_dgram rd;
-    memset(&rd, 0, sizeof(rd));
-    rd.has_ext = true;
-    rd.ses_kind = UB_PDS_NH_RSP_DATA;
-    rd.ses.kind = UB_PDS_NH_RSP_DATA;
-    rd.ses.ext = UB_SES_EXT_NONE;
-    struct ub__pds_rx one = *rx;
-    one.hdr = &rd;
     for (int i = 0; i < count; i++) {
         const struct ub__ses_prec *rec = &recs[i];
-        rd.ext = rec->ext;
-        rd.ext.incarnation = d->ext.incarnation;
-        rd.ses.u.rsp_data = rec->ses.u.rsp_data; /* kind and (no) extension: set above */
-        rd.payload_len = rec->payload_len;
-        one.payload = rec->payload;
-        one.payload_len = rec->payload_len;
+        struct ub__ses_rsp_in one = {rec->ext.stream, rec->ext.order_seq, &rec->ses.u.rsp_data,
+                                     rx->src,         rec->payload,       rec->payload_len};
         s->st.rx_prsp_recs++;
-        ub__ses_on_rsp(s, &one, now);
+        ub__ses_rsp_in(s, &one, now);
     }
 }

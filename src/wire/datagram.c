@@ -200,6 +200,26 @@ bool ub__wire_link_req(struct ub__wire_link_req *r, const uint8_t *buf, size_t l
     return true;
 }
 
+bool ub__wire_link_rsp(struct ub__wire_link_rsp *r, const uint8_t *buf, size_t len)
+{
+    if (len < UB_PDS_LINK_SIZE + UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE || !link_hdr_ok(buf, len))
+        return false;
+    struct ub__rcur c;
+    ub__rcur_init(&c, buf, len);
+    ub__rcur_skip(&c, UB_PDS_LINK_SIZE);
+    if (ub__ext_decode(&r->ext, &c) != 0 || r->ext.next_hdr != UB_PDS_NH_RSP_DATA ||
+        r->ext.version != 0 || ub__ses_rsp_data_decode(&r->rsp, &c) != 0)
+        return false;
+    size_t pay = ub__rcur_offset(&c);
+    if (len - pay != r->rsp.payload_len)
+        return false;
+    r->dst_inc = ub__ld32(buf + 4);
+    r->link_flags = buf[1] & UB_PDS_LINK_F_MASK;
+    r->payload = buf + pay;
+    r->payload_len = (uint32_t)(len - pay);
+    return true;
+}
+
 int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t len,
                             unsigned flags)
 {

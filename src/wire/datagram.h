@@ -81,6 +81,21 @@ struct ub__wire_link_req {
     uint32_t payload_len; /* == std.request_length */
 };
 bool ub__wire_link_req(struct ub__wire_link_req *r, const uint8_t *buf, size_t len);
+
+/*
+ * The link path's usual response: LINK, a version-0 softub extension (nothing appended, so
+ * neither packed responses nor rendezvous data) naming a response with data, and exactly its
+ * payload. Found as ub__wire_link_req finds a request; fuzz_datagram checks the same way.
+ */
+struct ub__wire_link_rsp {
+    uint32_t dst_inc;
+    uint8_t link_flags;
+    struct ub__ext ext;
+    struct ub__ses_rsp_data rsp;
+    const uint8_t *payload;
+    uint32_t payload_len; /* == rsp.payload_len */
+};
+bool ub__wire_link_rsp(struct ub__wire_link_rsp *r, const uint8_t *buf, size_t len);
 #define UB_WIRE_LINK_BYTE0 0xffu /* a LINK packet's first byte (type 31, next header 15) */
 
 /*

@@ -4,8 +4,8 @@
  * the datagram in order and stay inside it; the headers re-encode to exactly
  * the bytes before the payload; a re-parse of the re-encoded headers plus the
  * same payload agrees; the link path's fast parse and the general one (UB_WIRE_F_GENERAL)
- * give the same result, field for field; whatever ub__wire_link_req takes the general parse
- * takes too, with the same fields.
+ * give the same result, field for field; whatever ub__wire_link_req or ub__wire_link_rsp
+ * takes the general parse takes too, with the same fields.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +33,16 @@ static void one(const uint8_t *data, size_t size, unsigned flags)
         CHECK(memcmp(&r.std, &d.ses.u.std, sizeof(r.std)) == 0);
         CHECK(r.payload == data + d.payload_off && r.payload_len == d.payload_len);
         CHECK(r.payload_len == d.ses.u.std.request_length);
+    }
+    struct ub__wire_link_rsp a;
+    memset(&a, 0xa5, sizeof(a));
+    if (ub__wire_link_rsp(&a, data, size)) {
+        CHECK(rc == 0 && !d.has_tss && d.pds.type == UB_PDS_TYPE_LINK && d.has_ext);
+        CHECK(d.ses_kind == UB_PDS_NH_RSP_DATA && d.ext.version == 0 && d.ext.tail_len == 0);
+        CHECK(a.dst_inc == d.pds.u.link.dst_inc && a.link_flags == d.pds.u.link.flags);
+        CHECK(memcmp(&a.ext, &d.ext, sizeof(a.ext)) == 0);
+        CHECK(memcmp(&a.rsp, &d.ses.u.rsp_data, sizeof(a.rsp)) == 0);
+        CHECK(a.payload == data + d.payload_off && a.payload_len == d.payload_len);
     }
     CHECK(rc == 0 || rc == UB_ETRUNC || rc == UB_EBADMSG);
     if (rc)

@@ -249,6 +249,10 @@ static void test_pingpong_shm_answer_first(void **state)
     assert_true(taken_alone >= turns * 9 / 10);
     assert_true(p.a.ctx->eng.stats.rx_yields + p.b.ctx->eng.stats.rx_yields >= alone);
     assert_true(sends >= turns - 2);
+    /* ... and each side took the responses to its SENDs whole (ub__wire_link_rsp), one a turn. */
+    uint64_t fast = p.a.ctx->ses.st.rx_rsp_fast + p.b.ctx->ses.st.rx_rsp_fast;
+    print_message("%lu responses taken whole\n", (unsigned long)fast);
+    assert_true(fast >= turns * 9 / 10);
     pair_down(&p);
 }
 
