@@ -178,14 +178,23 @@ static UB_ALWAYS_INLINE bool parse_link(struct ub__wire_dgram *d, const uint8_t 
     return true;
 }
 
+/* A LINK header of at least min bytes' datagram and the extension after it (into *x, naming
+ * next header nh), *c left at the SES header: the usual request's and response's first part. */
+static inline bool link_ext(const uint8_t *buf, size_t len, size_t min, uint8_t nh,
+                            struct ub__ext *x, struct ub__rcur *c)
+{
+    if (len < min || !link_hdr_ok(buf, len))
+        return false;
+    ub__rcur_init(c, buf, len);
+    ub__rcur_skip(c, UB_PDS_LINK_SIZE);
+    return ub__ext_decode(x, c) == 0 && x->next_hdr == nh;
+}
+
 bool ub__wire_link_req(struct ub__wire_link_req *r, const uint8_t *buf, size_t len)
 {
-    if (len < UB_PDS_LINK_SIZE + UB_EXT_SIZE + UB_SES_STD_SIZE || !link_hdr_ok(buf, len))
-        return false;
     struct ub__rcur c;
-    ub__rcur_init(&c, buf, len);
-    ub__rcur_skip(&c, UB_PDS_LINK_SIZE);
-    if (ub__ext_decode(&r->ext, &c) != 0 || r->ext.next_hdr != UB_PDS_NH_REQ_STD ||
+    if (!link_ext(buf, len, UB_PDS_LINK_SIZE + UB_EXT_SIZE + UB_SES_STD_SIZE, UB_PDS_NH_REQ_STD,
+                  &r->ext, &c) ||
         ub__ses_std_decode(&r->std, &c) != 0)
         return false;
     const uint8_t whole = UB_SES_F_SOM | UB_SES_F_EOM;
@@ -202,12 +211,9 @@ bool ub__wire_link_req(struct ub__wire_link_req *r, const uint8_t *buf, size_t l
 
 bool ub__wire_link_rsp(struct ub__wire_link_rsp *r, const uint8_t *buf, size_t len)
 {
-    if (len < UB_PDS_LINK_SIZE + UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE || !link_hdr_ok(buf, len))
-        return false;
     struct ub__rcur c;
-    ub__rcur_init(&c, buf, len);
-    ub__rcur_skip(&c, UB_PDS_LINK_SIZE);
-    if (ub__ext_decode(&r->ext, &c) != 0 || r->ext.next_hdr != UB_PDS_NH_RSP_DATA ||
+    if (!link_ext(buf, len, UB_PDS_LINK_SIZE + UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE,
+                  UB_PDS_NH_RSP_DATA, &r->ext, &c) ||
         r->ext.version != 0 || ub__ses_rsp_data_decode(&r->rsp, &c) != 0)
         return false;
     size_t pay = ub__rcur_offset(&c);
