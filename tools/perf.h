@@ -12,7 +12,7 @@
 #include <softub/softub.h>
 
 #define PERF_MAGIC     0x50455246u /* "PERF" */
-#define PERF_VERSION   3u
+#define PERF_VERSION   4u
 #define PERF_MAX_JETTY 64u
 #define PERF_MIN_SWEEP 2u
 #define PERF_MAX_SIZE  (8u << 20)
@@ -49,6 +49,7 @@ struct perf_cfg {
     uint32_t tx_depth;  /* -t */
     uint32_t rx_depth;  /* -r */
     uint32_t post_list; /* -l */
+    uint32_t cq_mod;    /* -Q: bandwidth tests, one completion record every cq_mod requests */
     uint32_t inline_sz; /* -I */
     uint32_t order;     /* 0 NO, 1 RO, 2 SO */
     uint32_t tm;        /* 0 RUD, 1 ROD */
@@ -102,7 +103,8 @@ struct perf_ep {
     uint64_t ctl_seen; /* control flags the peer wrote into ours */
     uint32_t outstanding[PERF_MAX_JETTY];
     uint64_t recvs;     /* receive records seen (RECV, RECV_WRITE_IMM) */
-    uint64_t completed; /* own requests completed (counting cq_mod-covered ones) */
+    uint64_t completed; /* own requests completed (a record counts those it covers, -Q) */
+    uint32_t unsig[PERF_MAX_JETTY]; /* requests posted since the last signalled one (-Q) */
     uint64_t recv_posted;
     uint32_t repost[PERF_MAX_JETTY]; /* receives consumed, to post again at the next poll */
     uint32_t repost_n;               /* the sum of repost[] */

@@ -251,10 +251,15 @@ static void handle(struct perf_ep *e, const struct ub_cr *cr)
         }
         return;
     }
+    /* A request's user_ctx: its jetty, and above bit 32 how many requests its record covers
+     * (itself and the unsignalled ones before it, -Q); an error record covers itself. */
     uint32_t j = (uint32_t)cr->user_ctx;
-    if (j < PERF_MAX_JETTY && e->outstanding[j])
-        e->outstanding[j]--;
-    e->completed++;
+    uint32_t n = (uint32_t)(cr->user_ctx >> 32);
+    if (!n || cr->status != UB_CR_SUCCESS)
+        n = 1;
+    if (j < PERF_MAX_JETTY)
+        e->outstanding[j] -= n < e->outstanding[j] ? n : e->outstanding[j];
+    e->completed += n;
 }
 
 /* The receives handle() left to post again. */
@@ -507,18 +512,43 @@ static void build(struct perf_ep *e, struct ub_wr *wr, struct ub_sge *sg, enum u
         wr->flags |= UB_WR_INLINE;
 }
 
-/* Posts a chain of k requests on jetty j; returns how many it took (0 when full). */
-static int post_ops(struct perf_ep *e, uint32_t j, enum ub_opcode op, uint64_t size, uint32_t k)
+/* Whether the next request on jetty j asks for a record: every cq-th one, and the last of a
+ * run (last). Its record then covers it and the unsignalled ones before it (user_ctx). */
+static bool signal_next(struct perf_ep *e, uint32_t j, uint32_t cq, bool last, struct ub_wr *wr)
+{
+    uint32_t covered = ++e->unsig[j];
+    if (cq > 1) /* a record then says that those before it are over too */
+        wr->flags |= UB_WR_INORDER_COMP;
+    if (cq > 1 && covered < cq && !last) {
+        wr->flags &= ~(uint32_t)UB_WR_COMPLETE;
+        return false;
+    }
+    wr->user_ctx |= (uint64_t)covered << 32;
+    e->unsig[j] = 0;
+    return true;
+}
+
+/* Posts a chain of k requests on jetty j, a record every cq (-Q; last: the chain ends the
+ * run); returns how many it took (0 when full). */
+static int post_ops(struct perf_ep *e, uint32_t j, enum ub_opcode op, uint64_t size, uint32_t k,
+                    uint32_t cq, bool last)
 {
     struct ub_wr *wr = e->wr;
     struct ub_sge *sg = e->sg;
+    uint32_t unsig = e->unsig[j];
     for (uint32_t i = 0; i < k; i++) {
         build(e, &wr[i], &sg[i], op, size, j);
+        signal_next(e, j, cq, last && i + 1 == k, &wr[i]);
         wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
     }
     struct ub_wr *bad = NULL;
     int rc = ub_post_jetty_send(e->jetty[j], wr, &bad);
     uint32_t took = rc == 0 ? k : bad ? (uint32_t)(bad - wr) : 0;
+    if (took < k) { /* the count as the requests taken left it */
+        e->unsig[j] = unsig;
+        for (uint32_t i = 0; i < took; i++)
+            e->unsig[j] = (wr[i].flags & UB_WR_COMPLETE) ? 0 : e->unsig[j] + 1;
+    }
     e->outstanding[j] += took;
     if (rc && rc != UB_EFULL)
         return fail("ub_post_jetty_send", rc);
@@ -528,7 +558,7 @@ static int post_ops(struct perf_ep *e, uint32_t j, enum ub_opcode op, uint64_t s
 static int post_one(struct perf_ep *e, enum ub_opcode op, uint64_t size)
 {
     int n;
-    WAIT_UNTIL(e, (n = post_ops(e, 0, op, size, 1)) != 0);
+    WAIT_UNTIL(e, (n = post_ops(e, 0, op, size, 1, 1, true)) != 0);
     return n < 0 ? n : 0;
 }
 
@@ -637,6 +667,27 @@ static int pong(struct perf_ep *e, const struct perf_run *r, void *msg, size_t c
 
 /* ---- bandwidth ---------------------------------------------------------------------------- */
 
+/* A run that ends by its duration may leave requests unsignalled (-Q): a NOP on their jetty,
+ * reported in order after them, covers them (not itself). */
+static int cover_tail(struct perf_ep *e)
+{
+    for (uint32_t j = 0; j < e->cfg.jettys; j++) {
+        if (!e->unsig[j])
+            continue;
+        struct ub_wr wr;
+        memset(&wr, 0, sizeof(wr));
+        wr.opcode = UB_OP_NOP;
+        wr.flags = UB_WR_COMPLETE | UB_WR_INORDER_COMP;
+        wr.user_ctx = j | (uint64_t)e->unsig[j] << 32;
+        int rc;
+        WAIT_UNTIL(e, (rc = ub_post_jetty_send(e->jetty[j], &wr, NULL)) != UB_EFULL);
+        if (rc)
+            return fail("ub_post_jetty_send", rc);
+        e->unsig[j] = 0;
+    }
+    return 0;
+}
+
 static int bw_active(struct perf_ep *e, const struct perf_run *r, struct perf_result *res)
 {
     enum ub_opcode op = base_op((enum perf_test)e->cfg.test);
@@ -646,6 +697,10 @@ static int bw_active(struct perf_ep *e, const struct perf_run *r, struct perf_re
         list = depth;
     if (!list)
         list = 1;
+    /* A record must come before a jetty's window is full (whole post lists of it). */
+    uint32_t cq = e->cfg.cq_mod, room = depth / list * list;
+    if (cq > room)
+        cq = room ? room : 1;
     uint64_t total = r->duration_ms ? UINT64_MAX : r->iters, posted = 0;
     uint64_t done0 = e->completed;
     uint64_t t0 = perf_now_ns(), end = r->duration_ms ? t0 + r->duration_ms * MS : 0;
@@ -659,7 +714,7 @@ static int bw_active(struct perf_ep *e, const struct perf_run *r, struct perf_re
             for (uint32_t j = 0; j < e->cfg.jettys && posted < total; j++) {
                 while (e->outstanding[j] + list <= depth && posted < total) {
                     uint64_t k = total - posted < list ? total - posted : list;
-                    int took = post_ops(e, j, op, size, (uint32_t)k);
+                    int took = post_ops(e, j, op, size, (uint32_t)k, cq, posted + k >= total);
                     if (took < 0)
                         return took;
                     posted += (uint64_t)took;
@@ -679,8 +734,11 @@ static int bw_active(struct perf_ep *e, const struct perf_run *r, struct perf_re
             return rc;
         if (rc == 1) {
             uint64_t t = perf_now_ns(), d = e->completed - done0;
-            if (end && t >= end)
+            if (end && t >= end && !stop) {
                 stop = true;
+                if ((rc = cover_tail(e)) != 0)
+                    return rc;
+            }
             if (t - win_t >= 10 * MS) {
                 double mbs = (double)(d - win_done) * (double)size * 1e3 / (double)(t - win_t);
                 if (mbs > peak)

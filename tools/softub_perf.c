@@ -62,6 +62,9 @@ static void usage(FILE *f)
                "  -t, --tx-depth N      requests in flight per jetty (lat 16, bw 128)\n"
                "  -r, --rx-depth N      receive buffers per jetty (256)\n"
                "  -l, --post-list N     requests per post call (1; at most 64)\n"
+               "  -Q, --cq-mod N        bandwidth: a completion record every N requests, as\n"
+               "                        perftest's (1: every one; at most 1024, and at most\n"
+               "                        the requests a jetty keeps in flight)\n"
                "  -I, --inline BYTES    WRITE/SEND of at most this many bytes go inline (128)\n"
                "      --order no|ro|so  ordering class of every request (no)\n"
                "      --tm rud|rod      delivery mode of the jettys (rud)\n"
@@ -159,26 +162,22 @@ static int parse(int argc, char **argv, struct opts *o)
         O_HUGE,
         O_WINDOW
     };
-    static const struct option lo[] = {{"port", 1, 0, 'p'},       {"bind", 1, 0, O_BIND},
-                                       {"local", 1, 0, O_LOCAL},  {"device", 1, 0, 'd'},
-                                       {"size", 1, 0, 's'},       {"all", 0, 0, 'a'},
-                                       {"max-size", 1, 0, O_MAX}, {"iters", 1, 0, 'n'},
-                                       {"duration", 1, 0, 'D'},   {"warmup", 1, 0, O_WARM},
-                                       {"jettys", 1, 0, 'q'},     {"tx-depth", 1, 0, 't'},
-                                       {"rx-depth", 1, 0, 'r'},   {"post-list", 1, 0, 'l'},
-                                       {"inline", 1, 0, 'I'},     {"order", 1, 0, O_ORDER},
-                                       {"tm", 1, 0, O_TM},        {"cc", 1, 0, O_CC},
-                                       {"lb", 1, 0, O_LB},        {"paths", 1, 0, O_PATHS},
-                                       {"mtu", 1, 0, O_MTU},      {"udp-opts", 1, 0, O_UDPO},
-                                       {"event", 0, 0, 'e'},      {"bidir", 0, 0, 'b'},
-                                       {"json", 0, 0, O_JSON},    {"timeout", 1, 0, O_TIMEOUT},
-                                       {"help", 0, 0, 'h'},       {"spin", 0, 0, O_SPIN},
-                                       {"huge", 0, 0, O_HUGE},    {"window", 1, 0, O_WINDOW},
-                                       {"cpu", 1, 0, 'c'},        {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"port", 1, 0, 'p'},        {"bind", 1, 0, O_BIND},     {"local", 1, 0, O_LOCAL},
+        {"device", 1, 0, 'd'},      {"size", 1, 0, 's'},        {"all", 0, 0, 'a'},
+        {"max-size", 1, 0, O_MAX},  {"iters", 1, 0, 'n'},       {"duration", 1, 0, 'D'},
+        {"warmup", 1, 0, O_WARM},   {"jettys", 1, 0, 'q'},      {"tx-depth", 1, 0, 't'},
+        {"rx-depth", 1, 0, 'r'},    {"post-list", 1, 0, 'l'},   {"cq-mod", 1, 0, 'Q'},
+        {"inline", 1, 0, 'I'},      {"order", 1, 0, O_ORDER},   {"tm", 1, 0, O_TM},
+        {"cc", 1, 0, O_CC},         {"lb", 1, 0, O_LB},         {"paths", 1, 0, O_PATHS},
+        {"mtu", 1, 0, O_MTU},       {"udp-opts", 1, 0, O_UDPO}, {"event", 0, 0, 'e'},
+        {"bidir", 0, 0, 'b'},       {"json", 0, 0, O_JSON},     {"timeout", 1, 0, O_TIMEOUT},
+        {"help", 0, 0, 'h'},        {"spin", 0, 0, O_SPIN},     {"huge", 0, 0, O_HUGE},
+        {"window", 1, 0, O_WINDOW}, {"cpu", 1, 0, 'c'},         {0, 0, 0, 0}};
     struct perf_cfg *c = &o->cfg;
     uint64_t v;
     int ch;
-    while ((ch = getopt_long(argc, argv, "p:d:s:an:D:q:t:r:l:I:ebhc:", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "p:d:s:an:D:q:t:r:l:Q:I:ebhc:", lo, NULL)) != -1) {
         int bad = 0;
         switch (ch) {
         case 'p':
@@ -228,6 +227,9 @@ static int parse(int argc, char **argv, struct opts *o)
             break;
         case 'r':
             bad = parse_u32(optarg, &c->rx_depth, 1, 4096);
+            break;
+        case 'Q':
+            bad = parse_u32(optarg, &c->cq_mod, 1, 1024);
             break;
         case 'l':
             bad = parse_u32(optarg, &c->post_list, 1, 64);
@@ -369,8 +371,9 @@ static void banner(const struct opts *o, const char *peer)
            c->event  ? "automatic (events)"
            : c->spin ? "polling (spin)"
                      : "polling");
-    printf(" jettys %u  tx depth %u  rx depth %u  post list %u  inline %u  order %s  tm %s\n",
-           c->jettys, c->tx_depth, c->rx_depth, c->post_list, c->inline_sz,
+    printf(" jettys %u  tx depth %u  rx depth %u  post list %u  cq mod %u  inline %u  order %s"
+           "  tm %s\n",
+           c->jettys, c->tx_depth, c->rx_depth, c->post_list, c->cq_mod, c->inline_sz,
            c->order == 1   ? "ro"
            : c->order == 2 ? "so"
                            : "no",
@@ -674,13 +677,14 @@ static int client(struct opts *o)
     else
         jappend(&js,
                 "{\"tool\":\"softub-perf\",\"test\":\"%s\",\"device\":\"%s\",\"progress\":\"%s\","
-                "\"jettys\":%u,\"tx_depth\":%u,\"rx_depth\":%u,\"post_list\":%u,\"inline\":%u,"
+                "\"jettys\":%u,\"tx_depth\":%u,\"rx_depth\":%u,\"post_list\":%u,\"cq_mod\":%u,"
+                "\"inline\":%u,"
                 "\"paths\":%u,\"bidir\":%s,\"huge\":%s,%s\"results\":[",
                 perf_test_name(t), c->dev == DEV_SHM ? "shm" : "udp",
                 c->event  ? "event"
                 : c->spin ? "spin"
                           : "polling",
-                c->jettys, c->tx_depth, c->rx_depth, c->post_list, c->inline_sz,
+                c->jettys, c->tx_depth, c->rx_depth, c->post_list, c->cq_mod, c->inline_sz,
                 c->paths ? c->paths : 1, c->bidir ? "true" : "false", c->huge ? "true" : "false",
                 lat ? (perf_is_half_rtt(t) ? "\"unit\":\"us\",\"latency\":\"half_rtt\","
                                            : "\"unit\":\"us\",\"latency\":\"rtt\",")
@@ -808,6 +812,7 @@ int main(int argc, char **argv)
     c->jettys = 1;
     c->rx_depth = 256;
     c->post_list = 1;
+    c->cq_mod = 1;
     c->max_size = PERF_MAX_SIZE;
     c->warmup = 16;
     if (parse(argc, argv, &o))

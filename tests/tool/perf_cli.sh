@@ -96,6 +96,14 @@ run bidir 5 write_bw -- write_bw -b -n 50 -s 1024
 run no_inline 10 write_lat -- write_lat -I 0 -n 20
 run spin 5 send_bw -- send_bw --spin -n 50 -s 1024
 run duration 5 read_bw -- read_bw -D 1 -s 1024
+# -Q: a record every 16 requests (post lists of 3 in a window of 40: some posts taken in part),
+# every request counted once; a duration run's unsignalled tail is covered too
+run cq_mod 5 write_bw -- write_bw -d shm -n 500 -Q 16 -t 40 -l 3
+if ! awk '/^ *[0-9]/ { found = 1; if ($2 != 500) bad = 1 } END { exit !found || bad }' "$WORK/cq_mod.out"; then
+    echo "FAIL cq_mod: not 500 requests counted"
+    fails=$((fails + 1))
+fi
+run cq_mod_duration 5 write_bw -- write_bw -D 1 -s 64 -Q 100
 # -c: each side on CPUs of its own choosing (here: all it may use, as a list with ranges)
 CPUS=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
 run cpu 10 send_lat -c "$CPUS" -- send_lat -c "$CPUS" -n 10
@@ -126,6 +134,7 @@ json_check json_shm '"retransmits":0,.*"tx_link":[1-9][0-9]*,"rx_link":[1-9][0-9
 json_check json_window '"iterations":10,.*"window":{"iterations":4,"t_median":[0-9.]*,"p99":[0-9.]*,"p99_9":[0-9.]*}}\],' send_lat --window 4
 # --huge: 4 MiB operations on buffers of transparent huge pages (a hint the kernel may ignore)
 json_check json_huge '"huge":true,.*"results":\[{"bytes":4194304,' write_bw -d shm -s 4194304 --huge
+json_check json_cq_mod '"post_list":1,"cq_mod":4,.*"results":\[{"bytes":8,"iterations":10,' write_bw -s 8 -Q 4
 
 # a mismatched test is refused by the server, and the client says so
 if ! start_server "$WORK/mm.srv" read_lat; then
