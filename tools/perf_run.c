@@ -512,20 +512,19 @@ static void build(struct perf_ep *e, struct ub_wr *wr, struct ub_sge *sg, enum u
         wr->flags |= UB_WR_INLINE;
 }
 
-/* Whether the next request on jetty j asks for a record: every cq-th one, and the last of a
- * run (last). Its record then covers it and the unsignalled ones before it (user_ctx). */
-static bool signal_next(struct perf_ep *e, uint32_t j, uint32_t cq, bool last, struct ub_wr *wr)
+/* Whether wr, the next request on jetty j, asks for a record: every cq-th one does, and the
+ * last of a run (last). Its record then covers it and the unsignalled ones before it. */
+static void signal_next(struct perf_ep *e, uint32_t j, uint32_t cq, bool last, struct ub_wr *wr)
 {
     uint32_t covered = ++e->unsig[j];
     if (cq > 1) /* a record then says that those before it are over too */
         wr->flags |= UB_WR_INORDER_COMP;
     if (cq > 1 && covered < cq && !last) {
         wr->flags &= ~(uint32_t)UB_WR_COMPLETE;
-        return false;
+        return;
     }
     wr->user_ctx |= (uint64_t)covered << 32;
     e->unsig[j] = 0;
-    return true;
 }
 
 /* Posts a chain of k requests on jetty j, a record every cq (-Q; last: the chain ends the
