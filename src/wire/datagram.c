@@ -179,11 +179,13 @@ static UB_ALWAYS_INLINE bool parse_link(struct ub__wire_dgram *d, const uint8_t 
 }
 
 /* A LINK header of at least min bytes' datagram and the extension after it (into *x, naming
- * next header nh), *c left at the SES header: the usual request's and response's first part. */
+ * next header nh), *c left at the SES header: the usual request's and response's first part.
+ * The next header is looked at first: a response is not decoded twice on its way past the
+ * request's recogniser. */
 static inline bool link_ext(const uint8_t *buf, size_t len, size_t min, uint8_t nh,
                             struct ub__ext *x, struct ub__rcur *c)
 {
-    if (len < min || !link_hdr_ok(buf, len))
+    if (len < min || !link_hdr_ok(buf, len) || ub__ext_next_hdr(buf + UB_PDS_LINK_SIZE) != nh)
         return false;
     ub__rcur_init(c, buf, len);
     ub__rcur_skip(c, UB_PDS_LINK_SIZE);

@@ -113,6 +113,12 @@ static inline int ub__ext_encode(const struct ub__ext *h, struct ub__wcur *w)
     return 0;
 }
 
+/* The next header an encoded extension at p names (p[0] must be there). */
+static inline uint8_t ub__ext_next_hdr(const uint8_t *p)
+{
+    return (uint8_t)(p[0] & 0x0fu);
+}
+
 static inline int ub__ext_decode(struct ub__ext *h, struct ub__rcur *r)
 {
     const uint8_t *p = ub__rcur_peek(r, 2);
@@ -136,7 +142,7 @@ static inline int ub__ext_decode(struct ub__ext *h, struct ub__rcur *r)
     uint8_t b3 = p[3];
     /* Every field is set: no clearing of the struct first. */
     h->version = version;
-    h->next_hdr = (uint8_t)(b0 & 0x0fu);
+    h->next_hdr = ub__ext_next_hdr(&b0);
     h->aqm_hint = ub__ld16(p + 4);
     h->stream = ub__ld16(p + 6);
     h->order_seq = ub__ld32(p + 8);
