@@ -212,21 +212,17 @@ static void deliver_parsed(struct ub__pds *pds, struct ub__pkt *pkt, uint8_t lin
 int ub__pds_input_link_req(struct ub__pds *pds, struct ub__pkt *pkt,
                            const struct ub__wire_link_req *r, uint64_t now)
 {
-    if (!link_accept(pds, &pkt->addr, true, r->dst_inc, r->ext.incarnation, now))
-        return 1;
-    if (pds->link_req && pds->link_req(pds->up_arg, &pkt->addr, r, now))
-        return 1;
-    deliver_parsed(pds, pkt, r->link_flags, now);
+    if (link_accept(pds, &pkt->addr, true, r->dst_inc, r->ext.incarnation, now) &&
+        !(pds->link_req && pds->link_req(pds->up_arg, &pkt->addr, r, now)))
+        deliver_parsed(pds, pkt, r->link_flags, now);
     return 1;
 }
 
 int ub__pds_input_link_rsp(struct ub__pds *pds, struct ub__pkt *pkt,
                            const struct ub__wire_link_rsp *r, uint64_t now)
 {
-    if (!link_accept(pds, &pkt->addr, true, r->dst_inc, r->ext.incarnation, now))
-        return 1;
-    if (pds->link_rsp && pds->link_rsp(pds->up_arg, &pkt->addr, r, now))
-        return 1;
-    deliver_parsed(pds, pkt, r->link_flags, now);
+    if (link_accept(pds, &pkt->addr, true, r->dst_inc, r->ext.incarnation, now) &&
+        !(pds->link_rsp && pds->link_rsp(pds->up_arg, &pkt->addr, r, now)))
+        deliver_parsed(pds, pkt, r->link_flags, now);
     return 1;
 }
