@@ -1061,12 +1061,12 @@ bool ub__ses_link_rsp(struct ub__tl *s, const struct ub__addr *src,
     return true;
 }
 
-void ub__ses_rsp_in(struct ub__tl *s, const struct ub__ses_rsp_in *rx, uint64_t now)
+void ub__ses_rsp_in(struct ub__tl *s, const struct ub__ses_rsp_in *in, uint64_t now)
 {
-    const struct ub__ses_rsp_data *r = rx->r;
+    const struct ub__ses_rsp_data *r = in->r;
     s->st.rx_rsp_pkts++;
-    struct ub__wr *w = pend_get(s, rx->stream, rx->seq);
-    if (!w || w->state != WR_ACTIVE || !ub__ses_peer_eq(&w->dst, rx->src)) {
+    struct ub__wr *w = pend_get(s, in->stream, in->seq);
+    if (!w || w->state != WR_ACTIVE || !ub__ses_peer_eq(&w->dst, in->src)) {
         s->st.rx_stale_rsp++; /* for a request already over: never touch its buffers again */
         return;
     }
@@ -1136,19 +1136,19 @@ void ub__ses_rsp_in(struct ub__tl *s, const struct ub__ses_rsp_in *rx, uint64_t 
             finish(s, w, UB_CR_SUCCESS);
             return;
         }
-        if ((uint64_t)r->message_offset + rx->payload_len > w->len) {
+        if ((uint64_t)r->message_offset + in->payload_len > w->len) {
             finish(s, w, UB_CR_REM_OP_ERR);
             return;
         }
-        scatter(w, r->message_offset, rx->payload, rx->payload_len);
+        scatter(w, r->message_offset, in->payload, in->payload_len);
         uint64_t fresh;
-        if (ub__ivl_add(&w->rd, r->message_offset, (uint64_t)r->message_offset + rx->payload_len,
+        if (ub__ivl_add(&w->rd, r->message_offset, (uint64_t)r->message_offset + in->payload_len,
                         &fresh)) {
             finish(s, w, UB_CR_REM_OP_ERR);
             return;
         }
-        if (fresh != rx->payload_len)
-            s->st.dup_bytes += rx->payload_len - fresh;
+        if (fresh != in->payload_len)
+            s->st.dup_bytes += in->payload_len - fresh;
         w->got += fresh;
         if (w->got >= w->len)
             finish(s, w, UB_CR_SUCCESS);
@@ -1156,12 +1156,12 @@ void ub__ses_rsp_in(struct ub__tl *s, const struct ub__ses_rsp_in *rx, uint64_t 
             ub__ses_wr_arm_rsp(s, w, now);
         return;
     case UB_SES_OP_FETCHING_ATOMIC:
-        if (rx->payload_len != 8) {
+        if (in->payload_len != 8) {
             finish(s, w, UB_CR_REM_OP_ERR);
             return;
         }
         if (w->result)
-            *w->result = ub__ld64(rx->payload);
+            *w->result = ub__ld64(in->payload);
         finish(s, w, UB_CR_SUCCESS);
         return;
     default:
