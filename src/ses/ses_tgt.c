@@ -559,10 +559,11 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
                 memcpy(seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr), m->stage, m->len);
         }
         if (m->jfr && m->rb)
-            ub__tgt_deliver_recv(s, m, now);
+            ub__tgt_deliver_recv(s, m, now); /* counts it executed */
+        else
+            s->st.executed++;
         ub__tgt_respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
         ub__tgt_executed_now(ts, m);
-        s->st.executed++;
         return true;
     }
     case UB_SES_OP_READ:
@@ -937,27 +938,20 @@ static void msg_outlives(struct ub__tl *s, struct ub__tstream *ts, struct ub__rx
 
 /*
  * The usual message taken whole, without a message record from the cache: an untagged SEND
- * in one packet whose turn has come (nothing waits in its stream and its order is met), the
- * next of its stream's sends to its JFR, whose first posted buffer holds it in one piece.
- * What msg_new, place, on_complete and exec_msg do for such a message, with the same effects
- * (test_api_fast plays ping-pongs both ways and compares the bytes sent and the records).
- * false: not such a message, and nothing was changed (the JFR and send-order entry looked up
- * are what msg_new would look up, too).
+ * whose first posted buffer of its JFR holds it in one piece, the next of its stream's sends
+ * to that JFR. The caller checked that it is one packet whose turn has come (nothing waits
+ * in its stream and its order is met). What msg_new, place, on_complete and exec_msg do for
+ * such a message, with the same effects (test_api_fast plays ping-pongs both ways and
+ * compares the bytes sent and the records). false: not such a message, and nothing was
+ * changed (the JFR and send-order entry looked up are what msg_new would look up, too).
  */
 static UB_ALWAYS_INLINE bool fast_send(struct ub__tl *s, struct ub__tstream *ts,
                                        const struct ub__addr *src, const struct ub__ext *x,
                                        const struct ub__ses_std *q, const uint8_t *payload,
-                                       uint32_t payload_len, const struct ub__ses_tail *t,
-                                       uint64_t now)
+                                       const struct ub__ses_tail *t, uint64_t now)
 {
-    const uint8_t whole = UB_SES_F_SOM | UB_SES_F_EOM;
     uint8_t tf = (uint8_t)(t->aux >> 24);
     uint32_t len = q->request_length;
-    if ((q->opcode != UB_SES_OP_SEND && q->opcode != UB_SES_OP_DEFER_SEND) ||
-        (q->flags & whole) != whole || (tf & UB_SES_TAIL_C) || payload_len != len ||
-        ts->msgs.count || !ub__list_empty(&ts->waiting) ||
-        !order_ok_at(ts, x->order_seq, x->fence, x->exec_order, t->so_delta, t->ro_count))
-        return false;
     ub_jfr *jfr = jfr_by_id(s, ((uint32_t)q->pid_on_fep << 12) | q->resource_index);
     if (!jfr || jfr->attr.tag_matching || ub__list_empty(&jfr->posted))
         return false;
@@ -982,6 +976,80 @@ static UB_ALWAYS_INLINE bool fast_send(struct ub__tl *s, struct ub__tstream *ts,
     ub__tgt_recv_done(s, jfr, rb, &cr, src, (tf & UB_SES_TAIL_S) != 0);
     respond_in(s, ts, src, x->stream, x->order_seq, (tf & UB_SES_TAIL_A) != 0, UB_SES_RC_OK, len,
                false, 0, now);
+    return true;
+}
+
+/*
+ * The usual WRITE taken whole: into a segment it may write, and for a WRITE_IMM with the
+ * record in its JFR's first posted buffer, the next of its stream's sends to that JFR.
+ * Under the same conditions and with the same effects as fast_send; a WRITE the segment
+ * check refuses takes the general path, which answers why.
+ */
+static UB_ALWAYS_INLINE bool fast_write(struct ub__tl *s, struct ub__tstream *ts,
+                                        const struct ub__addr *src, const struct ub__ext *x,
+                                        const struct ub__ses_std *q, const uint8_t *payload,
+                                        const struct ub__ses_tail *t, uint64_t now)
+{
+    uint8_t tf = (uint8_t)(t->aux >> 24);
+    uint32_t len = q->request_length, imm_jfr = t->aux & 0xffffffu;
+    ub_seg *seg;
+    if (ub__tgt_seg_check(s->ctx, ((uint32_t)q->pid_on_fep << 12) | q->resource_index, q->mem_key,
+                          UB_ACCESS_WRITE, q->buffer_offset, len, &seg) != UB_SES_RC_OK)
+        return false;
+    ub_jfr *jfr = NULL;
+    struct ub__send_seq *sq = NULL;
+    if (imm_jfr) {
+        jfr = jfr_by_id(s, imm_jfr);
+        if (!jfr || jfr->attr.tag_matching || ub__list_empty(&jfr->posted) ||
+            !(sq = ub__send_seq_of(&ts->ss, jfr->id)) || sq->next != t->send_seq)
+            return false;
+    }
+    if (len)
+        memcpy(seg->addr + (q->buffer_offset - (uint64_t)(uintptr_t)seg->addr), payload, len);
+    if (jfr) {
+        sq->next++;
+        struct ub__rbuf *rb = UB_CONTAINER_OF(jfr->posted.next, struct ub__rbuf, link);
+        ub__list_remove(&rb->link);
+        struct ub_cr cr;
+        memset(&cr, 0, sizeof(cr));
+        cr.status = UB_CR_SUCCESS;
+        cr.opcode = UB_CR_OP_RECV_WRITE_IMM;
+        cr.length = len;
+        cr.remote_id = q->initiator;
+        if (q->flags & UB_SES_F_HD) {
+            cr.flags = UB_CR_F_IMM;
+            cr.imm_data = q->header_data;
+        }
+        ub__tgt_recv_done(s, jfr, rb, &cr, src, (tf & UB_SES_TAIL_S) != 0);
+    } else {
+        s->st.executed++;
+    }
+    respond_in(s, ts, src, x->stream, x->order_seq, (tf & UB_SES_TAIL_A) != 0, UB_SES_RC_OK, len,
+               false, 0, now);
+    return true;
+}
+
+/*
+ * A request in one packet whose turn has come (nothing waits in its stream and its order is
+ * met), the usual SEND or WRITE: executed here, without a message record. false: not taken,
+ * nothing changed; it goes the general way.
+ */
+static UB_ALWAYS_INLINE bool fast_req(struct ub__tl *s, struct ub__tstream *ts,
+                                      const struct ub__addr *src, const struct ub__ext *x,
+                                      const struct ub__ses_std *q, const uint8_t *payload,
+                                      uint32_t payload_len, const struct ub__ses_tail *t,
+                                      uint64_t now)
+{
+    const uint8_t whole = UB_SES_F_SOM | UB_SES_F_EOM;
+    bool send = q->opcode == UB_SES_OP_SEND || q->opcode == UB_SES_OP_DEFER_SEND;
+    if ((!send && q->opcode != UB_SES_OP_WRITE) || (q->flags & whole) != whole ||
+        ((t->aux >> 24) & UB_SES_TAIL_C) || payload_len != q->request_length || ts->msgs.count ||
+        !ub__list_empty(&ts->waiting) ||
+        !order_ok_at(ts, x->order_seq, x->fence, x->exec_order, t->so_delta, t->ro_count))
+        return false;
+    if (!(send ? fast_send(s, ts, src, x, q, payload, t, now)
+               : fast_write(s, ts, src, x, q, payload, t, now)))
+        return false;
     executed_at(ts, x->order_seq, x->exec_order, t->so_delta);
     s->st.rx_fast++;
     return true;
@@ -990,7 +1058,7 @@ static UB_ALWAYS_INLINE bool fast_send(struct ub__tl *s, struct ub__tstream *ts,
 bool ub__ses_link_req(struct ub__tl *s, const struct ub__addr *src,
                       const struct ub__wire_link_req *r, uint64_t now)
 {
-    /* What ub__ses_on_req would check before fast_send, and what on_deliver would route
+    /* What ub__ses_on_req would check before fast_req, and what on_deliver would route
      * elsewhere (packed requests, a response asked for on the ACK, rendezvous reads). */
     if (!s->fast || r->ext.version < 1 || r->ext.tail_len < UB_SES_TAIL_LEN)
         return false;
@@ -1004,7 +1072,7 @@ bool ub__ses_link_req(struct ub__tl *s, const struct ub__addr *src,
     if (!ts || executed(ts, seq) || ub__seq_diff(seq, ts->floor) >= UB_SES_WINDOW)
         return false;
     ts->pk = (tf & UB_SES_TAIL_A) != 0;
-    if (!fast_send(s, ts, src, &r->ext, &r->std, r->payload, r->payload_len, &t, now))
+    if (!fast_req(s, ts, src, &r->ext, &r->std, r->payload, r->payload_len, &t, now))
         return false;
     s->st.rx_req_pkts++;
     return true;
@@ -1047,7 +1115,7 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_bad_pkts++;
         return;
     }
-    if (s->fast && fast_send(s, ts, rx->src, &d->ext, q, rx->payload, rx->payload_len, &t, now))
+    if (s->fast && fast_req(s, ts, rx->src, &d->ext, q, rx->payload, rx->payload_len, &t, now))
         return;
     struct ub__rxmsg *m = ts->msgs.count ? ub__hmap_get(&ts->msgs, seq) : NULL;
     ub_seg *seg = NULL;
