@@ -233,18 +233,18 @@ static void report(struct ub__wr *w)
         ub__ses_wr_release(jfs, w->idx);
         return;
     }
-    struct ub_cr cr;
-    memset(&cr, 0, sizeof(cr));
-    cr.status = w->status;
-    cr.opcode = cr_opcode(w->opcode);
-    cr.length = w->status == UB_CR_SUCCESS ? w->out_len : 0;
-    cr.user_ctx = w->user_ctx;
-    cr.local_id = jfs->id;
+    struct ub_cr *cr = ub__jfc_next(jfs->jfc);
+    memset(cr, 0, sizeof(*cr));
+    cr->status = w->status;
+    cr->opcode = cr_opcode(w->opcode);
+    cr->length = w->status == UB_CR_SUCCESS ? w->out_len : 0;
+    cr->user_ctx = w->user_ctx;
+    cr->local_id = jfs->id;
     if (w->is_inline)
-        cr.flags |= UB_CR_F_INLINE;
+        cr->flags |= UB_CR_F_INLINE;
     w->state = WR_REPORTED;
-    ub__jfc_push(jfs->jfc, &cr, ((uint64_t)UB__OBJ_JFS << 56) | ((uint64_t)jfs->id << 32) | w->idx,
-                 false);
+    ub__jfc_commit(jfs->jfc, ((uint64_t)UB__OBJ_JFS << 56) | ((uint64_t)jfs->id << 32) | w->idx,
+                   false);
 }
 
 /* Reports from the head of the posting order every request that finished and waits its turn. */

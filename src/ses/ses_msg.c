@@ -178,36 +178,42 @@ void ub__tgt_deliver_recv(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
     (void)now;
     ub_jfr *jfr = m->jfr;
     struct ub__rbuf *rb = m->rb;
-    struct ub_cr cr;
-    memset(&cr, 0, sizeof(cr));
+    struct ub_cr *cr = ub__tgt_recv_cr(jfr);
     bool too_long = m->op != UB_SES_OP_WRITE && m->len > rb->cap;
-    cr.status = too_long ? UB_CR_LOC_LEN_ERR : UB_CR_SUCCESS;
+    cr->status = too_long ? UB_CR_LOC_LEN_ERR : UB_CR_SUCCESS;
     if (m->cr_status != UB_CR_SUCCESS)
-        cr.status = m->cr_status;
-    cr.opcode = m->op == UB_SES_OP_WRITE ? UB_CR_OP_RECV_WRITE_IMM : UB_CR_OP_RECV;
-    cr.length = cr.status != UB_CR_SUCCESS ? 0 : (uint32_t)m->len;
-    cr.remote_id = m->initiator;
+        cr->status = m->cr_status;
+    cr->opcode = m->op == UB_SES_OP_WRITE ? UB_CR_OP_RECV_WRITE_IMM : UB_CR_OP_RECV;
+    cr->length = cr->status != UB_CR_SUCCESS ? 0 : (uint32_t)m->len;
+    cr->remote_id = m->initiator;
     if (m->has_imm) {
-        cr.flags |= UB_CR_F_IMM;
-        cr.imm_data = m->imm;
+        cr->flags |= UB_CR_F_IMM;
+        cr->imm_data = m->imm;
     }
     if (m->op == UB_SES_OP_TAGGED_SEND) {
-        cr.flags |= UB_CR_F_TAG;
-        cr.tag = m->mkey;
+        cr->flags |= UB_CR_F_TAG;
+        cr->tag = m->mkey;
     }
     m->rb = NULL;
-    ub__tgt_recv_done(s, jfr, rb, &cr, &m->src, m->solicited);
+    ub__tgt_recv_done(s, jfr, rb, &m->src, m->solicited);
 }
 
-void ub__tgt_recv_done(struct ub__tl *s, ub_jfr *jfr, struct ub__rbuf *rb, struct ub_cr *cr,
+struct ub_cr *ub__tgt_recv_cr(ub_jfr *jfr)
+{
+    struct ub_cr *cr = ub__jfc_next(jfr->jfc);
+    memset(cr, 0, sizeof(*cr));
+    return cr;
+}
+
+void ub__tgt_recv_done(struct ub__tl *s, ub_jfr *jfr, struct ub__rbuf *rb,
                        const struct ub__addr *src, bool solicited)
 {
+    struct ub_cr *cr = ub__jfc_next(jfr->jfc);
     cr->user_ctx = rb->user_ctx;
     cr->local_id = jfr->id;
     cr->remote_node = src->family == UB_AF_LOOP ? src->port : 0;
     ub__tgt_rbuf_free(jfr, rb);
-    ub__jfc_push(jfr->jfc, cr, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32),
-                 solicited);
+    ub__jfc_commit(jfr->jfc, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32), solicited);
     s->st.executed++;
 }
 
@@ -289,14 +295,13 @@ void ub__ses_jfr_posted(ub_jfr *jfr, uint64_t now)
 
 static void flush_rbuf(ub_jfr *jfr, struct ub__rbuf *rb)
 {
-    struct ub_cr cr;
-    memset(&cr, 0, sizeof(cr));
-    cr.status = UB_CR_FLUSHED;
-    cr.opcode = UB_CR_OP_RECV;
-    cr.user_ctx = rb->user_ctx;
-    cr.local_id = jfr->id;
+    struct ub_cr *cr = ub__tgt_recv_cr(jfr);
+    cr->status = UB_CR_FLUSHED;
+    cr->opcode = UB_CR_OP_RECV;
+    cr->user_ctx = rb->user_ctx;
+    cr->local_id = jfr->id;
     ub__tgt_rbuf_free(jfr, rb);
-    ub__jfc_push(jfr->jfc, &cr, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32), false);
+    ub__jfc_commit(jfr->jfc, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32), false);
 }
 
 void ub__ses_jfr_flush(ub_jfr *jfr, uint64_t now)

@@ -963,17 +963,16 @@ static UB_ALWAYS_INLINE bool fast_send(struct ub__tl *s, struct ub__tstream *ts,
     ub__list_remove(&rb->link);
     if (len)
         memcpy(rb->sge[0].addr, payload, len);
-    struct ub_cr cr;
-    memset(&cr, 0, sizeof(cr));
-    cr.status = UB_CR_SUCCESS;
-    cr.opcode = UB_CR_OP_RECV;
-    cr.length = len;
-    cr.remote_id = q->initiator;
+    struct ub_cr *cr = ub__tgt_recv_cr(jfr);
+    cr->status = UB_CR_SUCCESS;
+    cr->opcode = UB_CR_OP_RECV;
+    cr->length = len;
+    cr->remote_id = q->initiator;
     if (q->flags & UB_SES_F_HD) {
-        cr.flags = UB_CR_F_IMM;
-        cr.imm_data = q->header_data;
+        cr->flags = UB_CR_F_IMM;
+        cr->imm_data = q->header_data;
     }
-    ub__tgt_recv_done(s, jfr, rb, &cr, src, (tf & UB_SES_TAIL_S) != 0);
+    ub__tgt_recv_done(s, jfr, rb, src, (tf & UB_SES_TAIL_S) != 0);
     respond_in(s, ts, src, x->stream, x->order_seq, (tf & UB_SES_TAIL_A) != 0, UB_SES_RC_OK, len,
                false, 0, now);
     return true;
@@ -1010,17 +1009,16 @@ static UB_ALWAYS_INLINE bool fast_write(struct ub__tl *s, struct ub__tstream *ts
         sq->next++;
         struct ub__rbuf *rb = UB_CONTAINER_OF(jfr->posted.next, struct ub__rbuf, link);
         ub__list_remove(&rb->link);
-        struct ub_cr cr;
-        memset(&cr, 0, sizeof(cr));
-        cr.status = UB_CR_SUCCESS;
-        cr.opcode = UB_CR_OP_RECV_WRITE_IMM;
-        cr.length = len;
-        cr.remote_id = q->initiator;
+        struct ub_cr *cr = ub__tgt_recv_cr(jfr);
+        cr->status = UB_CR_SUCCESS;
+        cr->opcode = UB_CR_OP_RECV_WRITE_IMM;
+        cr->length = len;
+        cr->remote_id = q->initiator;
         if (q->flags & UB_SES_F_HD) {
-            cr.flags = UB_CR_F_IMM;
-            cr.imm_data = q->header_data;
+            cr->flags = UB_CR_F_IMM;
+            cr->imm_data = q->header_data;
         }
-        ub__tgt_recv_done(s, jfr, rb, &cr, src, (tf & UB_SES_TAIL_S) != 0);
+        ub__tgt_recv_done(s, jfr, rb, src, (tf & UB_SES_TAIL_S) != 0);
     } else {
         s->st.executed++;
     }

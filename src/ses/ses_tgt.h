@@ -113,9 +113,12 @@ bool ub__tgt_bind_untagged(struct ub__rxmsg *m);
 void ub__tgt_bind_tagged_in_order(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
 /* The receive record of m (its buffer goes back to the JFR's free list). */
 void ub__tgt_deliver_recv(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
-/* Completes cr into jfr's JFC, filling in what every receive record has (the buffer's
- * user_ctx, the JFR, src's node); rb goes back to the JFR's free list. */
-void ub__tgt_recv_done(struct ub__tl *s, ub_jfr *jfr, struct ub__rbuf *rb, struct ub_cr *cr,
+/* A receive record of jfr, zeroed, to be filled in place and completed by ub__tgt_recv_done
+ * (ub__jfc_next: nothing else may complete into its JFC in between). */
+struct ub_cr *ub__tgt_recv_cr(ub_jfr *jfr);
+/* Completes jfr's record (ub__tgt_recv_cr), filling in what every receive record has (the
+ * buffer's user_ctx, the JFR, src's node); rb goes back to the JFR's free list. */
+void ub__tgt_recv_done(struct ub__tl *s, ub_jfr *jfr, struct ub__rbuf *rb,
                        const struct ub__addr *src, bool solicited);
 /* Remembers a deferred message of src (FIFO per JFR); false if the JFR remembers too many. */
 bool ub__tgt_defer_add(ub_jfr *jfr, const struct ub__addr *src, uint64_t token);
