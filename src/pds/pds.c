@@ -333,28 +333,29 @@ static void out_push(struct ub__pds *pds, struct ub__pkt *p)
     ub__pds_list_append(&pds->out_head, &pds->out_tail, p);
 }
 
-int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pkt *pkt,
-                 uint64_t now)
+int ub__pds_send(struct ub__pds *pds, struct ub__pds_tx *tx, struct ub__pkt *pkt, uint64_t now)
 {
     if (tx->mode >= UB_PDS_MODE_COUNT || tx->ses_kind > UB_PDS_NH_RSP_DATA_SMALL)
         return UB_EINVAL;
-    /* The extension goes on now: it does not depend on the PSN. */
-    struct ub__ext ext = tx->ext;
+    /* The extension goes on now: it does not depend on the PSN. Completed where it is: the
+     * caller has just written it field by field, and a copy's wide loads would wait for
+     * those stores to drain (no store forwarding across them). */
+    struct ub__ext *ext = &tx->ext;
     /* The layer above may use a compatible later version with appended fields (its tail). */
-    if (ext.version == UB_EXT_VERSION || ext.version > UB_EXT_VERSION_COMPAT_MAX) {
-        ext.version = UB_EXT_VERSION;
-        ext.tail = NULL;
-        ext.tail_len = 0;
+    if (ext->version == UB_EXT_VERSION || ext->version > UB_EXT_VERSION_COMPAT_MAX) {
+        ext->version = UB_EXT_VERSION;
+        ext->tail = NULL;
+        ext->tail_len = 0;
     }
-    ext.next_hdr = tx->ses_kind;
-    ext.incarnation = pds->incarnation;
-    uint32_t ext_len = (uint32_t)ub__ext_size(&ext);
+    ext->next_hdr = tx->ses_kind;
+    ext->incarnation = pds->incarnation;
+    uint32_t ext_len = (uint32_t)ub__ext_size(ext);
     uint8_t *at = ub__pkt_push(pkt, ext_len);
     if (!at)
         return UB_ENOBUFS;
     struct ub__wcur w;
     ub__wcur_init(&w, at, ext_len);
-    int rc = ub__ext_encode(&ext, &w);
+    int rc = ub__ext_encode(ext, &w);
     if (rc) {
         ub__pkt_pull(pkt, ext_len);
         return rc;

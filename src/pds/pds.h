@@ -295,9 +295,9 @@ uint32_t ub__pds_incarnation(const struct ub__pds *pds);
  * Queues pkt (SES header + payload; headroom for the PDS and extension
  * headers) for reliable delivery. PDS takes the reference. UB_EFULL when the
  * context's queue is at its bound (back-pressure), UB_ENOBUFS, UB_EINVAL.
+ * tx->ext is completed in place (version, next header, incarnation).
  */
-int ub__pds_send(struct ub__pds *pds, const struct ub__pds_tx *tx, struct ub__pkt *pkt,
-                 uint64_t now);
+int ub__pds_send(struct ub__pds *pds, struct ub__pds_tx *tx, struct ub__pkt *pkt, uint64_t now);
 
 /* A received datagram whose headers parsed (d); returns 1 if PDS consumed it, 0 if not its. */
 int ub__pds_input(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__wire_dgram *d,
