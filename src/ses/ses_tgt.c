@@ -529,6 +529,52 @@ void ub__tgt_executed_now(struct ub__tstream *ts, struct ub__rxmsg *m)
 
 static void rd_start(struct ub__tl *s, struct ub__rxmsg *m);
 
+/* Whether this target runs a fetching atomic of these fields: UB_SES_RC_OK, or why not. */
+static uint8_t amo_check(uint8_t datatype, uint8_t amo, uint64_t len, uint64_t addr)
+{
+    if (datatype != UB_SES_DT_UINT64 && datatype != UB_SES_DT_INT64)
+        return UB_SES_RC_AMO_UNSUPPORTED_DT;
+    if (amo != UB_SES_AMO_CSWAP && amo != UB_SES_AMO_WRITE && amo != UB_SES_AMO_SUM &&
+        amo != UB_SES_AMO_DIFF && amo != UB_SES_AMO_BAND && amo != UB_SES_AMO_BOR &&
+        amo != UB_SES_AMO_BXOR)
+        return UB_SES_RC_AMO_UNSUPPORTED_OP;
+    if (len != 8)
+        return UB_SES_RC_AMO_UNSUPPORTED_SIZE;
+    return addr % 8 ? UB_SES_RC_AMO_UNALIGNED : UB_SES_RC_OK;
+}
+
+/* Runs atomic amo on the word at addr of seg (checked); returns the word's old value. */
+static uint64_t amo_apply(ub_seg *seg, uint64_t addr, uint8_t amo, uint64_t compare, uint64_t v)
+{
+    uint64_t *word = (uint64_t *)(void *)(seg->addr + (addr - (uint64_t)(uintptr_t)seg->addr));
+    uint64_t old = *word;
+    switch (amo) {
+    case UB_SES_AMO_CSWAP:
+        if (old == compare)
+            *word = v;
+        break;
+    case UB_SES_AMO_WRITE:
+        *word = v;
+        break;
+    case UB_SES_AMO_SUM:
+        *word = old + v;
+        break;
+    case UB_SES_AMO_DIFF:
+        *word = old - v;
+        break;
+    case UB_SES_AMO_BAND:
+        *word = old & v;
+        break;
+    case UB_SES_AMO_BOR:
+        *word = old | v;
+        break;
+    default:
+        *word = old ^ v;
+        break;
+    }
+    return old;
+}
+
 /* Executes m; returns false if m stays alive (READ streaming, unexpected message). */
 static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg *m, uint64_t now)
 {
@@ -594,33 +640,7 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
             ub__tgt_executed_now(ts, m);
             return true;
         }
-        uint64_t *word =
-            (uint64_t *)(void *)(seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr));
-        uint64_t old = *word, v = m->operand;
-        switch (m->amo) {
-        case UB_SES_AMO_CSWAP:
-            if (old == m->compare)
-                *word = v;
-            break;
-        case UB_SES_AMO_WRITE:
-            *word = v;
-            break;
-        case UB_SES_AMO_SUM:
-            *word = old + v;
-            break;
-        case UB_SES_AMO_DIFF:
-            *word = old - v;
-            break;
-        case UB_SES_AMO_BAND:
-            *word = old & v;
-            break;
-        case UB_SES_AMO_BOR:
-            *word = old | v;
-            break;
-        default:
-            *word = old ^ v;
-            break;
-        }
+        uint64_t old = amo_apply(seg, m->addr, m->amo, m->compare, m->operand);
         ub__tgt_respond(s, m, UB_SES_RC_OK, 8, true, old, now);
         ub__tgt_executed_now(ts, m);
         s->st.executed++;
@@ -820,17 +840,8 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
         const struct ub__ses_atomic *a = &d->ses.atomic;
         m->wire_len = 0;
         m->amo = a->opcode;
-        if (a->datatype != UB_SES_DT_UINT64 && a->datatype != UB_SES_DT_INT64)
-            m->rc = UB_SES_RC_AMO_UNSUPPORTED_DT;
-        else if (m->amo != UB_SES_AMO_CSWAP && m->amo != UB_SES_AMO_WRITE &&
-                 m->amo != UB_SES_AMO_SUM && m->amo != UB_SES_AMO_DIFF &&
-                 m->amo != UB_SES_AMO_BAND && m->amo != UB_SES_AMO_BOR && m->amo != UB_SES_AMO_BXOR)
-            m->rc = UB_SES_RC_AMO_UNSUPPORTED_OP;
-        else if (m->len != 8)
-            m->rc = UB_SES_RC_AMO_UNSUPPORTED_SIZE;
-        else if (m->addr % 8)
-            m->rc = UB_SES_RC_AMO_UNALIGNED;
-        else
+        m->rc = amo_check(a->datatype, m->amo, m->len, m->addr);
+        if (m->rc == UB_SES_RC_OK)
             m->rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_ATOMIC, m->addr, 8, NULL);
         if (ub__ses_amo_is_cswap(m->amo)) {
             m->compare = ub__ld64(a->compare);
@@ -1028,25 +1039,61 @@ static UB_ALWAYS_INLINE bool fast_write(struct ub__tl *s, struct ub__tstream *ts
 }
 
 /*
+ * The usual fetching atomic taken whole: one this target runs, on a word of a segment it may
+ * change. Under the same conditions and with the same effects as fast_send; anything the
+ * checks refuse takes the general way, which answers why.
+ */
+static UB_ALWAYS_INLINE bool fast_atomic(struct ub__tl *s, struct ub__tstream *ts,
+                                         const struct ub__addr *src, const struct ub__ext *x,
+                                         const struct ub__ses_std *q,
+                                         const struct ub__ses_atomic *a, const uint8_t *payload,
+                                         uint32_t payload_len, const struct ub__ses_tail *t,
+                                         uint64_t now)
+{
+    uint64_t compare = 0, operand, addr = q->buffer_offset;
+    if (ub__ses_amo_is_cswap(a->opcode)) {
+        compare = ub__ld64(a->compare);
+        operand = ub__ld64(a->swap);
+    } else if (payload_len == 8) {
+        operand = ub__ld64(payload);
+    } else {
+        return false;
+    }
+    ub_seg *seg;
+    if (amo_check(a->datatype, a->opcode, q->request_length, addr) != UB_SES_RC_OK ||
+        ub__tgt_seg_check(s->ctx, ((uint32_t)q->pid_on_fep << 12) | q->resource_index, q->mem_key,
+                          UB_ACCESS_ATOMIC, addr, 8, &seg) != UB_SES_RC_OK)
+        return false;
+    uint64_t old = amo_apply(seg, addr, a->opcode, compare, operand);
+    s->st.executed++;
+    respond_in(s, ts, src, x->stream, x->order_seq, ((t->aux >> 24) & UB_SES_TAIL_A) != 0,
+               UB_SES_RC_OK, 8, true, old, now);
+    return true;
+}
+
+/*
  * A request in one packet whose turn has come (nothing waits in its stream and its order is
- * met), the usual SEND or WRITE: executed here, without a message record. false: not taken,
- * nothing changed; it goes the general way.
+ * met), the usual SEND, WRITE or fetching atomic (a: its extension; NULL: none came):
+ * executed here, without a message record. false: not taken, nothing changed; it goes the
+ * general way.
  */
 static UB_ALWAYS_INLINE bool fast_req(struct ub__tl *s, struct ub__tstream *ts,
                                       const struct ub__addr *src, const struct ub__ext *x,
-                                      const struct ub__ses_std *q, const uint8_t *payload,
-                                      uint32_t payload_len, const struct ub__ses_tail *t,
-                                      uint64_t now)
+                                      const struct ub__ses_std *q, const struct ub__ses_atomic *a,
+                                      const uint8_t *payload, uint32_t payload_len,
+                                      const struct ub__ses_tail *t, uint64_t now)
 {
-    const uint8_t whole = UB_SES_F_SOM | UB_SES_F_EOM;
     bool send = q->opcode == UB_SES_OP_SEND || q->opcode == UB_SES_OP_DEFER_SEND;
-    if ((!send && q->opcode != UB_SES_OP_WRITE) || (q->flags & whole) != whole ||
-        ((t->aux >> 24) & UB_SES_TAIL_C) || payload_len != q->request_length || ts->msgs.count ||
-        !ub__list_empty(&ts->waiting) ||
+    bool write = q->opcode == UB_SES_OP_WRITE;
+    bool amo = a && q->opcode == UB_SES_OP_FETCHING_ATOMIC; /* one packet: no EOM, no data */
+    if (!(send || write || amo) || !(q->flags & UB_SES_F_SOM) ||
+        (!amo && (!(q->flags & UB_SES_F_EOM) || payload_len != q->request_length)) ||
+        ((t->aux >> 24) & UB_SES_TAIL_C) || ts->msgs.count || !ub__list_empty(&ts->waiting) ||
         !order_ok_at(ts, x->order_seq, x->fence, x->exec_order, t->so_delta, t->ro_count))
         return false;
-    if (!(send ? fast_send(s, ts, src, x, q, payload, t, now)
-               : fast_write(s, ts, src, x, q, payload, t, now)))
+    if (!(send    ? fast_send(s, ts, src, x, q, payload, t, now)
+          : write ? fast_write(s, ts, src, x, q, payload, t, now)
+                  : fast_atomic(s, ts, src, x, q, a, payload, payload_len, t, now)))
         return false;
     executed_at(ts, x->order_seq, x->exec_order, t->so_delta);
     s->st.rx_fast++;
@@ -1070,7 +1117,8 @@ bool ub__ses_link_req(struct ub__tl *s, const struct ub__addr *src,
     if (!ts || executed(ts, seq) || ub__seq_diff(seq, ts->floor) >= UB_SES_WINDOW)
         return false;
     ts->pk = (tf & UB_SES_TAIL_A) != 0;
-    if (!fast_req(s, ts, src, &r->ext, &r->std, r->payload, r->payload_len, &t, now))
+    if (!fast_req(s, ts, src, &r->ext, &r->std, r->has_atomic ? &r->atomic : NULL, r->payload,
+                  r->payload_len, &t, now))
         return false;
     s->st.rx_req_pkts++;
     return true;
@@ -1113,7 +1161,8 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
         s->st.rx_bad_pkts++;
         return;
     }
-    if (s->fast && fast_req(s, ts, rx->src, &d->ext, q, rx->payload, rx->payload_len, &t, now))
+    const struct ub__ses_atomic *a = d->ses.ext == UB_SES_EXT_ATOMIC ? &d->ses.atomic : NULL;
+    if (s->fast && fast_req(s, ts, rx->src, &d->ext, q, a, rx->payload, rx->payload_len, &t, now))
         return;
     struct ub__rxmsg *m = ts->msgs.count ? ub__hmap_get(&ts->msgs, seq) : NULL;
     ub_seg *seg = NULL;

@@ -200,9 +200,13 @@ bool ub__wire_link_req(struct ub__wire_link_req *r, const uint8_t *buf, size_t l
         ub__ses_std_decode(&r->std, &c) != 0)
         return false;
     const uint8_t whole = UB_SES_F_SOM | UB_SES_F_EOM;
+    r->has_atomic = r->std.opcode == UB_SES_OP_FETCHING_ATOMIC;
+    if (r->has_atomic ? !(r->std.flags & UB_SES_F_SOM) || ub__ses_atomic_decode(&r->atomic, &c)
+                      : (r->std.flags & whole) != whole ||
+                            ub__ses_ext_for(UB_PDS_NH_REQ_STD, r->std.opcode) != UB_SES_EXT_NONE)
+        return false;
     size_t pay = ub__rcur_offset(&c);
-    if ((r->std.flags & whole) != whole || len - pay != r->std.request_length ||
-        ub__ses_ext_for(UB_PDS_NH_REQ_STD, r->std.opcode) != UB_SES_EXT_NONE)
+    if (r->has_atomic ? len - pay > r->std.request_length : len - pay != r->std.request_length)
         return false;
     r->dst_inc = ub__ld32(buf + 4);
     r->link_flags = buf[1] & UB_PDS_LINK_F_MASK;

@@ -27,12 +27,17 @@ static void one(const uint8_t *data, size_t size, unsigned flags)
     memset(&r, 0xa5, sizeof(r));
     if (ub__wire_link_req(&r, data, size)) {
         CHECK(rc == 0 && !d.has_tss && d.pds.type == UB_PDS_TYPE_LINK && d.has_ext);
-        CHECK(d.ses_kind == UB_PDS_NH_REQ_STD && d.ses.ext == UB_SES_EXT_NONE);
+        CHECK(d.ses_kind == UB_PDS_NH_REQ_STD);
         CHECK(r.dst_inc == d.pds.u.link.dst_inc && r.link_flags == d.pds.u.link.flags);
         CHECK(memcmp(&r.ext, &d.ext, sizeof(r.ext)) == 0);
         CHECK(memcmp(&r.std, &d.ses.u.std, sizeof(r.std)) == 0);
         CHECK(r.payload == data + d.payload_off && r.payload_len == d.payload_len);
-        CHECK(r.payload_len == d.ses.u.std.request_length);
+        if (r.has_atomic) {
+            CHECK(d.ses.ext == UB_SES_EXT_ATOMIC && (r.std.flags & UB_SES_F_SOM));
+            CHECK(memcmp(&r.atomic, &d.ses.atomic, sizeof(r.atomic)) == 0);
+        } else {
+            CHECK(d.ses.ext == UB_SES_EXT_NONE && r.payload_len == d.ses.u.std.request_length);
+        }
     }
     struct ub__wire_link_rsp a;
     memset(&a, 0xa5, sizeof(a));

@@ -1,7 +1,7 @@
 /*
  * The fast paths against the general ones: the same scripted ping-pongs (SEND, SEND_IMM,
- * WRITE_IMM behind a plain WRITE, inline and not; clean, lossy, reordered; bursts of SENDs
- * in flight) run twice
+ * WRITE_IMM behind a plain WRITE and an atomic, inline and not; clean, lossy, reordered;
+ * bursts of SENDs in flight) run twice
  * on a loop fabric under a manual clock, once with the fast paths on and once with them off
  * (ub__tl.fast, SOFTUB_FAST=0). Both runs must put the same bytes on the wire in the same
  * order and hand the application the same records, received bytes and memory; the first
@@ -95,15 +95,28 @@ static void ping(struct tnet *t, struct side *sd, uint32_t from, uint32_t k)
         wr.opcode = UB_OP_SEND_IMM;
         wr.imm_data = 0xabc0000000000000ull + k;
         break;
-    default: /* a plain WRITE (nothing at the target but the bytes), then the WRITE_IMM */
+    default: { /* a plain WRITE (nothing at the target but the bytes), an atomic (its old
+                * value into our memory), then the WRITE_IMM */
         wr.opcode = UB_OP_WRITE;
         wr.u.rma.tseg = s->peer_seg;
         wr.u.rma.addr = ub_tseg_base(s->peer_seg) + 60000 + (k % 8) * 128;
         assert_int_equal(ub_post_jetty_send(t->jetty[from], &wr, NULL), 0);
+        struct ub_wr amo = wr;
+        amo.sge = NULL;
+        amo.num_sge = 0;
+        amo.flags = UB_WR_COMPLETE;
+        amo.opcode = (k / 4) % 2 ? UB_OP_ATOMIC_CAS : UB_OP_ATOMIC_FADD;
+        amo.u.atomic.tseg = s->peer_seg;
+        amo.u.atomic.addr = ub_tseg_base(s->peer_seg) + 62000 + (k % 8) * 8;
+        amo.u.atomic.operand = k + 1;
+        amo.u.atomic.compare = k % 3; /* CAS: swaps when it matches */
+        amo.u.atomic.result = (uint64_t *)(void *)(s->mem + 63000 + (k % 16) * 8);
+        assert_int_equal(ub_post_jetty_send(t->jetty[from], &amo, NULL), 0);
         wr.opcode = UB_OP_WRITE_IMM;
         wr.imm_data = k;
         wr.u.rma.addr = ub_tseg_base(s->peer_seg) + 50000 + (k % 8) * 128;
         break;
+    }
     }
     assert_int_equal(ub_post_jetty_send(t->jetty[from], &wr, NULL), 0);
 }

@@ -77,6 +77,68 @@ static void test_link_mixed(void **state)
     node_close(&b);
 }
 
+/*
+ * Every fetching atomic over the link path, each on the word the last left: the old values
+ * and the word as the operations say; the target takes the usual ones whole (rx_fast). A
+ * misaligned one and one beyond the segment take the general way, which answers why.
+ */
+static void test_link_atomics(void **state)
+{
+    (void)state;
+    struct node a, b;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    assert_int_equal(node_open(&a, "shm://0", &ca), 0);
+    assert_int_equal(node_open(&b, "shm://0", &ca), 0);
+    uint8_t d[NODE_DESC];
+    node_export(&b, d);
+    struct peer p;
+    node_import(&a, d, &p);
+    static const struct {
+        enum ub_opcode op;
+        uint64_t operand, compare, after;
+    } step[] = {
+        {UB_OP_ATOMIC_FADD, 40, 0, 140},
+        {UB_OP_ATOMIC_FSUB, 13, 0, 127},
+        {UB_OP_ATOMIC_FAND, 0x7c, 0, 0x7c},
+        {UB_OP_ATOMIC_FOR, 0x300, 0, 0x37c},
+        {UB_OP_ATOMIC_FXOR, 0x3ff, 0, 0x83},
+        {UB_OP_ATOMIC_SWAP, 9, 0, 9},
+        {UB_OP_ATOMIC_CAS, 77, 8, 9} /* no match */,
+        {UB_OP_ATOMIC_CAS, 77, 9, 77},
+    };
+    uint8_t *word = b.mem + (512u << 10);
+    uint64_t v = 100, fast0 = b.ctx->ses.st.rx_fast;
+    memcpy(word, &v, 8);
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.flags = UB_WR_COMPLETE;
+    wr.u.atomic.tseg = p.ts;
+    wr.u.atomic.addr = p.base + (512u << 10);
+    for (size_t i = 0; i < sizeof(step) / sizeof(step[0]); i++) {
+        uint64_t old = 0;
+        wr.opcode = step[i].op;
+        wr.user_ctx = i;
+        wr.u.atomic.operand = step[i].operand;
+        wr.u.atomic.compare = step[i].compare;
+        wr.u.atomic.result = &old;
+        assert_int_equal(t_run(&a, &b, &wr), UB_CR_SUCCESS);
+        assert_int_equal(old, v);
+        memcpy(&v, word, 8);
+        assert_int_equal(v, step[i].after);
+    }
+    assert_int_equal(b.ctx->ses.st.rx_fast - fast0, sizeof(step) / sizeof(step[0]));
+    wr.opcode = UB_OP_ATOMIC_FADD;
+    wr.u.atomic.addr = p.base + (512u << 10) + 4;
+    assert_int_equal(t_run(&a, &b, &wr), UB_CR_REM_ACCESS_ERR);
+    wr.u.atomic.addr = p.base + (64u << 20);
+    assert_int_equal(t_run(&a, &b, &wr), UB_CR_REM_ACCESS_ERR);
+    assert_int_equal(b.ctx->ses.st.rx_fast - fast0, sizeof(step) / sizeof(step[0]));
+    memcpy(&v, word, 8);
+    assert_int_equal(v, 77);
+    node_close(&a);
+    node_close(&b);
+}
+
 /* Both sides open udp + shm: traffic between them goes through shared memory. */
 static void test_auto_choice(void **state)
 {
@@ -579,6 +641,7 @@ int main(void)
         cmocka_unit_test(test_across_processes),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_link_mixed),
+        cmocka_unit_test(test_link_atomics),
         cmocka_unit_test(test_auto_choice),
         cmocka_unit_test(test_auto_choice_fd_lazy),
         cmocka_unit_test(test_busy_poll_no_wakeups),

@@ -116,6 +116,62 @@ static void test_without_extension(void **state)
     check_reencode(&d, b);
 }
 
+/* LINK (dst_inc 0x0a0b0c0d), the extension, a FETCHING_ATOMIC (SOM, request_length 8), its
+ * extension (opcode op, UINT64) and, for a FADD, its 8-byte operand. */
+static size_t build_link_amo(uint8_t *b, uint8_t op)
+{
+    static const uint8_t link[8] = {0xff, 0x81, 0x00, 0x00, 0x0a, 0x0b, 0x0c, 0x0d};
+    size_t n = cat(b, 0, link, 8);
+    n = cat(b, n, v_ext, 16);
+    n = cat(b, n, v_std_som, 44);
+    b[24] = UB_SES_OP_FETCHING_ATOMIC;
+    b[25] = UB_SES_F_SOM;
+    memset(b + 24 + 32, 0, 8); /* no header data */
+    memcpy(b + 24 + 40, (const uint8_t[]){0, 0, 0, 8}, 4);
+    n = cat(b, n, (const uint8_t[]){op, UB_SES_DT_UINT64, 0, 0}, 4);
+    if (op == UB_SES_AMO_CSWAP) { /* compare 7, swap 9 (16 bytes each, the first 8 used) */
+        memset(b + n, 0, 32);
+        b[n + 7] = 7;
+        b[n + 23] = 9;
+        return n + 32;
+    }
+    memset(b + n, 0, 8);
+    b[n + 7] = 5;
+    return n + 8;
+}
+
+/* The link path's recogniser takes a fetching atomic with the fields the general parse
+ * finds, and leaves what the general parse would refuse or what it does not know to it. */
+static void test_link_req_atomic(void **state)
+{
+    (void)state;
+    uint8_t b[160];
+    for (int cas = 0; cas < 2; cas++) {
+        size_t n = build_link_amo(b, cas ? UB_SES_AMO_CSWAP : UB_SES_AMO_SUM);
+        struct ub__wire_dgram d;
+        assert_int_equal(parse_exact(&d, b, n, 0), 0);
+        struct ub__wire_link_req r;
+        assert_true(ub__wire_link_req(&r, b, n));
+        assert_true(r.has_atomic);
+        assert_int_equal(r.dst_inc, 0x0a0b0c0d);
+        assert_int_equal(r.std.opcode, UB_SES_OP_FETCHING_ATOMIC);
+        assert_memory_equal(&r.atomic, &d.ses.atomic, sizeof(r.atomic));
+        assert_int_equal(r.payload_len, cas ? 0 : 8);
+        assert_ptr_equal(r.payload, b + n - r.payload_len);
+        if (!cas) {
+            b[n] = 0; /* a 9-byte operand: more than request_length, refused by both */
+            assert_int_equal(parse_exact(&d, b, n + 1, 0), UB_EBADMSG);
+            assert_false(ub__wire_link_req(&r, b, n + 1));
+        }
+        b[25] = UB_SES_F_EOM; /* not the first packet: left to the general parse */
+        assert_false(ub__wire_link_req(&r, b, n));
+        b[25] = UB_SES_F_SOM;
+        b[68] = UB_SES_AMO_OP_MAX + 1; /* an opcode nobody knows: refused by both */
+        assert_false(ub__wire_link_req(&r, b, n));
+        assert_int_equal(parse_exact(&d, b, n, 0), UB_EBADMSG);
+    }
+}
+
 static void test_tss_sealed_and_opened(void **state)
 {
     (void)state;
@@ -258,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_write_with_extension),  cmocka_unit_test(test_without_extension),
         cmocka_unit_test(test_tss_sealed_and_opened), cmocka_unit_test(test_next_header_rules),
         cmocka_unit_test(test_length_agreement),      cmocka_unit_test(test_encode_chain_errors),
+        cmocka_unit_test(test_link_req_atomic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
