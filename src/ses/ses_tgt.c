@@ -613,10 +613,9 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
         return true;
     }
     case UB_SES_OP_READ:
-        if (m->len <= UB_SES_PRSP_DATA && s->ackr_on && m->seq == s->ackr_seq &&
-            m->stream == s->ackr_stream && ub__addr_eq(&m->src, s->ackr_src)) {
-            /* Small, and the ACK of its request is being made: answered now, its data rides on
-             * that ACK (as ub__ses_rd_pump would send it, one pump later). */
+        if (m->len <= UB_SES_PRSP_DATA) {
+            /* Small: answered now, its data in one response record (riding on the ACK of its
+             * request when that is being made), not streamed by ub__ses_rd_pump. */
             ub_seg *seg = NULL;
             struct ub__prsp r = {.stream = m->stream, .seq = m->seq};
             r.rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
@@ -1072,8 +1071,31 @@ static UB_ALWAYS_INLINE bool fast_atomic(struct ub__tl *s, struct ub__tstream *t
 }
 
 /*
+ * The usual READ taken whole: at most a response record's data from a segment it may read,
+ * answered at once as exec_msg answers it. Under the same conditions as fast_send.
+ */
+static UB_ALWAYS_INLINE bool fast_read(struct ub__tl *s, const struct ub__addr *src,
+                                       const struct ub__ext *x, const struct ub__ses_std *q,
+                                       const struct ub__ses_tail *t, uint64_t now)
+{
+    uint32_t len = q->request_length;
+    ub_seg *seg;
+    if (len > UB_SES_PRSP_DATA ||
+        ub__tgt_seg_check(s->ctx, ((uint32_t)q->pid_on_fep << 12) | q->resource_index, q->mem_key,
+                          UB_ACCESS_READ, q->buffer_offset, len, &seg) != UB_SES_RC_OK)
+        return false;
+    struct ub__prsp r = {.stream = x->stream, .seq = x->order_seq, .rc = UB_SES_RC_OK};
+    r.n = (uint8_t)len;
+    r.mod_len = len;
+    memcpy(r.data, seg->addr + (q->buffer_offset - (uint64_t)(uintptr_t)seg->addr), len);
+    rsp_out(s, src, &r, ((t->aux >> 24) & UB_SES_TAIL_A) != 0, now);
+    s->st.executed++;
+    return true;
+}
+
+/*
  * A request in one packet whose turn has come (nothing waits in its stream and its order is
- * met), the usual SEND, WRITE or fetching atomic (a: its extension; NULL: none came):
+ * met), the usual SEND, WRITE, READ or fetching atomic (a: its extension; NULL: none came):
  * executed here, without a message record. false: not taken, nothing changed; it goes the
  * general way.
  */
@@ -1085,14 +1107,17 @@ static UB_ALWAYS_INLINE bool fast_req(struct ub__tl *s, struct ub__tstream *ts,
 {
     bool send = q->opcode == UB_SES_OP_SEND || q->opcode == UB_SES_OP_DEFER_SEND;
     bool write = q->opcode == UB_SES_OP_WRITE;
-    bool amo = a && q->opcode == UB_SES_OP_FETCHING_ATOMIC; /* one packet: no EOM, no data */
-    if (!(send || write || amo) || !(q->flags & UB_SES_F_SOM) ||
-        (!amo && (!(q->flags & UB_SES_F_EOM) || payload_len != q->request_length)) ||
+    bool amo = a && q->opcode == UB_SES_OP_FETCHING_ATOMIC;
+    bool read = q->opcode == UB_SES_OP_READ && !payload_len;
+    /* An atomic or a READ is one packet whatever its EOM says, and carries no message. */
+    if (!(send || write || amo || read) || !(q->flags & UB_SES_F_SOM) ||
+        (!amo && !read && (!(q->flags & UB_SES_F_EOM) || payload_len != q->request_length)) ||
         ((t->aux >> 24) & UB_SES_TAIL_C) || ts->msgs.count || !ub__list_empty(&ts->waiting) ||
         !order_ok_at(ts, x->order_seq, x->fence, x->exec_order, t->so_delta, t->ro_count))
         return false;
     if (!(send    ? fast_send(s, ts, src, x, q, payload, t, now)
           : write ? fast_write(s, ts, src, x, q, payload, t, now)
+          : read  ? fast_read(s, src, x, q, t, now)
                   : fast_atomic(s, ts, src, x, q, a, payload, payload_len, t, now)))
         return false;
     executed_at(ts, x->order_seq, x->exec_order, t->so_delta);

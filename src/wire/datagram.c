@@ -199,14 +199,20 @@ bool ub__wire_link_req(struct ub__wire_link_req *r, const uint8_t *buf, size_t l
                   &r->ext, &c) ||
         ub__ses_std_decode(&r->std, &c) != 0)
         return false;
-    const uint8_t whole = UB_SES_F_SOM | UB_SES_F_EOM;
-    r->has_atomic = r->std.opcode == UB_SES_OP_FETCHING_ATOMIC;
-    if (r->has_atomic ? !(r->std.flags & UB_SES_F_SOM) || ub__ses_atomic_decode(&r->atomic, &c)
-                      : (r->std.flags & whole) != whole ||
-                            ub__ses_ext_for(UB_PDS_NH_REQ_STD, r->std.opcode) != UB_SES_EXT_NONE)
+    /* A fetching atomic or a READ is one packet that says SOM (whatever its EOM says): the
+     * atomic's operand, if any, at most request_length bytes (as the general parse asks), a
+     * READ nothing. A message is whole in its packet. */
+    uint8_t op = r->std.opcode;
+    r->has_atomic = op == UB_SES_OP_FETCHING_ATOMIC;
+    if (!(r->std.flags & UB_SES_F_SOM) ||
+        (r->has_atomic ? ub__ses_atomic_decode(&r->atomic, &c) != 0
+                       : ub__ses_ext_for(UB_PDS_NH_REQ_STD, op) != UB_SES_EXT_NONE))
         return false;
-    size_t pay = ub__rcur_offset(&c);
-    if (r->has_atomic ? len - pay > r->std.request_length : len - pay != r->std.request_length)
+    size_t pay = ub__rcur_offset(&c), n = len - pay;
+    bool ok = r->has_atomic          ? n <= r->std.request_length
+              : op == UB_SES_OP_READ ? n == 0
+                                     : (r->std.flags & UB_SES_F_EOM) && n == r->std.request_length;
+    if (!ok)
         return false;
     r->dst_inc = ub__ld32(buf + 4);
     r->link_flags = buf[1] & UB_PDS_LINK_F_MASK;

@@ -68,10 +68,10 @@ int ub__wire_parse_datagram(struct ub__wire_dgram *d, const uint8_t *buf, size_t
 /*
  * The link path's usual request (docs/pds.md, "The link path"): LINK, the softub extension,
  * a standard SES header without an SES extension (no rendezvous) that says SOM and EOM, and
- * the whole message as payload; or a fetching atomic (SOM, its atomic extension, its
- * operand if any). For such a datagram, what ub__wire_parse_datagram would find in it, in
- * the fields a receive of it needs; false for anything else, which may still be valid (parse
- * it). fuzz_datagram checks the two agree.
+ * the whole message as payload; or a READ (SOM, nothing else) or a fetching atomic (SOM,
+ * its atomic extension, its operand if any). For such a datagram, what ub__wire_parse_datagram
+ * would find in it, in the fields a receive of it needs; false for anything else, which may still
+ * be valid (parse it). fuzz_datagram checks the two agree.
  */
 struct ub__wire_link_req {
     uint32_t dst_inc;   /* LINK: the receiver's incarnation as the sender knows it */
@@ -81,7 +81,7 @@ struct ub__wire_link_req {
     struct ub__ses_std std;
     struct ub__ses_atomic atomic;
     const uint8_t *payload;
-    uint32_t payload_len; /* == std.request_length, but for an atomic */
+    uint32_t payload_len; /* == std.request_length but for a READ (0) or an atomic */
 };
 bool ub__wire_link_req(struct ub__wire_link_req *r, const uint8_t *buf, size_t len);
 

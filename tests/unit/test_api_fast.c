@@ -1,6 +1,6 @@
 /*
  * The fast paths against the general ones: the same scripted ping-pongs (SEND, SEND_IMM,
- * WRITE_IMM behind a plain WRITE and an atomic, inline and not; clean, lossy, reordered;
+ * WRITE_IMM behind a plain WRITE, an atomic and a READ, inline and not; clean, lossy, reordered;
  * bursts of SENDs in flight) run twice
  * on a loop fabric under a manual clock, once with the fast paths on and once with them off
  * (ub__tl.fast, SOFTUB_FAST=0). Both runs must put the same bytes on the wire in the same
@@ -112,6 +112,12 @@ static void ping(struct tnet *t, struct side *sd, uint32_t from, uint32_t k)
         amo.u.atomic.compare = k % 3; /* CAS: swaps when it matches */
         amo.u.atomic.result = (uint64_t *)(void *)(s->mem + 63000 + (k % 16) * 8);
         assert_int_equal(ub_post_jetty_send(t->jetty[from], &amo, NULL), 0);
+        struct ub_sge rs = {s->mem + 64000 + (k % 8) * 16, 16, s->seg};
+        struct ub_wr rd = wr; /* a small READ of the plain WRITE's first bytes */
+        rd.opcode = UB_OP_READ;
+        rd.sge = &rs;
+        rd.flags = UB_WR_COMPLETE;
+        assert_int_equal(ub_post_jetty_send(t->jetty[from], &rd, NULL), 0);
         wr.opcode = UB_OP_WRITE_IMM;
         wr.imm_data = k;
         wr.u.rma.addr = ub_tseg_base(s->peer_seg) + 50000 + (k % 8) * 128;

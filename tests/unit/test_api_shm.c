@@ -80,9 +80,10 @@ static void test_link_mixed(void **state)
 /*
  * Every fetching atomic over the link path, each on the word the last left: the old values
  * and the word as the operations say; the target takes the usual ones whole (rx_fast). A
- * misaligned one and one beyond the segment take the general way, which answers why.
+ * misaligned one and one beyond the segment take the general way, which answers why. Small
+ * READs are taken whole as well, larger ones streamed.
  */
-static void test_link_atomics(void **state)
+static void test_link_small_ops(void **state)
 {
     (void)state;
     struct node a, b;
@@ -135,6 +136,20 @@ static void test_link_atomics(void **state)
     assert_int_equal(b.ctx->ses.st.rx_fast - fast0, sizeof(step) / sizeof(step[0]));
     memcpy(&v, word, 8);
     assert_int_equal(v, 77);
+    /* READs of 8 and 64 bytes (one response record each) are taken whole too, 65 are not. */
+    t_fill(b.mem + 4096, 128, 9);
+    for (uint32_t k = 0; k < 3; k++) {
+        uint32_t len = (uint32_t[]){8, 64, 65}[k];
+        uint64_t f = b.ctx->ses.st.rx_fast;
+        memset(a.mem, 0, 128);
+        struct ub_sge rs = {a.mem, len, a.seg};
+        struct ub_wr rd = t_rma(UB_OP_READ, &rs, p.ts, p.base + 4096);
+        rd.user_ctx = 100 + k;
+        assert_int_equal(t_run(&a, &b, &rd), UB_CR_SUCCESS);
+        assert_memory_equal(a.mem, b.mem + 4096, len);
+        assert_int_equal(a.mem[len], 0);
+        assert_int_equal(b.ctx->ses.st.rx_fast - f, len <= 64 ? 1 : 0);
+    }
     node_close(&a);
     node_close(&b);
 }
@@ -641,7 +656,7 @@ int main(void)
         cmocka_unit_test(test_across_processes),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_link_mixed),
-        cmocka_unit_test(test_link_atomics),
+        cmocka_unit_test(test_link_small_ops),
         cmocka_unit_test(test_auto_choice),
         cmocka_unit_test(test_auto_choice_fd_lazy),
         cmocka_unit_test(test_busy_poll_no_wakeups),

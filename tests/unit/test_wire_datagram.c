@@ -140,8 +140,9 @@ static size_t build_link_amo(uint8_t *b, uint8_t op)
     return n + 8;
 }
 
-/* The link path's recogniser takes a fetching atomic with the fields the general parse
- * finds, and leaves what the general parse would refuse or what it does not know to it. */
+/* The link path's recogniser takes a fetching atomic or a READ with the fields the general
+ * parse finds, and leaves what the general parse would refuse or what it does not know to
+ * it. */
 static void test_link_req_atomic(void **state)
 {
     (void)state;
@@ -170,6 +171,19 @@ static void test_link_req_atomic(void **state)
         assert_false(ub__wire_link_req(&r, b, n));
         assert_int_equal(parse_exact(&d, b, n, 0), UB_EBADMSG);
     }
+    /* A READ: SOM, nothing behind the standard header; with bytes behind it, left alone. */
+    size_t n = build_link_amo(b, UB_SES_AMO_SUM) - 12;
+    b[24] = UB_SES_OP_READ;
+    struct ub__wire_dgram d;
+    assert_int_equal(parse_exact(&d, b, n, 0), 0);
+    struct ub__wire_link_req r;
+    assert_true(ub__wire_link_req(&r, b, n));
+    assert_false(r.has_atomic);
+    assert_int_equal(r.std.opcode, UB_SES_OP_READ);
+    assert_int_equal(r.std.request_length, 8);
+    assert_int_equal(r.payload_len, 0);
+    assert_int_equal(parse_exact(&d, b, n + 8, 0), 0);
+    assert_false(ub__wire_link_req(&r, b, n + 8));
 }
 
 static void test_tss_sealed_and_opened(void **state)
