@@ -391,7 +391,7 @@ struct ub__ses_stats {
     uint64_t rx_prsp_pkts, rx_prsp_recs; /* initiator: packed responses received, records run */
     uint64_t rx_prsp_bad;                /* initiator: packed responses refused whole */
     uint64_t tx_rsp_ack;                 /* target: responses that rode on a PDS ACK */
-    uint64_t rx_fast;                    /* target: SENDs and WRITEs taken whole (fast_req) */
+    uint64_t rx_fast;                    /* target: usual requests taken whole (fast_req) */
     uint64_t rx_rsp_fast; /* initiator: link-path responses taken whole (ub__ses_link_rsp) */
     uint64_t tx_busy;     /* initiator: requests the pump found held back by their peer's budget */
 };

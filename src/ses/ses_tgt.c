@@ -529,6 +529,21 @@ void ub__tgt_executed_now(struct ub__tstream *ts, struct ub__rxmsg *m)
 
 static void rd_start(struct ub__tl *s, struct ub__rxmsg *m);
 
+/* Answers a READ of at most UB_SES_PRSP_DATA bytes at addr of seg (rc: the segment check's
+ * verdict; seg only when it passed): its data in one response record. */
+static void read_answer(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                        bool pk, uint8_t rc, const ub_seg *seg, uint64_t addr, uint32_t len,
+                        uint64_t now)
+{
+    struct ub__prsp r = {.stream = stream, .seq = seq, .rc = rc};
+    if (rc == UB_SES_RC_OK) {
+        r.n = (uint8_t)len;
+        r.mod_len = len;
+        memcpy(r.data, seg->addr + (addr - (uint64_t)(uintptr_t)seg->addr), len);
+    }
+    rsp_out(s, dst, &r, pk, now);
+}
+
 /* Whether this target runs a fetching atomic of these fields: UB_SES_RC_OK, or why not. */
 static uint8_t amo_check(uint8_t datatype, uint8_t amo, uint64_t len, uint64_t addr)
 {
@@ -617,14 +632,10 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
             /* Small: answered now, its data in one response record (riding on the ACK of its
              * request when that is being made), not streamed by ub__ses_rd_pump. */
             ub_seg *seg = NULL;
-            struct ub__prsp r = {.stream = m->stream, .seq = m->seq};
-            r.rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
-            if (r.rc == UB_SES_RC_OK) {
-                r.n = (uint8_t)m->len;
-                r.mod_len = (uint32_t)m->len;
-                memcpy(r.data, seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr), r.n);
-            }
-            rsp_out(s, &m->src, &r, m->pk, now);
+            uint8_t rc =
+                ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
+            read_answer(s, &m->src, m->stream, m->seq, m->pk, rc, seg, m->addr, (uint32_t)m->len,
+                        now);
             ub__tgt_executed_now(ts, m);
             s->st.executed++;
             return true;
@@ -1084,11 +1095,8 @@ static UB_ALWAYS_INLINE bool fast_read(struct ub__tl *s, const struct ub__addr *
         ub__tgt_seg_check(s->ctx, ((uint32_t)q->pid_on_fep << 12) | q->resource_index, q->mem_key,
                           UB_ACCESS_READ, q->buffer_offset, len, &seg) != UB_SES_RC_OK)
         return false;
-    struct ub__prsp r = {.stream = x->stream, .seq = x->order_seq, .rc = UB_SES_RC_OK};
-    r.n = (uint8_t)len;
-    r.mod_len = len;
-    memcpy(r.data, seg->addr + (q->buffer_offset - (uint64_t)(uintptr_t)seg->addr), len);
-    rsp_out(s, src, &r, ((t->aux >> 24) & UB_SES_TAIL_A) != 0, now);
+    read_answer(s, src, x->stream, x->order_seq, ((t->aux >> 24) & UB_SES_TAIL_A) != 0,
+                UB_SES_RC_OK, seg, q->buffer_offset, len, now);
     s->st.executed++;
     return true;
 }
@@ -1325,20 +1333,8 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
                 break;
             }
             uint32_t n = (uint32_t)UB_MIN((uint64_t)s->max_rsp_payload, m->len - j->off);
+            /* (Small READs never come here: exec_msg answers them at once.) */
             const uint8_t *src = seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr) + j->off;
-            if (m->pk && m->len <= UB_SES_PRSP_DATA) { /* small: packs with the others */
-                struct ub__prsp r;
-                r.stream = m->stream;
-                r.rc = UB_SES_RC_OK;
-                r.n = (uint8_t)m->len;
-                r.seq = m->seq;
-                r.mod_len = (uint32_t)m->len;
-                r.off = 0;
-                memcpy(r.data, src, r.n);
-                rsp_out(s, &m->src, &r, true, now);
-                rd_done(s, j, now);
-                break;
-            }
             int err = send_rsp_now(s, &m->src, m->stream, m->seq, UB_SES_RC_OK, (uint32_t)m->len,
                                    src, n, (uint32_t)j->off, now);
             if (err)
