@@ -565,8 +565,8 @@ static inline struct ub_cr *ub__jfc_next(ub_jfc *jfc)
     uint32_t at = jfc->head + jfc->count; /* head < cap and count < cap: below 2 cap */
     return &jfc->ring[at >= jfc->cap ? at - jfc->cap : at].cr;
 }
-/* Appends the record ub__jfc_next handed out (owner: whose berth it holds). */
-void ub__jfc_commit(ub_jfc *jfc, uint64_t owner, bool solicited);
+/* Appends cr, the record ub__jfc_next handed out (owner: whose berth it holds). */
+void ub__jfc_commit(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool solicited);
 /* Makes the JFCE's fd readable. */
 void ub__jfce_signal(ub_jfce *ce);
 int ub__jfc_take(ub_jfc *jfc, int max, struct ub_cr *out);

@@ -34,13 +34,11 @@ static void fire_event(ub_jfc *jfc)
         ub__jfce_signal(ce);
 }
 
-void ub__jfc_commit(ub_jfc *jfc, uint64_t owner, bool solicited)
+void ub__jfc_commit(ub_jfc *jfc, const struct ub_cr *cr, uint64_t owner, bool solicited)
 {
-    if (jfc->count == jfc->cap) /* cannot happen: berths are committed; keep the invariant loud */
+    if (cr == &jfc->spill) /* cannot happen: berths are committed; keep the invariant loud */
         return;
-    uint32_t at = jfc->head + jfc->count;
-    struct ub__cqe *e = &jfc->ring[at >= jfc->cap ? at - jfc->cap : at];
-    const struct ub_cr *cr = &e->cr;
+    struct ub__cqe *e = UB_CONTAINER_OF(cr, struct ub__cqe, cr);
     e->owner = owner;
     e->solicited = solicited;
     jfc->count++;

@@ -243,7 +243,7 @@ static void report(struct ub__wr *w)
     if (w->is_inline)
         cr->flags |= UB_CR_F_INLINE;
     w->state = WR_REPORTED;
-    ub__jfc_commit(jfs->jfc, ((uint64_t)UB__OBJ_JFS << 56) | ((uint64_t)jfs->id << 32) | w->idx,
+    ub__jfc_commit(jfs->jfc, cr, ((uint64_t)UB__OBJ_JFS << 56) | ((uint64_t)jfs->id << 32) | w->idx,
                    false);
 }
 

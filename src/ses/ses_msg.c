@@ -195,25 +195,18 @@ void ub__tgt_deliver_recv(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
         cr->tag = m->mkey;
     }
     m->rb = NULL;
-    ub__tgt_recv_done(s, jfr, rb, &m->src, m->solicited);
+    ub__tgt_recv_done(s, jfr, rb, cr, &m->src, m->solicited);
 }
 
-struct ub_cr *ub__tgt_recv_cr(ub_jfr *jfr)
-{
-    struct ub_cr *cr = ub__jfc_next(jfr->jfc);
-    memset(cr, 0, sizeof(*cr));
-    return cr;
-}
-
-void ub__tgt_recv_done(struct ub__tl *s, ub_jfr *jfr, struct ub__rbuf *rb,
+void ub__tgt_recv_done(struct ub__tl *s, ub_jfr *jfr, struct ub__rbuf *rb, struct ub_cr *cr,
                        const struct ub__addr *src, bool solicited)
 {
-    struct ub_cr *cr = ub__jfc_next(jfr->jfc);
     cr->user_ctx = rb->user_ctx;
     cr->local_id = jfr->id;
     cr->remote_node = src->family == UB_AF_LOOP ? src->port : 0;
     ub__tgt_rbuf_free(jfr, rb);
-    ub__jfc_commit(jfr->jfc, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32), solicited);
+    ub__jfc_commit(jfr->jfc, cr, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32),
+                   solicited);
     s->st.executed++;
 }
 
@@ -301,7 +294,7 @@ static void flush_rbuf(ub_jfr *jfr, struct ub__rbuf *rb)
     cr->user_ctx = rb->user_ctx;
     cr->local_id = jfr->id;
     ub__tgt_rbuf_free(jfr, rb);
-    ub__jfc_commit(jfr->jfc, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32), false);
+    ub__jfc_commit(jfr->jfc, cr, ((uint64_t)UB__OBJ_JFR << 56) | ((uint64_t)jfr->id << 32), false);
 }
 
 void ub__ses_jfr_flush(ub_jfr *jfr, uint64_t now)

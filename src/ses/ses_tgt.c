@@ -993,7 +993,7 @@ static UB_ALWAYS_INLINE bool fast_send(struct ub__tl *s, struct ub__tstream *ts,
         cr->flags = UB_CR_F_IMM;
         cr->imm_data = q->header_data;
     }
-    ub__tgt_recv_done(s, jfr, rb, src, (tf & UB_SES_TAIL_S) != 0);
+    ub__tgt_recv_done(s, jfr, rb, cr, src, (tf & UB_SES_TAIL_S) != 0);
     respond_in(s, ts, src, x->stream, x->order_seq, (tf & UB_SES_TAIL_A) != 0, UB_SES_RC_OK, len,
                false, 0, now);
     return true;
@@ -1039,7 +1039,7 @@ static UB_ALWAYS_INLINE bool fast_write(struct ub__tl *s, struct ub__tstream *ts
             cr->flags = UB_CR_F_IMM;
             cr->imm_data = q->header_data;
         }
-        ub__tgt_recv_done(s, jfr, rb, src, (tf & UB_SES_TAIL_S) != 0);
+        ub__tgt_recv_done(s, jfr, rb, cr, src, (tf & UB_SES_TAIL_S) != 0);
     } else {
         s->st.executed++;
     }

@@ -115,10 +115,15 @@ void ub__tgt_bind_tagged_in_order(struct ub__tl *s, struct ub__rxmsg *m, uint64_
 void ub__tgt_deliver_recv(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
 /* A receive record of jfr, zeroed, to be filled in place and completed by ub__tgt_recv_done
  * (ub__jfc_next: nothing else may complete into its JFC in between). */
-struct ub_cr *ub__tgt_recv_cr(ub_jfr *jfr);
-/* Completes jfr's record (ub__tgt_recv_cr), filling in what every receive record has (the
- * buffer's user_ctx, the JFR, src's node); rb goes back to the JFR's free list. */
-void ub__tgt_recv_done(struct ub__tl *s, ub_jfr *jfr, struct ub__rbuf *rb,
+static inline struct ub_cr *ub__tgt_recv_cr(ub_jfr *jfr)
+{
+    struct ub_cr *cr = ub__jfc_next(jfr->jfc);
+    memset(cr, 0, sizeof(*cr));
+    return cr;
+}
+/* Completes cr, jfr's record from ub__tgt_recv_cr, filling in what every receive record has
+ * (the buffer's user_ctx, the JFR, src's node); rb goes back to the JFR's free list. */
+void ub__tgt_recv_done(struct ub__tl *s, ub_jfr *jfr, struct ub__rbuf *rb, struct ub_cr *cr,
                        const struct ub__addr *src, bool solicited);
 /* Remembers a deferred message of src (FIFO per JFR); false if the JFR remembers too many. */
 bool ub__tgt_defer_add(ub_jfr *jfr, const struct ub__addr *src, uint64_t token);
