@@ -957,6 +957,27 @@ static void msg_outlives(struct ub__tl *s, struct ub__tstream *ts, struct ub__rx
         m->in_map = true;
 }
 
+/* A fast path's receive record: the request q (tail flags tf), the next of its stream's sends
+ * to jfr (sq), recorded in jfr's first posted buffer. */
+static UB_ALWAYS_INLINE void fast_record(struct ub__tl *s, ub_jfr *jfr, struct ub__send_seq *sq,
+                                         enum ub_cr_opcode op, const struct ub__ses_std *q,
+                                         const struct ub__addr *src, uint8_t tf)
+{
+    sq->next++;
+    struct ub__rbuf *rb = UB_CONTAINER_OF(jfr->posted.next, struct ub__rbuf, link);
+    ub__list_remove(&rb->link);
+    struct ub_cr *cr = ub__tgt_recv_cr(jfr);
+    cr->status = UB_CR_SUCCESS;
+    cr->opcode = op;
+    cr->length = q->request_length;
+    cr->remote_id = q->initiator;
+    if (q->flags & UB_SES_F_HD) {
+        cr->flags = UB_CR_F_IMM;
+        cr->imm_data = q->header_data;
+    }
+    ub__tgt_recv_done(s, jfr, rb, cr, src, (tf & UB_SES_TAIL_S) != 0);
+}
+
 /*
  * The usual message taken whole, without a message record from the cache: an untagged SEND
  * whose first posted buffer of its JFR holds it in one piece, the next of its stream's sends
@@ -980,20 +1001,9 @@ static UB_ALWAYS_INLINE bool fast_send(struct ub__tl *s, struct ub__tstream *ts,
     struct ub__rbuf *rb = UB_CONTAINER_OF(jfr->posted.next, struct ub__rbuf, link);
     if (!sq || sq->next != t->send_seq || len > rb->cap || !rb->num_sge || len > rb->sge[0].len)
         return false;
-    sq->next++;
-    ub__list_remove(&rb->link);
     if (len)
         memcpy(rb->sge[0].addr, payload, len);
-    struct ub_cr *cr = ub__tgt_recv_cr(jfr);
-    cr->status = UB_CR_SUCCESS;
-    cr->opcode = UB_CR_OP_RECV;
-    cr->length = len;
-    cr->remote_id = q->initiator;
-    if (q->flags & UB_SES_F_HD) {
-        cr->flags = UB_CR_F_IMM;
-        cr->imm_data = q->header_data;
-    }
-    ub__tgt_recv_done(s, jfr, rb, cr, src, (tf & UB_SES_TAIL_S) != 0);
+    fast_record(s, jfr, sq, UB_CR_OP_RECV, q, src, tf);
     respond_in(s, ts, src, x->stream, x->order_seq, (tf & UB_SES_TAIL_A) != 0, UB_SES_RC_OK, len,
                false, 0, now);
     return true;
@@ -1027,19 +1037,7 @@ static UB_ALWAYS_INLINE bool fast_write(struct ub__tl *s, struct ub__tstream *ts
     if (len)
         memcpy(seg->addr + (q->buffer_offset - (uint64_t)(uintptr_t)seg->addr), payload, len);
     if (jfr) {
-        sq->next++;
-        struct ub__rbuf *rb = UB_CONTAINER_OF(jfr->posted.next, struct ub__rbuf, link);
-        ub__list_remove(&rb->link);
-        struct ub_cr *cr = ub__tgt_recv_cr(jfr);
-        cr->status = UB_CR_SUCCESS;
-        cr->opcode = UB_CR_OP_RECV_WRITE_IMM;
-        cr->length = len;
-        cr->remote_id = q->initiator;
-        if (q->flags & UB_SES_F_HD) {
-            cr->flags = UB_CR_F_IMM;
-            cr->imm_data = q->header_data;
-        }
-        ub__tgt_recv_done(s, jfr, rb, cr, src, (tf & UB_SES_TAIL_S) != 0);
+        fast_record(s, jfr, sq, UB_CR_OP_RECV_WRITE_IMM, q, src, tf);
     } else {
         s->st.executed++;
     }
