@@ -396,22 +396,36 @@ static bool rsp_ride(struct ub__tl *s, const struct ub__prsp *r)
  * responses (pk) it waits in s->prsp until the end of the pump, so that the responses of one
  * progress round to one initiator leave in one packet; otherwise it goes now (or is queued).
  */
+/* The gathered responses' next record, for a response of n data bytes to dst (those
+ * gathered for another initiator, or that leave no room, flushed first). */
+static struct ub__prsp *prsp_next(struct ub__tl *s, const struct ub__addr *dst, uint32_t n,
+                                  uint64_t now)
+{
+    uint32_t b = UB_SES_PRSP_REC(n);
+    if (s->prsp_n && (s->prsp_n == UB_SES_PACK_RECS || s->prsp_bytes + b > s->max_prsp_payload ||
+                      !ub__addr_eq(&s->prsp_dst, dst)))
+        ub__ses_rsp_flush(s, now);
+    if (!s->prsp_n)
+        s->prsp_dst = *dst;
+    s->prsp_bytes += b;
+    return &s->prsp[s->prsp_n++];
+}
+
+/* Whether the response for (stream, seq) to dst may ride on the ACK being made. */
+static inline bool rsp_rides(const struct ub__tl *s, const struct ub__addr *dst, uint16_t stream,
+                             uint32_t seq)
+{
+    return s->ackr_on && seq == s->ackr_seq && stream == s->ackr_stream &&
+           ub__addr_eq(dst, s->ackr_src);
+}
+
 static void rsp_out(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r, bool pk,
                     uint64_t now)
 {
-    if (s->ackr_on && r->seq == s->ackr_seq && r->stream == s->ackr_stream &&
-        ub__addr_eq(dst, s->ackr_src) && rsp_ride(s, r))
+    if (rsp_rides(s, dst, r->stream, r->seq) && rsp_ride(s, r))
         return;
     if (pk && ub__list_empty(rspq_of(s))) {
-        uint32_t b = UB_SES_PRSP_REC(r->n);
-        if (s->prsp_n &&
-            (s->prsp_n == UB_SES_PACK_RECS || s->prsp_bytes + b > s->max_prsp_payload ||
-             !ub__addr_eq(&s->prsp_dst, dst)))
-            ub__ses_rsp_flush(s, now);
-        if (!s->prsp_n)
-            s->prsp_dst = *dst;
-        s->prsp[s->prsp_n++] = *r;
-        s->prsp_bytes += b;
+        *prsp_next(s, dst, r->n, now) = *r;
         return;
     }
     ub__ses_rsp_flush(s, now); /* those gathered before go first */
@@ -422,6 +436,19 @@ static void rsp_out(struct ub__tl *s, const struct ub__addr *dst, const struct u
 static void rsp_val(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
                     uint8_t rc, uint32_t len, bool has_val, uint64_t val, bool pk, uint64_t now)
 {
+    if (pk && ub__list_empty(rspq_of(s)) && !rsp_rides(s, dst, stream, seq)) {
+        /* Gathered: written in its place, as rsp_out would copy it there. */
+        struct ub__prsp *g = prsp_next(s, dst, has_val ? 8 : 0, now);
+        g->stream = stream;
+        g->rc = rc;
+        g->n = has_val ? 8 : 0;
+        g->seq = seq;
+        g->mod_len = len;
+        g->off = 0;
+        if (has_val)
+            ub__st64(g->data, val);
+        return;
+    }
     struct ub__prsp r;
     r.stream = stream;
     r.rc = rc;
