@@ -96,7 +96,7 @@ void ub__ses_rndv_serve(struct ub__tl *s, const struct ub__pds_rx *rx, const str
         return;
     }
     struct ub__wr *w = ub__ses_pending(s, stream, seq);
-    uint32_t jfs_id = ((uint32_t)q->pid_on_fep << 12) | q->resource_index;
+    uint32_t jfs_id = ub__ses_std_key(q);
     uint64_t off = q->buffer_offset, n = q->request_length;
     uint8_t rc = UB_SES_RC_OK;
     if (!w || !w->eager || !ub__ses_peer_eq(&w->dst, rx->src))

@@ -391,11 +391,6 @@ static bool rsp_ride(struct ub__tl *s, const struct ub__prsp *r)
     return true;
 }
 
-/*
- * A response of at most UB_SES_PRSP_DATA data bytes. To an initiator that takes packed
- * responses (pk) it waits in s->prsp until the end of the pump, so that the responses of one
- * progress round to one initiator leave in one packet; otherwise it goes now (or is queued).
- */
 /* The gathered responses' next record, for a response of n data bytes to dst (those
  * gathered for another initiator, or that leave no room, flushed first). */
 static struct ub__prsp *prsp_next(struct ub__tl *s, const struct ub__addr *dst, uint32_t n,
@@ -419,13 +414,35 @@ static inline bool rsp_rides(const struct ub__tl *s, const struct ub__addr *dst,
            ub__addr_eq(dst, s->ackr_src);
 }
 
-static void rsp_out(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r, bool pk,
-                    uint64_t now)
+/*
+ * A response with n (at most UB_SES_PRSP_DATA) bytes of data: on the ACK being made when it
+ * may ride there; to an initiator that takes packed responses (pk) gathered in s->prsp until
+ * the end of the pump, so that the responses of one progress round to one initiator leave in
+ * one packet; otherwise it goes now (or is queued). A response that will be gathered is
+ * written straight into its record: built elsewhere and copied there, the copy's wide loads
+ * would wait for the narrower stores that had just written it.
+ */
+static void rsp_data(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                     uint8_t rc, uint32_t len, const uint8_t *data, uint32_t n, bool pk,
+                     uint64_t now)
 {
-    if (rsp_rides(s, dst, r->stream, r->seq) && rsp_ride(s, r))
+    bool rides = rsp_rides(s, dst, stream, seq);
+    bool gather = pk && ub__list_empty(rspq_of(s));
+    struct ub__prsp tmp, *r = gather && !rides ? prsp_next(s, dst, n, now) : &tmp;
+    r->stream = stream;
+    r->rc = rc;
+    r->n = (uint8_t)n;
+    r->seq = seq;
+    r->mod_len = len;
+    r->off = 0;
+    if (n == 8) /* an atomic's old value: a fixed-size copy, no library call */
+        memcpy(r->data, data, 8);
+    else if (n)
+        memcpy(r->data, data, n);
+    if (r != &tmp || (rides && rsp_ride(s, r)))
         return;
-    if (pk && ub__list_empty(rspq_of(s))) {
-        *prsp_next(s, dst, r->n, now) = *r;
+    if (gather) { /* it could not ride after all */
+        *prsp_next(s, dst, n, now) = *r;
         return;
     }
     ub__ses_rsp_flush(s, now); /* those gathered before go first */
@@ -436,29 +453,9 @@ static void rsp_out(struct ub__tl *s, const struct ub__addr *dst, const struct u
 static void rsp_val(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
                     uint8_t rc, uint32_t len, bool has_val, uint64_t val, bool pk, uint64_t now)
 {
-    if (pk && ub__list_empty(rspq_of(s)) && !rsp_rides(s, dst, stream, seq)) {
-        /* Gathered: written in its place, as rsp_out would copy it there. */
-        struct ub__prsp *g = prsp_next(s, dst, has_val ? 8 : 0, now);
-        g->stream = stream;
-        g->rc = rc;
-        g->n = has_val ? 8 : 0;
-        g->seq = seq;
-        g->mod_len = len;
-        g->off = 0;
-        if (has_val)
-            ub__st64(g->data, val);
-        return;
-    }
-    struct ub__prsp r;
-    r.stream = stream;
-    r.rc = rc;
-    r.n = has_val ? 8 : 0;
-    r.seq = seq;
-    r.mod_len = len;
-    r.off = 0;
-    if (has_val)
-        ub__st64(r.data, val);
-    rsp_out(s, dst, &r, pk, now);
+    uint8_t v[8];
+    ub__st64(v, val);
+    rsp_data(s, dst, stream, seq, rc, len, v, has_val ? 8 : 0, pk, now);
 }
 
 /* Sends a response without data (or with an 8-byte value); queued if it cannot go now. */
@@ -562,13 +559,10 @@ static void read_answer(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
                         bool pk, uint8_t rc, const ub_seg *seg, uint64_t addr, uint32_t len,
                         uint64_t now)
 {
-    struct ub__prsp r = {.stream = stream, .seq = seq, .rc = rc};
-    if (rc == UB_SES_RC_OK) {
-        r.n = (uint8_t)len;
-        r.mod_len = len;
-        memcpy(r.data, seg->addr + (addr - (uint64_t)(uintptr_t)seg->addr), len);
-    }
-    rsp_out(s, dst, &r, pk, now);
+    if (rc != UB_SES_RC_OK)
+        len = 0;
+    const uint8_t *data = len ? seg->addr + (addr - (uint64_t)(uintptr_t)seg->addr) : NULL;
+    rsp_data(s, dst, stream, seq, rc, len, data, len, pk, now);
 }
 
 /* Whether this target runs a fetching atomic of these fields: UB_SES_RC_OK, or why not. */
@@ -824,7 +818,7 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
     }
     if (m->op == UB_SES_OP_TAGGED_SEND)
         m->deferrable = false;
-    m->key = ((uint32_t)q->pid_on_fep << 12) | q->resource_index;
+    m->key = ub__ses_std_key(q);
     m->addr = q->buffer_offset;
     m->mkey = q->mem_key;
     m->initiator = q->initiator;
@@ -1021,7 +1015,7 @@ static UB_ALWAYS_INLINE bool fast_send(struct ub__tl *s, struct ub__tstream *ts,
 {
     uint8_t tf = (uint8_t)(t->aux >> 24);
     uint32_t len = q->request_length;
-    ub_jfr *jfr = jfr_by_id(s, ((uint32_t)q->pid_on_fep << 12) | q->resource_index);
+    ub_jfr *jfr = jfr_by_id(s, ub__ses_std_key(q));
     if (!jfr || jfr->attr.tag_matching || ub__list_empty(&jfr->posted))
         return false;
     struct ub__send_seq *sq = ub__send_seq_of(&ts->ss, jfr->id);
@@ -1050,8 +1044,8 @@ static UB_ALWAYS_INLINE bool fast_write(struct ub__tl *s, struct ub__tstream *ts
     uint8_t tf = (uint8_t)(t->aux >> 24);
     uint32_t len = q->request_length, imm_jfr = t->aux & 0xffffffu;
     ub_seg *seg;
-    if (ub__tgt_seg_check(s->ctx, ((uint32_t)q->pid_on_fep << 12) | q->resource_index, q->mem_key,
-                          UB_ACCESS_WRITE, q->buffer_offset, len, &seg) != UB_SES_RC_OK)
+    if (ub__tgt_seg_check(s->ctx, ub__ses_std_key(q), q->mem_key, UB_ACCESS_WRITE, q->buffer_offset,
+                          len, &seg) != UB_SES_RC_OK)
         return false;
     ub_jfr *jfr = NULL;
     struct ub__send_seq *sq = NULL;
@@ -1096,8 +1090,8 @@ static UB_ALWAYS_INLINE bool fast_atomic(struct ub__tl *s, struct ub__tstream *t
     }
     ub_seg *seg;
     if (amo_check(a->datatype, a->opcode, q->request_length, addr) != UB_SES_RC_OK ||
-        ub__tgt_seg_check(s->ctx, ((uint32_t)q->pid_on_fep << 12) | q->resource_index, q->mem_key,
-                          UB_ACCESS_ATOMIC, addr, 8, &seg) != UB_SES_RC_OK)
+        ub__tgt_seg_check(s->ctx, ub__ses_std_key(q), q->mem_key, UB_ACCESS_ATOMIC, addr, 8,
+                          &seg) != UB_SES_RC_OK)
         return false;
     uint64_t old = amo_apply(seg, addr, a->opcode, compare, operand);
     s->st.executed++;
@@ -1117,8 +1111,8 @@ static UB_ALWAYS_INLINE bool fast_read(struct ub__tl *s, const struct ub__addr *
     uint32_t len = q->request_length;
     ub_seg *seg;
     if (len > UB_SES_PRSP_DATA ||
-        ub__tgt_seg_check(s->ctx, ((uint32_t)q->pid_on_fep << 12) | q->resource_index, q->mem_key,
-                          UB_ACCESS_READ, q->buffer_offset, len, &seg) != UB_SES_RC_OK)
+        ub__tgt_seg_check(s->ctx, ub__ses_std_key(q), q->mem_key, UB_ACCESS_READ, q->buffer_offset,
+                          len, &seg) != UB_SES_RC_OK)
         return false;
     read_answer(s, src, x->stream, x->order_seq, ((t->aux >> 24) & UB_SES_TAIL_A) != 0,
                 UB_SES_RC_OK, seg, q->buffer_offset, len, now);

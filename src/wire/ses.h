@@ -181,6 +181,12 @@ struct ub__ses_std {
     uint32_t request_length;
 };
 
+/* The resource a standard request names (a JFR, segment or JFS): pid_on_fep and index. */
+static inline uint32_t ub__ses_std_key(const struct ub__ses_std *q)
+{
+    return ((uint32_t)q->pid_on_fep << 12) | q->resource_index;
+}
+
 /* Small (optimized non-matching) request (REQ_SMALL), 20 B, single packet. */
 struct ub__ses_small {
     uint8_t opcode;
