@@ -394,6 +394,7 @@ struct ub__ses_stats {
     uint64_t rx_fast;                    /* target: usual requests taken whole (fast_req) */
     uint64_t rx_rsp_fast; /* initiator: link-path responses taken whole (ub__ses_link_rsp) */
     uint64_t tx_busy;     /* initiator: requests the pump found held back by their peer's budget */
+    uint64_t rd_streamed; /* target: READs whose data the READ pump sent (not answered at once) */
 };
 
 /*

@@ -565,6 +565,28 @@ static void read_answer(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
     rsp_data(s, dst, stream, seq, rc, len, data, len, pk, now);
 }
 
+/*
+ * Answers a READ whose data fits one response packet at once, as the READ pump would, but
+ * without its job: when nothing waits before it (queued responses, READs being streamed) and
+ * PDS takes the packet now. False: nothing was sent; the pump streams it.
+ */
+static bool read_one(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
+{
+    if (!ub__list_empty(&s->rdq) || !ub__list_empty(rspq_of(s)) ||
+        s->eng->pool.avail <= UB_SES_POOL_RESERVE ||
+        ub__pds_outstanding(s->eng->pds, &m->src, UB_PDS_RUD) >= UB_SES_PKT_BUDGET)
+        return false;
+    ub_seg *seg = NULL;
+    uint8_t rc = ub__tgt_seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
+    if (rc != UB_SES_RC_OK) {
+        rsp_val(s, &m->src, m->stream, m->seq, rc, 0, false, 0, m->pk, now);
+        return true;
+    }
+    const uint8_t *src = seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr);
+    return send_rsp_now(s, &m->src, m->stream, m->seq, UB_SES_RC_OK, (uint32_t)m->len, src,
+                        (uint32_t)m->len, 0, now) == 0;
+}
+
 /* Whether this target runs a fetching atomic of these fields: UB_SES_RC_OK, or why not. */
 static uint8_t amo_check(uint8_t datatype, uint8_t amo, uint64_t len, uint64_t addr)
 {
@@ -657,6 +679,11 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
                 ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
             read_answer(s, &m->src, m->stream, m->seq, m->pk, rc, seg, m->addr, (uint32_t)m->len,
                         now);
+            ub__tgt_executed_now(ts, m);
+            s->st.executed++;
+            return true;
+        }
+        if (m->len <= s->max_rsp_payload && read_one(s, m, now)) {
             ub__tgt_executed_now(ts, m);
             s->st.executed++;
             return true;
@@ -1303,6 +1330,7 @@ static void rd_start(struct ub__tl *s, struct ub__rxmsg *m)
     }
     m->running = true;
     m->ts->busy++;
+    s->st.rd_streamed++;
     j->m = m;
     ub__list_push_back(&s->rdq, &j->link);
 }
@@ -1352,7 +1380,8 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
                 break;
             }
             uint32_t n = (uint32_t)UB_MIN((uint64_t)s->max_rsp_payload, m->len - j->off);
-            /* (Small READs never come here: exec_msg answers them at once.) */
+            /* (Small READs never come here, nor those of one packet that could go at once:
+             * exec_msg answers them.) */
             const uint8_t *src = seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr) + j->off;
             int err = send_rsp_now(s, &m->src, m->stream, m->seq, UB_SES_RC_OK, (uint32_t)m->len,
                                    src, n, (uint32_t)j->off, now);

@@ -7,6 +7,7 @@
 #include "unit/api_net_util.h"
 #include "api/api.h"
 #include "dev/shm.h"
+#include "unit/api_read_util.h"
 #include "dev/udp.h"
 
 static void test_across_processes(void **state)
@@ -150,6 +151,19 @@ static void test_link_small_ops(void **state)
         assert_int_equal(a.mem[len], 0);
         assert_int_equal(b.ctx->ses.st.rx_fast - f, len <= 64 ? 1 : 0);
     }
+    node_close(&a);
+    node_close(&b);
+}
+
+/* READs of one response packet over the link path: answered when they execute. */
+static void test_link_reads_one_packet(void **state)
+{
+    (void)state;
+    struct node a, b;
+    struct peer p;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    t_pair(&a, "shm://0", &b, "shm://0", &ca, &p);
+    t_reads_one_packet(&a, &b, &p);
     node_close(&a);
     node_close(&b);
 }
@@ -657,6 +671,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_link_mixed),
         cmocka_unit_test(test_link_small_ops),
+        cmocka_unit_test(test_link_reads_one_packet),
         cmocka_unit_test(test_auto_choice),
         cmocka_unit_test(test_auto_choice_fd_lazy),
         cmocka_unit_test(test_busy_poll_no_wakeups),

@@ -13,6 +13,7 @@
 #include "api/api.h"
 #include "dev/udp.h"
 #include "pds/pds_int.h"
+#include "unit/api_read_util.h"
 
 #define URI "udp://127.0.0.1:0?paths=8"
 
@@ -83,6 +84,19 @@ static bool ring_pair_run(const char *uri)
     node_close(&a);
     node_close(&b);
     return true;
+}
+
+/* READs of one response packet over PDS: answered when they execute, data and all. */
+static void test_reads_one_packet(void **state)
+{
+    (void)state;
+    struct node a, b;
+    struct peer p;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    t_pair(&a, "udp://127.0.0.1:0?paths=2", &b, "udp://127.0.0.1:0?paths=2", &ca, &p);
+    t_reads_one_packet(&a, &b, &p);
+    node_close(&a);
+    node_close(&b);
 }
 
 static void test_ring(void **state)
@@ -432,6 +446,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_op),
+        cmocka_unit_test(test_reads_one_packet),
         cmocka_unit_test(test_ring),
         cmocka_unit_test(test_ipv6),
         cmocka_unit_test(test_bad_uris),
