@@ -553,6 +553,15 @@ void ub__tgt_executed_now(struct ub__tstream *ts, struct ub__rxmsg *m)
 
 static void rd_start(struct ub__tl *s, struct ub__rxmsg *m);
 
+/* Whether a READ's data packet to dst may go at once: nothing waits before it (responses
+ * queued, READs being streamed) and the READ pump's own limits allow it. */
+static bool read_may_go(struct ub__tl *s, const struct ub__addr *dst)
+{
+    return ub__list_empty(&s->rdq) && ub__list_empty(rspq_of(s)) &&
+           s->eng->pool.avail > UB_SES_POOL_RESERVE &&
+           ub__pds_outstanding(s->eng->pds, dst, UB_PDS_RUD) < UB_SES_PKT_BUDGET;
+}
+
 /* Answers a READ of at most UB_SES_PRSP_DATA bytes at addr of seg (rc: the segment check's
  * verdict; seg only when it passed): its data in one response record. */
 static void read_answer(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
@@ -565,26 +574,13 @@ static void read_answer(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
     rsp_data(s, dst, stream, seq, rc, len, data, len, pk, now);
 }
 
-/*
- * Answers a READ whose data fits one response packet at once, as the READ pump would, but
- * without its job: when nothing waits before it (queued responses, READs being streamed) and
- * PDS takes the packet now. False: nothing was sent; the pump streams it.
- */
-static bool read_one(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
+/* Answers a READ of up to a response packet's payload at addr of seg (checked) with that
+ * packet, when the caller saw read_may_go. False: it could not go; nothing was sent. */
+static bool read_packet(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                        const ub_seg *seg, uint64_t addr, uint32_t len, uint64_t now)
 {
-    if (!ub__list_empty(&s->rdq) || !ub__list_empty(rspq_of(s)) ||
-        s->eng->pool.avail <= UB_SES_POOL_RESERVE ||
-        ub__pds_outstanding(s->eng->pds, &m->src, UB_PDS_RUD) >= UB_SES_PKT_BUDGET)
-        return false;
-    ub_seg *seg = NULL;
-    uint8_t rc = ub__tgt_seg_check(s->ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
-    if (rc != UB_SES_RC_OK) {
-        rsp_val(s, &m->src, m->stream, m->seq, rc, 0, false, 0, m->pk, now);
-        return true;
-    }
-    const uint8_t *src = seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr);
-    return send_rsp_now(s, &m->src, m->stream, m->seq, UB_SES_RC_OK, (uint32_t)m->len, src,
-                        (uint32_t)m->len, 0, now) == 0;
+    const uint8_t *data = seg->addr + (addr - (uint64_t)(uintptr_t)seg->addr);
+    return send_rsp_now(s, dst, stream, seq, UB_SES_RC_OK, len, data, len, 0, now) == 0;
 }
 
 /* Whether this target runs a fetching atomic of these fields: UB_SES_RC_OK, or why not. */
@@ -670,26 +666,31 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
         ub__tgt_executed_now(ts, m);
         return true;
     }
-    case UB_SES_OP_READ:
-        if (m->len <= UB_SES_PRSP_DATA) {
-            /* Small: answered now, its data in one response record (riding on the ACK of its
-             * request when that is being made), not streamed by ub__ses_rd_pump. */
+    case UB_SES_OP_READ: {
+        /* Small: answered now, its data in one response record (riding on the ACK of its
+         * request when that is being made); of one response packet: that packet now, when
+         * nothing waits before it. Otherwise streamed by ub__ses_rd_pump. */
+        bool small = m->len <= UB_SES_PRSP_DATA;
+        if (small || (m->len <= s->max_rsp_payload && read_may_go(s, &m->src))) {
             ub_seg *seg = NULL;
             uint8_t rc =
                 ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_READ, m->addr, m->len, &seg);
-            read_answer(s, &m->src, m->stream, m->seq, m->pk, rc, seg, m->addr, (uint32_t)m->len,
-                        now);
-            ub__tgt_executed_now(ts, m);
-            s->st.executed++;
-            return true;
-        }
-        if (m->len <= s->max_rsp_payload && read_one(s, m, now)) {
-            ub__tgt_executed_now(ts, m);
-            s->st.executed++;
-            return true;
+            bool answered = true;
+            if (small || rc != UB_SES_RC_OK)
+                read_answer(s, &m->src, m->stream, m->seq, m->pk, rc, seg, m->addr,
+                            (uint32_t)m->len, now);
+            else
+                answered =
+                    read_packet(s, &m->src, m->stream, m->seq, seg, m->addr, (uint32_t)m->len, now);
+            if (answered) {
+                ub__tgt_executed_now(ts, m);
+                s->st.executed++;
+                return true;
+            }
         }
         rd_start(s, m);
         return false;
+    }
     case UB_SES_OP_FETCHING_ATOMIC: {
         ub_seg *seg = NULL;
         uint8_t rc = ub__tgt_seg_check(ctx, m->key, m->mkey, UB_ACCESS_ATOMIC, m->addr, 8, &seg);
@@ -1128,7 +1129,7 @@ static UB_ALWAYS_INLINE bool fast_atomic(struct ub__tl *s, struct ub__tstream *t
 }
 
 /*
- * The usual READ taken whole: at most a response record's data from a segment it may read,
+ * The usual READ taken whole: at most a response packet's data from a segment it may read,
  * answered at once as exec_msg answers it. Under the same conditions as fast_send.
  */
 static UB_ALWAYS_INLINE bool fast_read(struct ub__tl *s, const struct ub__addr *src,
@@ -1136,13 +1137,17 @@ static UB_ALWAYS_INLINE bool fast_read(struct ub__tl *s, const struct ub__addr *
                                        const struct ub__ses_tail *t, uint64_t now)
 {
     uint32_t len = q->request_length;
+    bool small = len <= UB_SES_PRSP_DATA;
     ub_seg *seg;
-    if (len > UB_SES_PRSP_DATA ||
+    if ((!small && (len > s->max_rsp_payload || !read_may_go(s, src))) ||
         ub__tgt_seg_check(s->ctx, ub__ses_std_key(q), q->mem_key, UB_ACCESS_READ, q->buffer_offset,
                           len, &seg) != UB_SES_RC_OK)
         return false;
-    read_answer(s, src, x->stream, x->order_seq, ((t->aux >> 24) & UB_SES_TAIL_A) != 0,
-                UB_SES_RC_OK, seg, q->buffer_offset, len, now);
+    if (small)
+        read_answer(s, src, x->stream, x->order_seq, ((t->aux >> 24) & UB_SES_TAIL_A) != 0,
+                    UB_SES_RC_OK, seg, q->buffer_offset, len, now);
+    else if (!read_packet(s, src, x->stream, x->order_seq, seg, q->buffer_offset, len, now))
+        return false;
     s->st.executed++;
     return true;
 }

@@ -1,12 +1,12 @@
 /*
  * The fast paths against the general ones: the same scripted ping-pongs (SEND, SEND_IMM,
- * WRITE_IMM behind a plain WRITE, an atomic and a READ, inline and not; clean, lossy, reordered;
- * bursts of SENDs in flight) run twice
- * on a loop fabric under a manual clock, once with the fast paths on and once with them off
- * (ub__tl.fast, SOFTUB_FAST=0). Both runs must put the same bytes on the wire in the same
- * order and hand the application the same records, received bytes and memory; the first
- * must have taken the fast paths. Held output is on (loop contexts do not hold by default),
- * without its watchdog: a post that answers a round is what the fast send path serves.
+ * WRITE_IMM behind a plain WRITE, an atomic and a READ (small or of a packet), inline and not;
+ * clean, lossy, reordered; bursts of SENDs in flight) run twice on a loop fabric under a manual
+ * clock, once with the fast paths on and once with them off (ub__tl.fast, SOFTUB_FAST=0). Both runs
+ * must put the same bytes on the wire in the same order and hand the application the same records,
+ * received bytes and memory; the first must have taken the fast paths. Held output is on (loop
+ * contexts do not hold by default), without its watchdog: a post that answers a round is what the
+ * fast send path serves.
  */
 #include "unit/api_util.h"
 #include "pds/pds.h"
@@ -112,8 +112,12 @@ static void ping(struct tnet *t, struct side *sd, uint32_t from, uint32_t k)
         amo.u.atomic.compare = k % 3; /* CAS: swaps when it matches */
         amo.u.atomic.result = (uint64_t *)(void *)(s->mem + 63000 + (k % 16) * 8);
         assert_int_equal(ub_post_jetty_send(t->jetty[from], &amo, NULL), 0);
-        struct ub_sge rs = {s->mem + 64000 + (k % 8) * 16, 16, s->seg};
-        struct ub_wr rd = wr; /* a small READ of the plain WRITE's first bytes */
+        /* A READ of the plain WRITE's first bytes: one response record, or (every other
+         * time) a response packet of its own. */
+        struct ub_sge rs = (k / 4) % 2
+                               ? (struct ub_sge){s->mem + 64200 + (k % 8) * 160, 160, s->seg}
+                               : (struct ub_sge){s->mem + 64000 + (k % 8) * 16, 16, s->seg};
+        struct ub_wr rd = wr;
         rd.opcode = UB_OP_READ;
         rd.sge = &rs;
         rd.flags = UB_WR_COMPLETE;

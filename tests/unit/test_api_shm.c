@@ -137,19 +137,21 @@ static void test_link_small_ops(void **state)
     assert_int_equal(b.ctx->ses.st.rx_fast - fast0, sizeof(step) / sizeof(step[0]));
     memcpy(&v, word, 8);
     assert_int_equal(v, 77);
-    /* READs of 8 and 64 bytes (one response record each) are taken whole too, 65 are not. */
-    t_fill(b.mem + 4096, 128, 9);
-    for (uint32_t k = 0; k < 3; k++) {
-        uint32_t len = (uint32_t[]){8, 64, 65}[k];
+    /* READs of 8 and 64 bytes (one response record each) and of one response packet are
+     * taken whole too; a byte more is not. */
+    uint32_t max = b.ctx->ses.max_rsp_payload;
+    t_fill(b.mem + 4096, max + 64, 9);
+    for (uint32_t k = 0; k < 5; k++) {
+        uint32_t len = (uint32_t[]){8, 64, 65, max, max + 1}[k];
         uint64_t f = b.ctx->ses.st.rx_fast;
-        memset(a.mem, 0, 128);
+        memset(a.mem, 0, max + 64);
         struct ub_sge rs = {a.mem, len, a.seg};
         struct ub_wr rd = t_rma(UB_OP_READ, &rs, p.ts, p.base + 4096);
         rd.user_ctx = 100 + k;
         assert_int_equal(t_run(&a, &b, &rd), UB_CR_SUCCESS);
         assert_memory_equal(a.mem, b.mem + 4096, len);
         assert_int_equal(a.mem[len], 0);
-        assert_int_equal(b.ctx->ses.st.rx_fast - f, len <= 64 ? 1 : 0);
+        assert_int_equal(b.ctx->ses.st.rx_fast - f, len <= max ? 1 : 0);
     }
     node_close(&a);
     node_close(&b);
