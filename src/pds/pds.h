@@ -245,9 +245,12 @@ typedef bool (*ub__pds_link_rsp_fn)(void *arg, const struct ub__addr *src,
 struct ub__pds;
 
 /* Responses on ACKs: the most bytes (softub extension + SES header + data) one ACK carries, and
- * how many a target PDC keeps for re-sending (a ring indexed by PSN, a power of two). */
-#define UB_PDS_ACK_RSP_MAX   112
-#define UB_PDS_ACK_RSP_CACHE 64
+ * how many a target PDC keeps for re-sending (a ring indexed by PSN, a power of two). Up to
+ * UB_PDS_ACK_RSP_INLINE bytes are kept in the ring's entry itself, longer ones (READ data) in a
+ * buffer of the entry's own, allocated when first needed. */
+#define UB_PDS_ACK_RSP_MAX    560
+#define UB_PDS_ACK_RSP_INLINE 112
+#define UB_PDS_ACK_RSP_CACHE  64
 
 /* What the layer above asks to send: SES header + payload bytes, and how. */
 struct ub__pds_tx {
@@ -316,9 +319,10 @@ int ub__pds_input_link_rsp(struct ub__pds *pds, struct ub__pkt *pkt,
  * ub__pds_dlv_own: the packet carried K; it gets an ACK of its own at once (flag OWN, never
  * merged into another), and every later ACK of its PDC says OWN. ub__pds_dlv_rsp: that ACK
  * carries a response of len bytes (softub extension, SES response header and data, at most
- * UB_PDS_ACK_RSP_MAX), kept until the initiator's clear PSN passes the packet so that a
- * duplicate is answered with it again; the caller writes it, at once, where the returned
- * pointer says. NULL: not this packet or no room (send it the ordinary way).
+ * UB_PDS_ACK_RSP_MAX, and the ACK with it within a packet buffer), kept until the initiator's
+ * clear PSN passes the packet so that a duplicate is answered with it again; the caller writes
+ * it, at once, where the returned pointer says. NULL: not this packet or no room (send it the
+ * ordinary way).
  */
 void ub__pds_dlv_own(struct ub__pds *pds);
 uint8_t *ub__pds_dlv_rsp(struct ub__pds *pds, uint32_t len);

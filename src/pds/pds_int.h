@@ -229,8 +229,14 @@ struct ub__pds_tpdc {
 struct ub__pds_rspc {
     uint32_t psn;
     uint16_t len; /* 0: empty */
-    uint8_t b[UB_PDS_ACK_RSP_MAX];
+    uint8_t *big; /* UB_PDS_ACK_RSP_MAX bytes: where a response longer than b is kept */
+    uint8_t b[UB_PDS_ACK_RSP_INLINE];
 };
+
+static inline const uint8_t *ub__pds_rspc_bytes(const struct ub__pds_rspc *e)
+{
+    return e->len > UB_PDS_ACK_RSP_INLINE ? e->big : e->b;
+}
 
 /* A closed target PDC, remembered so that stale packets cannot reopen it. */
 struct ub__pds_grave {

@@ -296,7 +296,7 @@ static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
         return;
     }
     if (rsp) {
-        memcpy(ub__pkt_put(p, rsp->len), rsp->b, rsp->len); /* room checked above */
+        memcpy(ub__pkt_put(p, rsp->len), ub__pds_rspc_bytes(rsp), rsp->len); /* room checked */
         pds->st.acks_rsp_tx++;
     }
     p->addr = *ack_dest(t);
@@ -341,7 +341,9 @@ void ub__pds_dlv_own(struct ub__pds *pds)
 uint8_t *ub__pds_dlv_rsp(struct ub__pds *pds, uint32_t len)
 {
     struct ub__pds_tpdc *t = pds->dlv_t;
-    if (!t || !pds->dlv_own || pds->dlv_rsp || !len || len > UB_PDS_ACK_RSP_MAX)
+    /* The ACK must take it whole (else it would go without its trigger, send_ack_x). */
+    if (!t || !pds->dlv_own || pds->dlv_rsp || !len || len > UB_PDS_ACK_RSP_MAX ||
+        (pds->pool && UB_PDS_ACK_CCX_SIZE + len > pds->pool->buf_size - pds->pool->headroom))
         return NULL;
     if (!t->rspc && !(t->rspc = calloc(UB_PDS_ACK_RSP_CACHE, sizeof(*t->rspc)))) {
         pds->st.rsp_cache_full++;
@@ -353,10 +355,14 @@ uint8_t *ub__pds_dlv_rsp(struct ub__pds *pds, uint32_t len)
         pds->st.rsp_cache_full++;
         return NULL;
     }
+    if (len > UB_PDS_ACK_RSP_INLINE && !e->big && !(e->big = malloc(UB_PDS_ACK_RSP_MAX))) {
+        pds->st.rsp_cache_full++;
+        return NULL;
+    }
     e->psn = pds->dlv_psn;
     e->len = (uint16_t)len;
     pds->dlv_rsp = true;
-    return e->b;
+    return len > UB_PDS_ACK_RSP_INLINE ? e->big : e->b;
 }
 
 /* A request's clear PSN (the initiator's una when it sent it): responses below it are done. */
@@ -412,6 +418,8 @@ void ub__pds_tpdc_free(struct ub__pds_tpdc *t, bool graveyard, uint64_t now)
         }
     }
     free(t->bits);
+    for (uint32_t i = 0; t->rspc && i < UB_PDS_ACK_RSP_CACHE; i++)
+        free(t->rspc[i].big);
     free(t->rspc);
     free(t);
 }

@@ -80,6 +80,7 @@
 #define UB_SES_OS_WINDOW        1024 /* initiator: most slots of a stream's request window */
 #define UB_SES_MSG_CACHE        128  /* target: freed messages kept for reuse */
 #define UB_SES_PRSP_DATA        64   /* response data bytes (READ, atomic) that pack, at most */
+#define UB_SES_RIDE_DATA        512  /* READ data bytes that ride on an ACK, at most */
 #define UB_SES_PACK_COOKIE      (1ull << 32) /* PDS cookie of a pack: this bit | pack id (32) */
 
 /* The largest datagram the transaction layer makes: a request of the largest payload its
@@ -686,6 +687,9 @@ int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct
 /* Writes r as a version-0 extension (incarnation inc), a response with data and its data at
  * x0 (UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + r->n bytes; rc, n and job_id already checked). */
 void ub__ses_prsp_put(uint8_t *x0, const struct ub__prsp *r, uint32_t job_id, uint32_t inc);
+/* The same with n bytes of data from data instead of r's own (n at most UB_SES_LEN14_MAX). */
+void ub__ses_rsp_put(uint8_t *x0, const struct ub__prsp *r, const uint8_t *data, uint32_t n,
+                     uint32_t job_id, uint32_t inc);
 /* Initiator: a packed response arrived: all records well-formed, then each as if alone. */
 void ub__ses_pack_on_rsp(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
 /* Bytes a response with n data bytes takes in a packed response. */

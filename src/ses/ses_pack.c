@@ -442,6 +442,12 @@ int ub__ses_prsp_check(const uint8_t *p, size_t n)
 
 void ub__ses_prsp_put(uint8_t *x0, const struct ub__prsp *x, uint32_t job_id, uint32_t inc)
 {
+    ub__ses_rsp_put(x0, x, x->data, x->n, job_id, inc);
+}
+
+void ub__ses_rsp_put(uint8_t *x0, const struct ub__prsp *x, const uint8_t *data, uint32_t n,
+                     uint32_t job_id, uint32_t inc)
+{
     x0[0] = UB_PDS_NH_RSP_DATA; /* version 0 */
     x0[1] = UB_EXT_SIZE / UB_EXT_HLEN_UNIT;
     x0[2] = 0;
@@ -457,11 +463,11 @@ void ub__ses_prsp_put(uint8_t *x0, const struct ub__prsp *x, uint32_t job_id, ui
     h0[4] = 0;
     ub__st24(h0 + 5, job_id);
     ub__st16(h0 + 8, (uint16_t)x->seq); /* read_req_msg_id */
-    ub__st16(h0 + 10, x->n);            /* payload_len */
+    ub__st16(h0 + 10, (uint16_t)n);     /* payload_len */
     ub__st32(h0 + 12, x->mod_len);
     ub__st32(h0 + 16, x->off);
-    if (x->n)
-        memcpy(h0 + UB_SES_RSP_DATA_SIZE, x->data, x->n);
+    if (n)
+        memcpy(h0 + UB_SES_RSP_DATA_SIZE, data, n);
 }
 
 int ub__ses_prsp_send(struct ub__tl *s, const struct ub__addr *dst, const struct ub__prsp *r,

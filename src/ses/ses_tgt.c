@@ -375,17 +375,18 @@ void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now)
         rsp_queue(s, &s->prsp_dst, &s->prsp[i], true);
 }
 
-/* The response of the transaction whose packet (with K) is being delivered: onto its ACK. */
-static bool rsp_ride(struct ub__tl *s, const struct ub__prsp *r)
+/* The response r (with n bytes of data) of the transaction whose packet (with K) is being
+ * delivered: onto its ACK. */
+static bool rsp_ride(struct ub__tl *s, const struct ub__prsp *r, const uint8_t *data, uint32_t n)
 {
     uint32_t job = s->eng->cfg.job_id;
-    if (job > UB_SES_JOB_ID_MAX || !ub__ses_rc_valid(r->rc) || r->n > UB_SES_PRSP_DATA)
+    if (job > UB_SES_JOB_ID_MAX || !ub__ses_rc_valid(r->rc) || n > UB_SES_RIDE_DATA)
         return false;
     /* Written where PDS keeps it for the ACK (and its repeats): no copy in between. */
-    uint8_t *b = ub__pds_dlv_rsp(s->eng->pds, UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + r->n);
+    uint8_t *b = ub__pds_dlv_rsp(s->eng->pds, UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + n);
     if (!b)
         return false;
-    ub__ses_prsp_put(b, r, job, ub__pds_incarnation(s->eng->pds));
+    ub__ses_rsp_put(b, r, data, n, job, ub__pds_incarnation(s->eng->pds));
     s->ackr_on = false; /* one response per packet */
     s->st.tx_rsp_ack++;
     return true;
@@ -439,7 +440,7 @@ static void rsp_data(struct ub__tl *s, const struct ub__addr *dst, uint16_t stre
         memcpy(r->data, data, 8);
     else if (n)
         memcpy(r->data, data, n);
-    if (r != &tmp || (rides && rsp_ride(s, r)))
+    if (r != &tmp || (rides && rsp_ride(s, r, r->data, r->n)))
         return;
     if (gather) { /* it could not ride after all */
         *prsp_next(s, dst, n, now) = *r;
@@ -574,12 +575,24 @@ static void read_answer(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
     rsp_data(s, dst, stream, seq, rc, len, data, len, pk, now);
 }
 
-/* Answers a READ of up to a response packet's payload at addr of seg (checked) with that
- * packet, when the caller saw read_may_go. False: it could not go; nothing was sent. */
+/* Answers a READ of up to a response packet's payload at addr of seg (checked), when the caller
+ * saw read_may_go: on the ACK being made when it may ride there, else with a packet of its own.
+ * False: that packet could not go; nothing was sent. */
 static bool read_packet(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
                         const ub_seg *seg, uint64_t addr, uint32_t len, uint64_t now)
 {
     const uint8_t *data = seg->addr + (addr - (uint64_t)(uintptr_t)seg->addr);
+    if (len <= UB_SES_RIDE_DATA && rsp_rides(s, dst, stream, seq)) {
+        struct ub__prsp r;
+        r.stream = stream;
+        r.rc = UB_SES_RC_OK;
+        r.n = 0;
+        r.seq = seq;
+        r.mod_len = len;
+        r.off = 0;
+        if (rsp_ride(s, &r, data, len))
+            return true;
+    }
     return send_rsp_now(s, dst, stream, seq, UB_SES_RC_OK, len, data, len, 0, now) == 0;
 }
 

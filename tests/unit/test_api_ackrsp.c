@@ -278,41 +278,75 @@ static void test_ackrsp_atomic(void **state)
     pw_teardown();
 }
 
-/* A READ of at most 64 bytes is answered while its packet is delivered: the data rides, also
- * when the ACK that carried it is lost (the duplicate is answered from the target's cache). A
- * longer READ streams its data in packets of its own, as before. */
+/* A READ of at most UB_SES_RIDE_DATA bytes is answered while its packet is delivered: the data
+ * rides, also when the ACK that carried it is lost (the duplicate is answered from the target's
+ * cache: in the cache entry itself, or past UB_PDS_ACK_RSP_INLINE bytes in the entry's own
+ * buffer). A longer READ sends its data in a packet of its own, as before. */
 static void test_ackrsp_read(void **state)
 {
     (void)state;
     setup(UB_PACK_OFF);
-    fill_pattern(M1 + 4096, 64, 11);
     static struct ub_sge sg;
     static struct ub_wr wr;
-    for (int lose = 0; lose < 2; lose++) {
-        memset(M0, 0, 64);
-        if (lose)
-            tnet_impair(&T, 1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
+    const uint32_t lens[] = {64, 65, UB_SES_RIDE_DATA};
+    for (uint32_t k = 0; k < 3; k++) {
+        uint32_t len = lens[k];
+        fill_pattern(M1 + 4096, len, 11 + k);
+        for (int lose = 0; lose < 2; lose++) {
+            memset(M0, 0, len + 1);
+            if (lose)
+                tnet_impair(&T, 1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
+            struct snap s0 = snap();
+            pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 4096, len);
+            sg.addr = M0;
+            assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
+            collect_ok(1);
+            assert_memory_equal(M0, M1 + 4096, len);
+            assert_int_equal(M0[len], 0);
+            assert_int_equal(DG(executed), 1);
+            assert_int_equal(DG(tx_rsp_ack), 1);
+            assert_int_equal(DG(tx_rsp_pkts), 0);
+            assert_int_equal(DGP(tx_pkts), 0);
+            assert_int_equal(DGP(acks_rsp_resent), lose);
+            assert_int_equal(DIP(retx_pkts), lose);
+        }
+    }
+    struct snap s0 = snap();
+    pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 8192, UB_SES_RIDE_DATA + 1);
+    sg.addr = M0 + 8192;
+    fill_pattern(M1 + 8192, UB_SES_RIDE_DATA + 1, 12);
+    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
+    collect_ok(1);
+    assert_memory_equal(M0 + 8192, M1 + 8192, UB_SES_RIDE_DATA + 1);
+    assert_int_equal(DG(tx_rsp_ack), 0);
+    assert_int_equal(DG(tx_rsp_pkts), 1);
+    pw_teardown();
+}
+
+/* With a small MTU a READ rides only while the ACK with it fits one datagram: past that its data
+ * goes in a packet of its own (the ACK never leaves without its response). */
+static void test_ackrsp_read_small_mtu(void **state)
+{
+    (void)state;
+    const uint32_t mtu = 512, fits = mtu - UB_PDS_ACK_CCX_SIZE - UB_EXT_SIZE - UB_SES_RSP_DATA_SIZE;
+    pw_setup(UB_PACK_OFF, mtu, 4000, 17);
+    T.ctx[0]->ses.ack_rsp_busy = UINT32_MAX;
+    static struct ub_sge sg;
+    static struct ub_wr wr;
+    for (uint32_t len = fits; len <= fits + 1; len++) {
+        fill_pattern(M1 + 4096, len, len);
+        memset(M0, 0, len + 1);
         struct snap s0 = snap();
-        pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 4096, 64);
+        pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 4096, len);
         sg.addr = M0;
         assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
         collect_ok(1);
-        assert_memory_equal(M0, M1 + 4096, 64);
-        assert_int_equal(DG(executed), 1);
-        assert_int_equal(DG(tx_rsp_ack), 1);
-        assert_int_equal(DG(tx_rsp_pkts), 0);
-        assert_int_equal(DGP(acks_rsp_resent), lose);
-        assert_int_equal(DIP(retx_pkts), lose);
+        assert_memory_equal(M0, M1 + 4096, len);
+        assert_int_equal(M0[len], 0);
+        assert_int_equal(DG(tx_rsp_ack), len == fits ? 1 : 0);
+        assert_int_equal(DG(tx_rsp_pkts), len == fits ? 0 : 1);
+        assert_int_equal(DIP(retx_pkts), 0);
     }
-    struct snap s0 = snap();
-    pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 8192, 65);
-    sg.addr = M0 + 8192;
-    fill_pattern(M1 + 8192, 65, 12);
-    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
-    collect_ok(1);
-    assert_memory_equal(M0 + 8192, M1 + 8192, 65);
-    assert_int_equal(DG(tx_rsp_ack), 0);
-    assert_int_equal(DG(tx_rsp_pkts), 1);
     pw_teardown();
 }
 
@@ -401,19 +435,13 @@ static void test_ackrsp_packed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ackrsp_clean),
-        cmocka_unit_test(test_ackrsp_lost),
-        cmocka_unit_test(test_ackrsp_ce),
-        cmocka_unit_test(test_ackrsp_covered),
-        cmocka_unit_test(test_ackrsp_lossy),
-        cmocka_unit_test(test_ackrsp_dup),
-        cmocka_unit_test(test_ackrsp_reorder),
-        cmocka_unit_test(test_ackrsp_atomic),
-        cmocka_unit_test(test_ackrsp_read),
-        cmocka_unit_test(test_ackrsp_old_target),
-        cmocka_unit_test(test_ackrsp_old_initiator),
-        cmocka_unit_test(test_ackrsp_busy),
-        cmocka_unit_test(test_ackrsp_packed),
+        cmocka_unit_test(test_ackrsp_clean),      cmocka_unit_test(test_ackrsp_lost),
+        cmocka_unit_test(test_ackrsp_ce),         cmocka_unit_test(test_ackrsp_covered),
+        cmocka_unit_test(test_ackrsp_lossy),      cmocka_unit_test(test_ackrsp_dup),
+        cmocka_unit_test(test_ackrsp_reorder),    cmocka_unit_test(test_ackrsp_atomic),
+        cmocka_unit_test(test_ackrsp_read),       cmocka_unit_test(test_ackrsp_read_small_mtu),
+        cmocka_unit_test(test_ackrsp_old_target), cmocka_unit_test(test_ackrsp_old_initiator),
+        cmocka_unit_test(test_ackrsp_busy),       cmocka_unit_test(test_ackrsp_packed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
