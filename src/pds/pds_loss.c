@@ -387,6 +387,22 @@ static void resend_oldest(struct ub__pds_ipdc *c, uint8_t why, uint64_t now)
     }
 }
 
+/*
+ * What a tail-loss probe resends: the newest packet when it carries K and still waits for its
+ * own ACK (a request's last packet, whose ACK carries the response: the duplicate brings that
+ * ACK again, covering what came before; the oldest's ACK would only cover it), else the oldest.
+ */
+static void resend_probe(struct ub__pds_ipdc *c, uint64_t now)
+{
+    uint32_t last = c->nxt - 1;
+    const struct ub__pds_slot *s = slot_of(c, last);
+    if (c->nxt != c->una && s->own && (s->state == SLOT_INFLIGHT || s->state == SLOT_COVERED)) {
+        mark_lost(c, last, WHY_PROBE, now);
+        return;
+    }
+    resend_oldest(c, WHY_PROBE, now);
+}
+
 /* The oldest packet goes again, and the verdict on the rest waits for the next ACK. */
 static void lone_repair(struct ub__pds_ipdc *c, uint8_t why, uint64_t now)
 {
@@ -425,14 +441,14 @@ void ub__pds_rto_fire(struct ub__timer *t, uint64_t now)
         return;
     if (!cfg->no_probe && !cfg->trimming && !c->lossless && fast(c) && !c->probed && c->srtt &&
         now < c->last_progress + c->rto_ns) {
-        /* Tail-loss probe: resend the lowest unacknowledged packet, asking for an ACK. */
+        /* Tail-loss probe: resend a packet (resend_probe), asking for an ACK. */
         c->probed = true;
         /* Go-back-N: the next ACK says whether to go back (the target drops what follows a
          * lost packet, so a lone repair cannot stand on its own there). */
         if (gbn(c))
             lone_repair(c, WHY_PROBE, now);
         else
-            resend_oldest(c, WHY_PROBE, now);
+            resend_probe(c, now);
         rto_at(c, c->last_progress + c->rto_ns);
         ub__pds_mark_ready(c, now);
         return;

@@ -522,6 +522,14 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
     return s->pkt;
 }
 
+/* The first packet in flight after none: the loss clock starts now, not at the last progress
+ * of an earlier exchange (which would leave no room for a tail-loss probe before the RTO). */
+static void arm_from_idle(struct ub__pds_ipdc *c, uint64_t now)
+{
+    c->last_progress = now;
+    ub__pds_arm_rto(c, now);
+}
+
 /*
  * A new packet (the headers above PDS in place, PDS's pushed) gets the next PSN and is
  * transmitted: the reference for the device, or NULL when it could not go, in which case
@@ -589,7 +597,7 @@ uint32_t ub__pds_ipdc_emit(struct ub__pds_ipdc *c, struct ub__pkt **pkts, uint32
         pkts[n++] = out;
     }
     if (n && c->rto_due == UB_TIME_NEVER) /* else it times the oldest packet in flight */
-        ub__pds_arm_rto(c, now);
+        arm_from_idle(c, now);
     return n;
 }
 
@@ -608,7 +616,7 @@ int ub__pds_ipdc_emit_one(struct ub__pds_ipdc *c, struct ub__pkt *p, struct ub__
     }
     *out = emit_new(c, p, true, now);
     if (*out && c->rto_due == UB_TIME_NEVER)
-        ub__pds_arm_rto(c, now);
+        arm_from_idle(c, now);
     return 1;
 }
 

@@ -252,6 +252,43 @@ static void test_ackrsp_reorder(void **state)
     pw_teardown();
 }
 
+/* A WRITE of three packets: K on its last, whose ACK carries the response when the message is
+ * complete on its arrival (clean; that ACK lost: the last packet goes again and its duplicate is
+ * answered from the cache), and not when a packet before it is missing then (the response then
+ * goes in a packet of its own once the message is complete). */
+static void test_ackrsp_multi(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    static struct ub_sge sg;
+    static struct ub_wr wr;
+    const uint32_t len = 20000;
+    for (int c = 0; c < 3; c++) {
+        if (c == 1)
+            tnet_impair(&T, 1, 0, UB_IMPAIR_DROP_NTH, 0, 0); /* the K packet's ACK */
+        if (c == 2)
+            tnet_impair(&T, 0, 1, UB_IMPAIR_DROP_NTH, 0, 0); /* the first packet */
+        fill_pattern(M0 + 8192, len, 20 + (uint32_t)c);
+        struct snap s0 = snap();
+        pw_rma_wr(&wr, &sg, UB_OP_WRITE, 0, 0, 8192, len);
+        assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
+        collect_ok(1);
+        assert_memory_equal(M1 + 8192, M0 + 8192, len);
+        assert_int_equal(DI(tx_req_pkts), 3);
+        assert_int_equal(DG(executed), 1);
+        assert_int_equal(DG(tx_rsp_ack), c < 2 ? 1 : 0);
+        assert_int_equal(DG(tx_rsp_pkts), c < 2 ? 0 : 1);
+        assert_int_equal(DGP(acks_rsp_resent), c == 1 ? 1 : 0);
+        /* One repair, by a tail-loss probe: of the K packet when its ACK was lost (the oldest's
+         * ACK could only cover it), of the first packet when that was lost. */
+        assert_int_equal(DIP(retx_pkts), c == 0 ? 0 : 1);
+        assert_int_equal(DIP(probes_sent), c == 0 ? 0 : 1);
+        assert_int_equal(DIP(rto_fired), 0);
+        assert_int_equal(DI(rx_stale_rsp), 0);
+    }
+    pw_teardown();
+}
+
 /* An atomic's old value rides as well. */
 static void test_ackrsp_atomic(void **state)
 {
@@ -435,13 +472,21 @@ static void test_ackrsp_packed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ackrsp_clean),      cmocka_unit_test(test_ackrsp_lost),
-        cmocka_unit_test(test_ackrsp_ce),         cmocka_unit_test(test_ackrsp_covered),
-        cmocka_unit_test(test_ackrsp_lossy),      cmocka_unit_test(test_ackrsp_dup),
-        cmocka_unit_test(test_ackrsp_reorder),    cmocka_unit_test(test_ackrsp_atomic),
-        cmocka_unit_test(test_ackrsp_read),       cmocka_unit_test(test_ackrsp_read_small_mtu),
-        cmocka_unit_test(test_ackrsp_old_target), cmocka_unit_test(test_ackrsp_old_initiator),
-        cmocka_unit_test(test_ackrsp_busy),       cmocka_unit_test(test_ackrsp_packed),
+        cmocka_unit_test(test_ackrsp_clean),
+        cmocka_unit_test(test_ackrsp_lost),
+        cmocka_unit_test(test_ackrsp_ce),
+        cmocka_unit_test(test_ackrsp_covered),
+        cmocka_unit_test(test_ackrsp_lossy),
+        cmocka_unit_test(test_ackrsp_dup),
+        cmocka_unit_test(test_ackrsp_reorder),
+        cmocka_unit_test(test_ackrsp_atomic),
+        cmocka_unit_test(test_ackrsp_multi),
+        cmocka_unit_test(test_ackrsp_read),
+        cmocka_unit_test(test_ackrsp_read_small_mtu),
+        cmocka_unit_test(test_ackrsp_old_target),
+        cmocka_unit_test(test_ackrsp_old_initiator),
+        cmocka_unit_test(test_ackrsp_busy),
+        cmocka_unit_test(test_ackrsp_packed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
