@@ -58,4 +58,16 @@ static inline void t_reads_one_packet(struct node *a, struct node *b, struct pee
     assert_true(b->ctx->ses.st.rd_streamed - st0 >= 1);
 }
 
+/* The same between two manual contexts of this process on uri. */
+static inline void t_reads_one_packet_on(const char *uri)
+{
+    struct node a, b;
+    struct peer p;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    t_pair(&a, uri, &b, uri, &ca, &p);
+    t_reads_one_packet(&a, &b, &p);
+    node_close(&a);
+    node_close(&b);
+}
+
 #endif

@@ -13,10 +13,15 @@
 
 /* Node 0 sends K on every request, not only when nothing else is outstanding to node 1, so
  * that several such requests are in flight at once. */
+static void setup_mtu(uint32_t pack_max, uint32_t mtu)
+{
+    pw_setup(pack_max, mtu, 4000, 17);
+    T.ctx[0]->ses.ack_rsp_busy = UINT32_MAX;
+}
+
 static void setup(uint32_t pack_max)
 {
-    pw_setup(pack_max, 9000, 4000, 17);
-    T.ctx[0]->ses.ack_rsp_busy = UINT32_MAX;
+    setup_mtu(pack_max, 9000);
 }
 
 static struct ub__ses_stats *I(void)
@@ -315,6 +320,21 @@ static void test_ackrsp_atomic(void **state)
     pw_teardown();
 }
 
+/* A READ of len bytes of node 1's M1 + 4096 into M0, alone: completes with the data and not a
+ * byte more. */
+static void read_once(uint32_t len)
+{
+    static struct ub_sge sg;
+    static struct ub_wr wr;
+    memset(M0, 0, len + 1);
+    pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 4096, len);
+    sg.addr = M0;
+    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
+    collect_ok(1);
+    assert_memory_equal(M0, M1 + 4096, len);
+    assert_int_equal(M0[len], 0);
+}
+
 /* A READ of at most UB_SES_RIDE_DATA bytes is answered while its packet is delivered: the data
  * rides, also when the ACK that carried it is lost (the duplicate is answered from the target's
  * cache: in the cache entry itself, or past UB_PDS_ACK_RSP_INLINE bytes in the entry's own
@@ -323,23 +343,15 @@ static void test_ackrsp_read(void **state)
 {
     (void)state;
     setup(UB_PACK_OFF);
-    static struct ub_sge sg;
-    static struct ub_wr wr;
     const uint32_t lens[] = {64, 65, UB_SES_RIDE_DATA};
     for (uint32_t k = 0; k < 3; k++) {
         uint32_t len = lens[k];
         fill_pattern(M1 + 4096, len, 11 + k);
         for (int lose = 0; lose < 2; lose++) {
-            memset(M0, 0, len + 1);
             if (lose)
                 tnet_impair(&T, 1, 0, UB_IMPAIR_DROP_NTH, 0, 0);
             struct snap s0 = snap();
-            pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 4096, len);
-            sg.addr = M0;
-            assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
-            collect_ok(1);
-            assert_memory_equal(M0, M1 + 4096, len);
-            assert_int_equal(M0[len], 0);
+            read_once(len);
             assert_int_equal(DG(executed), 1);
             assert_int_equal(DG(tx_rsp_ack), 1);
             assert_int_equal(DG(tx_rsp_pkts), 0);
@@ -349,12 +361,8 @@ static void test_ackrsp_read(void **state)
         }
     }
     struct snap s0 = snap();
-    pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 8192, UB_SES_RIDE_DATA + 1);
-    sg.addr = M0 + 8192;
-    fill_pattern(M1 + 8192, UB_SES_RIDE_DATA + 1, 12);
-    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
-    collect_ok(1);
-    assert_memory_equal(M0 + 8192, M1 + 8192, UB_SES_RIDE_DATA + 1);
+    fill_pattern(M1 + 4096, UB_SES_RIDE_DATA + 1, 12);
+    read_once(UB_SES_RIDE_DATA + 1);
     assert_int_equal(DG(tx_rsp_ack), 0);
     assert_int_equal(DG(tx_rsp_pkts), 1);
     pw_teardown();
@@ -366,20 +374,11 @@ static void test_ackrsp_read_small_mtu(void **state)
 {
     (void)state;
     const uint32_t mtu = 512, fits = mtu - UB_PDS_ACK_CCX_SIZE - UB_EXT_SIZE - UB_SES_RSP_DATA_SIZE;
-    pw_setup(UB_PACK_OFF, mtu, 4000, 17);
-    T.ctx[0]->ses.ack_rsp_busy = UINT32_MAX;
-    static struct ub_sge sg;
-    static struct ub_wr wr;
+    setup_mtu(UB_PACK_OFF, mtu);
     for (uint32_t len = fits; len <= fits + 1; len++) {
         fill_pattern(M1 + 4096, len, len);
-        memset(M0, 0, len + 1);
         struct snap s0 = snap();
-        pw_rma_wr(&wr, &sg, UB_OP_READ, 0, 0, 4096, len);
-        sg.addr = M0;
-        assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
-        collect_ok(1);
-        assert_memory_equal(M0, M1 + 4096, len);
-        assert_int_equal(M0[len], 0);
+        read_once(len);
         assert_int_equal(DG(tx_rsp_ack), len == fits ? 1 : 0);
         assert_int_equal(DG(tx_rsp_pkts), len == fits ? 0 : 1);
         assert_int_equal(DIP(retx_pkts), 0);

@@ -90,13 +90,7 @@ static bool ring_pair_run(const char *uri)
 static void test_reads_one_packet(void **state)
 {
     (void)state;
-    struct node a, b;
-    struct peer p;
-    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
-    t_pair(&a, "udp://127.0.0.1:0?paths=2", &b, "udp://127.0.0.1:0?paths=2", &ca, &p);
-    t_reads_one_packet(&a, &b, &p);
-    node_close(&a);
-    node_close(&b);
+    t_reads_one_packet_on("udp://127.0.0.1:0?paths=2");
 }
 
 static void test_ring(void **state)
