@@ -81,8 +81,8 @@ static void test_link_mixed(void **state)
 /*
  * Every fetching atomic over the link path, each on the word the last left: the old values
  * and the word as the operations say; the target takes the usual ones whole (rx_fast). A
- * misaligned one and one beyond the segment take the general way, which answers why. Small
- * READs are taken whole as well, larger ones streamed.
+ * misaligned one and one beyond the segment take the general way, which answers why. READs
+ * of up to one response packet are taken whole as well, larger ones streamed.
  */
 static void test_link_small_ops(void **state)
 {
