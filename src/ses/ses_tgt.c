@@ -375,6 +375,9 @@ void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now)
         rsp_queue(s, &s->prsp_dst, &s->prsp[i], true);
 }
 
+_Static_assert(UB_EXT_SIZE + UB_SES_RSP_DATA_SIZE + UB_SES_RIDE_DATA <= UB_PDS_ACK_RSP_MAX,
+               "a READ's data that may ride must fit what an ACK carries");
+
 /* The response r (with n bytes of data) of the transaction whose packet (with K) is being
  * delivered: onto its ACK. */
 static bool rsp_ride(struct ub__tl *s, const struct ub__prsp *r, const uint8_t *data, uint32_t n)
