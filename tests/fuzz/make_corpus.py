@@ -161,6 +161,9 @@ CORPUS = {
         "ack_cc_ext": with_nh(ACK_CC_NSCC, 15) + h("00 04 04 00 0100 0000 00000000 00000001"),
         "ack_own_rsp": ACK_OWN + h("05 04 00 00 0000 0102 0a0b0c0d deadbeef")
         + h("02 01 0010 00 000001 0010 0008 00000008 00000000") + bytes(range(8)),
+        # a READ's 512 bytes riding on its request's own ACK (UB_SES_RIDE_DATA)
+        "ack_own_read": ACK_OWN + h("05 04 00 00 0000 0102 0a0b0c0d deadbeef")
+        + h("02 01 0011 00 000001 0011 0200 00000200 00000000") + bytes(i & 0xFF for i in range(512)),
         "ctrl": CTRL_PROBE,
         "tss_write": TSS_SSI + with_nh(RUD_REQ, 15) + EXT_RO + STD_SOM + bytes(16) + bytes(16),
         "uud_small": with_nh(UUD, 1) + SMALL + bytes(0x10),
@@ -174,6 +177,25 @@ CORPUS = {
         + h("08 07 0000 00 000001 0000 0001 0000000000000005 00000002 0000000000000000"
             " 1122334455667788 00000008") + bytes(range(8)),
         "bad_len": with_nh(RUD_REQ, 3) + STD_MID + bytes(0xFF),
+        # the link path's usual response (ub__wire_link_rsp: without and with an 8-byte value)
+        # and its READ and fetching atomics (ub__wire_link_req), as their tests build them
+        "link_rsp": h(
+            "ff8000000a0b0c0d050400000000000100000001deadbeef020000010000000000010000"
+            "0000000800000000"),
+        "link_rsp_val": h(
+            "ff8000000a0b0c0d050400000000000100000001deadbeef020000010000000000010008"
+            "00000008000000000102030405060708"),
+        "link_read": h(
+            "ff8100000a0b0c0d03047800006401020a0b0c0ddeadbeef0201123477abcdef067809ab"
+            "fedcba9876543210fedcba981122334455667788000000000000000000000008"),
+        "link_fadd": h(
+            "ff8100000a0b0c0d03047800006401020a0b0c0ddeadbeef0401123477abcdef067809ab"
+            "fedcba9876543210fedcba98112233445566778800000000000000000000000802070000"
+            "0000000000000005"),
+        "link_cas": h(
+            "ff8100000a0b0c0d03047800006401020a0b0c0ddeadbeef0401123477abcdef067809ab"
+            "fedcba9876543210fedcba9811223344556677880000000000000000000000080d070000"
+            "0000000000000007000000000000000000000000000000090000000000000000"),
     },
     "fuzz_udp_ring": {
         # flags byte (bit 0: the kernel checked the checksum; the rest: bytes not captured),
