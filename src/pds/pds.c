@@ -601,6 +601,7 @@ static void peer_fill(const struct ub__pds *pds, struct ub__pds_ipdc *c, const s
     out->outstanding = outstanding(c);
     out->own_ok = ub__pds_own_ok(pds, dst, mode);
     out->link = false;
+    out->sprays = mode == UB_PDS_RUD && pds->cfg.num_paths > 1 && pds->lb_algo != &ub__lb_single;
 }
 
 /* Not the last PDC: a table lookup, out of the usual path (which then saves no registers). */

@@ -365,6 +365,10 @@ struct ub__pds_peer {
     /* dst is served by the link path (docs/pds.md): a packet is as good as delivered once the
      * driver has it, so one without an attached payload needs no cookie (no acked upcall). */
     bool link;
+    /* Packets to dst are sprayed over several paths: those of one request may arrive out of
+     * order (an ACK of its own at the last one would often report holes the next moment
+     * fills, and count as evidence of loss). */
+    bool sprays;
 };
 void ub__pds_peer(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                   struct ub__pds_peer *out);

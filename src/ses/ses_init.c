@@ -837,16 +837,18 @@ bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now)
         ub__ses_wr_ext(w, &tx.ext, tail);
         /* The last packet of a request whose response the target can make at once: K lets it
          * ride on that packet's ACK (a READ only of at most UB_SES_RIDE_DATA bytes: larger data
-         * goes in packets of its own; PDS says which modes and peers allow it). Only when nothing
-         * but the request's own earlier packets is queued or in flight to that peer (a request
-         * waited for, as in a ping-pong): a stream of requests is better served by coalesced
-         * ACKs and packed responses than by an ACK of its own per request. */
+         * goes in packets of its own; PDS says which modes and peers allow it; a request of
+         * several packets only when they are not sprayed, so they arrive in order). Only when
+         * nothing but the request's own earlier packets is queued or in flight to that peer (a
+         * request waited for, as in a ping-pong): a stream of requests is better served by
+         * coalesced ACKs and packed responses than by an ACK of its own per request. */
         /* After a yield (engine.h) the rest of the received bundle, usually the ACK of our
          * last request to that peer, waits: that request is as good as answered. */
         uint32_t k_busy = s->ack_rsp_busy + (ub__engine_rx_later(e) ? 1u : 0u);
         uint32_t others = busy - UB_MIN(busy, w->in_pds);
-        if (s->ack_rsp && others < k_busy && last && !w->cma && !w->eager &&
-            (w->ses_op != UB_SES_OP_READ || w->len <= UB_SES_RIDE_DATA) && peer.own_ok) {
+        if (s->ack_rsp && others < k_busy && last && (!w->first_sent || !peer.sprays) && !w->cma &&
+            !w->eager && (w->ses_op != UB_SES_OP_READ || w->len <= UB_SES_RIDE_DATA) &&
+            peer.own_ok) {
             tail[8] |= UB_SES_TAIL_K;
             tx.own = true;
         }

@@ -16,6 +16,7 @@ static uint8_t *M0, *M1, *R1;
 static ub_seg *S0, *S1, *SR;
 static ub_tseg *TS;
 static ub_tjetty *TJ;
+static const char *PW_LB; /* the nodes' load balancer (NULL: the default, which sprays) */
 
 static void pw_open_node(uint32_t i, uint32_t pack_max, uint64_t seed)
 {
@@ -23,6 +24,7 @@ static void pw_open_node(uint32_t i, uint32_t pack_max, uint64_t seed)
     snprintf(uri, sizeof(uri), "loop:%u", i);
     struct ub_context_attr ca = {.seed = seed + i + 7919ull * T.opens++, .loopnet = T.net};
     ca.pack_max = pack_max;
+    ca.lb = PW_LB;
     assert_int_equal(ub_context_open(uri, &ca, &T.ctx[i]), 0);
     struct ub_jfc_attr fa = {.depth = 4 * 128 + 64};
     assert_int_equal(ub_jfc_create(T.ctx[i], &fa, &T.jfc[i]), 0);
