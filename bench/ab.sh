@@ -11,13 +11,15 @@
 #   bench/ab.sh PERF_A PERF_B [client options...]      default: send_lat -d udp -s 8
 # Environment: PAIRS (8), N (iterations per run: 20000 for latency tests, 1000 for
 # bandwidth ones), ENV_A / ENV_B (extra environment of each side's runs, e.g.
-# ENV_B=SOFTUB_FAST=0 with PERF_B=PERF_A), TURNSTAMP (the library; empty: none). Loopback
-# only; every run is bounded by `timeout`.
+# ENV_B=SOFTUB_FAST=0 with PERF_B=PERF_A), ARGS_A / ARGS_B (extra softub-perf options of
+# each side's server and client, e.g. ARGS_A="--mtu 9000" ARGS_B="--mtu 65000" with one
+# binary), TURNSTAMP (the library; empty: none). Loopback only; every run is bounded by
+# `timeout`.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
-[ $# -ge 2 ] || { sed -n '2,12p' "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
 A=$1 B=$2
 shift 2
 [ -x "$A" ] && [ -x "$B" ] || { echo "ab.sh: $A or $B is not an executable" >&2; exit 2; }
@@ -34,15 +36,18 @@ else
 fi
 [ -f "$TS" ] || TS=""
 
-# One run of PERF with environment ENVS: "figure user send receive" (the figure: a latency
-# line's p50 or a bandwidth line's average MB/s; the last three "-" without turnstamp).
+# One run of PERF with environment ENVS and extra options ARGS (split on blanks): "figure user
+# send receive" (the figure: a latency line's p50 or a bandwidth line's average MB/s; the
+# last three "-" without turnstamp).
 run() {
-    local perf=$1 envs=$2 out
-    perf_server /dev/null 30 env $envs timeout 120 "$perf" "$TEST" --bind 127.0.0.1 -p 0 \
-        --timeout 20000
+    local perf=$1 envs=$2 args out
+    read -r -a args <<<"$3"
+    perf_server /dev/null 30 env $envs timeout 120 "$perf" "$TEST" "${args[@]}" \
+        --bind 127.0.0.1 -p 0 --timeout 20000
     [ -n "$SRV_PORT" ] || { echo "ab.sh: the server did not start" >&2; return 1; }
-    out=$(env $envs ${TS:+LD_PRELOAD=$TS} timeout 120 "$perf" "${OPTS[@]}" -n "$N" \
-        --timeout 20000 -p "$SRV_PORT" 127.0.0.1 2>&1) || { echo "ab.sh: a run failed" >&2; return 1; }
+    out=$(env $envs ${TS:+LD_PRELOAD=$TS} timeout 120 "$perf" "${OPTS[@]}" "${args[@]}" \
+        -n "$N" --timeout 20000 -p "$SRV_PORT" 127.0.0.1 2>&1) ||
+        { echo "ab.sh: a run failed" >&2; return 1; }
     wait "$SRV_PID" || true
     printf '%s\n' "$out" | awk '
         $1 ~ /^[0-9]+$/ && NF >= 10 && !p { p = $5 }
@@ -53,14 +58,14 @@ run() {
         END { printf "%s %s %s %s\n", p, u ? u : "-", s ? s : "-", r ? r : "-" }'
 }
 
-echo "ab.sh: A = $A ${ENV_A:-}, B = $B ${ENV_B:-}; ${OPTS[*]} -n $N, $PAIRS pairs"
+echo "ab.sh: A = $A ${ENV_A:-} ${ARGS_A:-}, B = $B ${ENV_B:-} ${ARGS_B:-}; ${OPTS[*]} -n $N, $PAIRS pairs"
 printf 'pair  first  %9s  %9s  %8s   (user/send/receive ns: A | B)\n' "A $UNIT" "B $UNIT" "B-A"
 res=()
 for i in $(seq 1 "$PAIRS"); do
     if [ $((i % 2)) = 1 ]; then
-        a=$(run "$A" "${ENV_A:-}") b=$(run "$B" "${ENV_B:-}") first=A
+        a=$(run "$A" "${ENV_A:-}" "${ARGS_A:-}") b=$(run "$B" "${ENV_B:-}" "${ARGS_B:-}") first=A
     else
-        b=$(run "$B" "${ENV_B:-}") a=$(run "$A" "${ENV_A:-}") first=B
+        b=$(run "$B" "${ENV_B:-}" "${ARGS_B:-}") a=$(run "$A" "${ENV_A:-}" "${ARGS_A:-}") first=B
     fi
     read -r pa ua sa ra <<<"$a"
     read -r pb ub sb rb <<<"$b"
