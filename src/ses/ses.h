@@ -377,7 +377,8 @@ struct ub_tjetty {
 struct ub__ses_stats {
     uint64_t tx_reqs, tx_req_pkts, tx_rsp_pkts;
     uint64_t rx_req_pkts, rx_rsp_pkts, rx_dup_pkts, rx_bad_pkts, rx_stale_rsp;
-    uint64_t executed, dup_executed, rsp_resent, rnr_sent, rnr_retries;
+    uint64_t executed, rsp_resent, rnr_sent, rnr_retries;
+    uint64_t dup_executed; /* target: READs delivered again after they ran, read again */
     uint64_t staged_bytes, rndv_reads;
     uint64_t rndv_sent, rndv_served_pkts, rndv_done, dup_bytes;
     uint64_t deferred_sent, rtr_sent, rtr_rx, defer_restarts, rsp_timeouts, peer_failed;

@@ -1002,6 +1002,25 @@ static void place(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, const uin
     }
 }
 
+/*
+ * A READ small enough to ride, delivered again after it ran (through a re-established PDC):
+ * its data may have ridden on an ACK lost with the old PDC, and no response with data is kept
+ * here, so it is read again, as RDMA READs are; the initiator drops a second answer as stale.
+ */
+static void read_again(struct ub__tl *s, const struct ub__addr *src, const struct ub__ext *x,
+                       const struct ub__ses_std *q, bool pk, uint64_t now)
+{
+    uint32_t len = q->request_length;
+    ub_seg *seg = NULL;
+    uint8_t rc = ub__tgt_seg_check(s->ctx, ub__ses_std_key(q), q->mem_key, UB_ACCESS_READ,
+                                   q->buffer_offset, len, &seg);
+    s->st.dup_executed++;
+    if (len <= UB_SES_PRSP_DATA || rc != UB_SES_RC_OK)
+        read_answer(s, src, x->stream, x->order_seq, pk, rc, seg, q->buffer_offset, len, now);
+    else if (read_may_go(s, src))
+        (void)read_packet(s, src, x->stream, x->order_seq, seg, q->buffer_offset, len, now);
+}
+
 static void resend_cached(struct ub__tl *s, struct ub__tstream *ts, uint32_t seq, uint64_t now)
 {
     const struct ub__rspc *c = &ts->cache[seq % UB_SES_RSP_CACHE];
@@ -1253,7 +1272,10 @@ void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now)
     if (executed(ts, seq)) {
         /* A re-delivered transaction that already ran: never again; its answer goes again. */
         s->st.rx_dup_pkts++;
-        if (q->flags & UB_SES_F_SOM)
+        if ((q->flags & UB_SES_F_SOM) && q->opcode == UB_SES_OP_READ &&
+            q->request_length <= UB_SES_RIDE_DATA)
+            read_again(s, rx->src, &d->ext, q, ts->pk, now);
+        else if (q->flags & UB_SES_F_SOM)
             resend_cached(s, ts, seq, now);
         return;
     }

@@ -8,6 +8,7 @@
  * and responses. Manual clock, loop fabric, node 0 initiates, node 1 answers.
  */
 #include "unit/api_pack_world.h"
+#include "unit/api_tap.h"
 #include "dev/impair.h"
 #include "pds/pds_int.h"
 
@@ -375,6 +376,35 @@ static void test_ackrsp_read(void **state)
     pw_teardown();
 }
 
+/* A READ whose data rode, delivered again after it ran (as through a re-established PDC, whose
+ * ACK with the data may have been lost with the old one): read again and answered, not left
+ * without an answer; the initiator, which has its data, drops the second as stale. */
+static void test_ackrsp_read_again(void **state)
+{
+    (void)state;
+    setup(UB_PACK_OFF);
+    tap_install(T.ctx[1], 1);
+    TAP.record = true;
+    fill_pattern(M1 + 4096, 300, 31);
+    read_once(300);
+    TAP.record = false;
+    assert_int_equal(TAP.n, 1);
+    struct snap s0 = snap();
+    tap_redeliver(0);
+    for (int i = 0; i < 50; i++)
+        tnet_step(&T, 1000);
+    assert_int_equal(DG(rx_dup_pkts), 1);
+    assert_int_equal(DG(dup_executed), 1);
+    assert_int_equal(DG(executed), 0);
+    assert_int_equal(DG(tx_rsp_pkts), 1); /* outside PDS's delivery: no ACK of its own to ride */
+    assert_int_equal(DI(rx_stale_rsp), 1);
+    assert_memory_equal(M0, M1 + 4096, 300);
+    struct ub_cr extra;
+    assert_int_equal(ub_poll_jfc(T.jfc[0], 1, &extra), 0);
+    tap_free();
+    pw_teardown();
+}
+
 /* With a small MTU a READ rides only while the ACK with it fits one datagram: past that its data
  * goes in a packet of its own (the ACK never leaves without its response). */
 static void test_ackrsp_read_small_mtu(void **state)
@@ -489,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_ackrsp_multi),
         cmocka_unit_test(test_ackrsp_read),
         cmocka_unit_test(test_ackrsp_read_small_mtu),
+        cmocka_unit_test(test_ackrsp_read_again),
         cmocka_unit_test(test_ackrsp_old_target),
         cmocka_unit_test(test_ackrsp_old_initiator),
         cmocka_unit_test(test_ackrsp_busy),
