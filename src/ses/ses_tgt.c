@@ -1017,7 +1017,7 @@ static void read_again(struct ub__tl *s, const struct ub__addr *src, const struc
     s->st.dup_executed++;
     if (len <= UB_SES_PRSP_DATA || rc != UB_SES_RC_OK)
         read_answer(s, src, x->stream, x->order_seq, pk, rc, seg, q->buffer_offset, len, now);
-    else if (read_may_go(s, src))
+    else if (len <= s->max_rsp_payload && read_may_go(s, src))
         (void)read_packet(s, src, x->stream, x->order_seq, seg, q->buffer_offset, len, now);
 }
 
