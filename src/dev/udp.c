@@ -304,6 +304,15 @@ static void udp_free(struct udp_dev *u)
     free(u);
 }
 
+/* An address of this host's loopback (127.0.0.0/8, ::1): nothing between its two ends queues
+ * packets, and its MTU is 65 536. */
+static bool loopback_peer(const struct ub__addr *a)
+{
+    static const uint8_t lo6[16] = {[15] = 1};
+    return a->family == UB_AF_INET ? a->ip[0] == 127
+                                   : a->family == UB_AF_INET6 && memcmp(a->ip, lo6, 16) == 0;
+}
+
 int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
 {
     if (!out)
@@ -314,8 +323,9 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
     struct ub__udp_cfg c = *cfg;
     if (!c.num_paths)
         c.num_paths = UB_UDP_DEFAULT_PATHS;
+    /* Bound to a loopback address, every peer is on this host: no Ethernet frame to fit. */
     if (!c.mtu)
-        c.mtu = UB_UDP_DEFAULT_MTU;
+        c.mtu = loopback_peer(&c.local) ? UB_UDP_LOOPBACK_MTU : UB_UDP_DEFAULT_MTU;
     if (!c.rcvbuf)
         c.rcvbuf = UB_UDP_DEFAULT_SOCKBUF;
     if (!c.sndbuf)
@@ -632,14 +642,6 @@ static uint32_t send_window(struct udp_dev *u, struct ub__pkt *const *pkts, uint
         ub__pkt_free(pkts[i]);
     }
     return took;
-}
-
-/* A peer on this host's loopback (127.0.0.0/8, ::1): nothing between us queues its packets. */
-static bool loopback_peer(const struct ub__addr *a)
-{
-    static const uint8_t lo6[16] = {[15] = 1};
-    return a->family == UB_AF_INET ? a->ip[0] == 127
-                                   : a->family == UB_AF_INET6 && memcmp(a->ip, lo6, 16) == 0;
 }
 
 /*

@@ -61,6 +61,7 @@
 #define UB_UDP_MAX_PATHS       64
 #define UB_UDP_DEFAULT_PATHS   8
 #define UB_UDP_DEFAULT_MTU     1452 /* one 1500-byte Ethernet frame, IPv4 or IPv6 */
+#define UB_UDP_LOOPBACK_MTU    9000 /* ... bound to a loopback address: a jumbo frame */
 #define UB_UDP_MIN_MTU         64
 #define UB_UDP_MAX_MTU         65507 /* largest IPv4 UDP payload */
 #define UB_UDP_DEFAULT_SOCKBUF (4u << 20)
@@ -76,7 +77,8 @@
 struct ub__udp_cfg {
     struct ub__addr local;
     uint32_t num_paths; /* 1..UB_UDP_MAX_PATHS; 0: 8 */
-    uint32_t mtu;       /* largest datagram send accepts; 0: UB_UDP_DEFAULT_MTU */
+    uint32_t mtu;       /* largest datagram send accepts; 0: UB_UDP_DEFAULT_MTU (loopback:
+                           UB_UDP_LOOPBACK_MTU) */
     uint32_t rcvbuf;    /* SO_RCVBUF per socket, bytes; 0: UB_UDP_DEFAULT_SOCKBUF */
     uint32_t sndbuf;    /* SO_SNDBUF per socket, bytes; 0: UB_UDP_DEFAULT_SOCKBUF */
     uint8_t dscp;       /* DSCP in the TOS / traffic class (0..63) */

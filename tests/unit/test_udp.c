@@ -976,6 +976,32 @@ static void test_open_errors(void **state)
     assert_int_equal(count_fds(), fds0);
 }
 
+/* The MTU a device takes unless told: a jumbo frame's bound to a loopback address (every peer
+ * on this host), an Ethernet frame's otherwise; an explicit one wins. */
+static void test_default_mtu(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *spec;
+        uint32_t mtu;
+    } c[] = {
+        {"127.0.0.1:0", UB_UDP_LOOPBACK_MTU}, {"127.0.0.2:0", UB_UDP_LOOPBACK_MTU},
+        {"0.0.0.0:0", UB_UDP_DEFAULT_MTU},    {"127.0.0.1:0?mtu=1452", 1452},
+        {"[::1]:0", UB_UDP_LOOPBACK_MTU},     {"[::]:0", UB_UDP_DEFAULT_MTU},
+    };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        struct ub__udp_cfg cfg;
+        struct ub__dev *d = NULL;
+        assert_int_equal(ub__udp_cfg_parse(c[i].spec, &cfg), 0);
+        int rc = ub__udp_open(&cfg, &d);
+        if (rc != 0 && c[i].spec[0] == '[')
+            continue; /* no IPv6 here */
+        assert_int_equal(rc, 0);
+        assert_int_equal(ub__dev_mtu(d), c[i].mtu);
+        ub__dev_close(d);
+    }
+}
+
 static void test_send_errors(void **state)
 {
     (void)state;
@@ -1041,6 +1067,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_parse),
         cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_default_mtu),
         cmocka_unit_test(test_send_errors),
         cmocka_unit_test(test_e2e_ipv4),
         cmocka_unit_test(test_e2e_ipv6),
