@@ -306,7 +306,7 @@ static void udp_free(struct udp_dev *u)
 
 /* An address of this host's loopback (127.0.0.0/8, ::1): nothing between its two ends queues
  * packets, and its MTU is 65 536. */
-static bool loopback_peer(const struct ub__addr *a)
+static bool loopback_addr(const struct ub__addr *a)
 {
     static const uint8_t lo6[16] = {[15] = 1};
     return a->family == UB_AF_INET ? a->ip[0] == 127
@@ -325,7 +325,7 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
         c.num_paths = UB_UDP_DEFAULT_PATHS;
     /* Bound to a loopback address, every peer is on this host: no Ethernet frame to fit. */
     if (!c.mtu)
-        c.mtu = loopback_peer(&c.local) ? UB_UDP_LOOPBACK_MTU : UB_UDP_DEFAULT_MTU;
+        c.mtu = loopback_addr(&c.local) ? UB_UDP_LOOPBACK_MTU : UB_UDP_DEFAULT_MTU;
     if (!c.rcvbuf)
         c.rcvbuf = UB_UDP_DEFAULT_SOCKBUF;
     if (!c.sndbuf)
@@ -682,7 +682,7 @@ static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
      * kernel's per-datagram cmsg cost 0.1-0.2 us of every receive here (docs/benchmarks.md,
      * fourteenth round). The path socket still reads it for every other peer.
      */
-    u->conn_tos_off = loopback_peer(dst) &&
+    u->conn_tos_off = loopback_addr(dst) &&
                       (u->family == AF_INET6 ? setopt_int(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 0)
                                              : setopt_int(fd, IPPROTO_IP, IP_RECVTOS, 0)) == 0;
     u->fds[1] = fd;
