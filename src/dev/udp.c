@@ -435,20 +435,32 @@ static void count_sent(struct udp_dev *u, uint32_t s, uint32_t len)
     u->st.path[s].tx_bytes += len;
 }
 
+/* p goes through the connected socket: it exists (one path) and p is for its peer. */
+static inline bool to_conn(const struct udp_dev *u, const struct ub__pkt *p)
+{
+    return u->nsock > u->np && same_dst(&p->addr, &u->cpeer);
+}
+
 /*
  * Builds sendmmsg messages from list[pos..cnt) (window positions of one
  * socket's packets, in order): GSO runs become one message. Returns the
  * message count; *endp is the list position after the last packet used.
+ * A batch is either all for the connected socket's peer (*conn: no address
+ * in its messages, so the kernel takes the socket's route instead of looking
+ * one up per message) or all for others.
  */
 static uint32_t build_batch(struct udp_dev *u, struct ub__pkt *const *pkts, const uint16_t *list,
-                            uint32_t pos, uint32_t cnt, uint32_t *endp)
+                            uint32_t pos, uint32_t cnt, uint32_t *endp, bool *conn)
 {
     /* At most UB_UDP_BATCH packets per batch, each one or two iovecs. */
     uint32_t m = 0, niov = 0, npk = 0, i = pos;
+    *conn = pos < cnt && to_conn(u, pkts[list[pos]]);
     while (i < cnt && m < UB_UDP_BATCH && npk < UB_UDP_BATCH) {
         const struct ub__pkt *p = pkts[list[i]];
-        socklen_t sl = addr_to_sa(&p->addr, u->family, &u->txname[m]);
-        if (!sl) {
+        if (to_conn(u, p) != *conn)
+            break;
+        socklen_t sl = *conn ? 0 : addr_to_sa(&p->addr, u->family, &u->txname[m]);
+        if (!*conn && !sl) {
             if (!u->done[list[i]]) {
                 u->done[list[i]] = 1;
                 u->st.tx_bad_addr++;
@@ -480,7 +492,7 @@ static uint32_t build_batch(struct udp_dev *u, struct ub__pkt *const *pkts, cons
                 break;
         }
         struct msghdr *h = &u->txmsg[m].msg_hdr;
-        h->msg_name = &u->txname[m];
+        h->msg_name = sl ? &u->txname[m] : NULL;
         h->msg_namelen = sl;
         h->msg_iov = &u->txiov[niov];
         h->msg_iovlen = k - niov;
@@ -541,13 +553,15 @@ static bool send_sock(struct udp_dev *u, uint32_t s, struct ub__pkt *const *pkts
     uint32_t pos = 0, eintr = 0;
     while (pos < cnt) {
         uint32_t end;
-        uint32_t m = build_batch(u, pkts, list, pos, cnt, &end);
+        bool conn;
+        uint32_t m = build_batch(u, pkts, list, pos, cnt, &end, &conn);
         if (m == 0) {
             pos = end;
             continue;
         }
+        int fd = conn ? u->fds[1] : u->fds[s];
         ub__critpath_tx(&u->dev);
-        int r = m == 1 ? sys_sendmsg1(u->fds[s], u->txmsg) : sys_sendmmsg(u->fds[s], u->txmsg, m);
+        int r = m == 1 ? sys_sendmsg1(fd, u->txmsg) : sys_sendmmsg(fd, u->txmsg, m);
         if (r > 0) {
             u->st.tx_batches++;
             for (uint32_t j = 0; j < (uint32_t)r; j++) {
@@ -556,6 +570,7 @@ static bool send_sock(struct udp_dev *u, uint32_t s, struct ub__pkt *const *pkts
                     uint32_t w = list[first + t];
                     u->done[w] = 1;
                     count_sent(u, s, ub__pkt_total_len(pkts[w]));
+                    u->st.tx_connected += conn;
                 }
                 if (nseg > 1) {
                     u->st.tx_gso_msgs++;
@@ -722,7 +737,7 @@ static int send_one(struct udp_dev *u, struct ub__pkt *p, uint32_t len)
         conn_open(u, &p->addr);
     struct udp_one *o = &u->tx1;
     struct msghdr *h = &o->msg.msg_hdr;
-    bool conn = u->nsock > u->np && same_dst(&p->addr, &u->cpeer);
+    bool conn = to_conn(u, p);
     int fd = conn ? u->fds[1] : u->fds[s];
     if (conn) {
         h->msg_name = NULL;

@@ -1,8 +1,9 @@
 /*
  * The udp device's receive modes and its connected socket, over loopback (127.0.0.1 only):
  * single reads after small batches and back to batches in a burst, with one socket and
- * several; the socket connected to the first peer (both directions, a second peer, a batch,
- * a peer gone away); the sockets joining the epoll set only when fd() is first asked.
+ * several; the socket connected to the first peer (both directions, a second peer, a batch
+ * split between the two, a peer gone away); the sockets joining the epoll set only when fd()
+ * is first asked.
  *
  * Every wait is epoll_wait on a device fd with a timeout inside a loop bounded in iterations
  * and in time; nothing sleeps to synchronise.
@@ -264,13 +265,20 @@ static void connected_run(const char *spec)
     assert_int_equal(sa.peer.port, b->local.port);
     assert_int_equal(stats_of(c).rx_connected, 1); /* c connected to a first */
 
-    /* A batch to the connected peer goes through the path socket; b gets all of it. */
-    struct ub__pkt *batch[4];
-    for (uint32_t i = 0; i < 4; i++)
-        batch[i] = mk(&pool, &b->local, 10 + i, 64, 0);
-    assert_int_equal(ub__dev_send(a, batch, 4), 4);
-    for (uint32_t i = 0; i < 4; i++)
-        expect_from(b, &pool, a, 10 + i);
+    /* A batch: the connected peer's packets go through the connected socket (a GSO run among
+     * them too: no address per message), the others' through the path socket, each peer's in
+     * order and from the one port. */
+    struct ub__pkt *batch[6];
+    for (uint32_t i = 0; i < 6; i++)
+        batch[i] = mk(&pool, i == 2 || i == 3 ? &c->local : &b->local, 10 + i, 64, 0);
+    assert_int_equal(ub__dev_send(a, batch, 6), 6);
+    assert_int_equal(stats_of(a).tx_connected, 1 + 4);
+    expect_from(b, &pool, a, 10);
+    expect_from(b, &pool, a, 11);
+    expect_from(b, &pool, a, 14);
+    expect_from(b, &pool, a, 15);
+    expect_from(c, &pool, a, 12);
+    expect_from(c, &pool, a, 13);
 
     /* The peer goes away: the port-unreachable error lands on the connected socket, a send
      * or a receive reports it (counted), and the device goes on serving c. */
