@@ -277,6 +277,23 @@ static bool bundle_member(const struct ub__pkt *p)
     return p->len > 0 && p->len <= UB_ENGINE_BUNDLE_MEMBER && !p->wire_len;
 }
 
+/* Whether all of p's bytes exist to be copied into a bundle (its buffer's and an attached
+ * payload; a simulator's headers-only buffer stands for a payload it does not hold). */
+static bool bundle_copyable(const struct ub__pkt *p)
+{
+    return p->len > 0 && ub__pkt_total_len(p) == ub__pkt_wire_len(p);
+}
+
+/* Writes p's record at out (its length, its bytes, then any attached payload); its size. */
+static size_t bundle_put_pkt(uint8_t *out, const struct ub__pkt *p)
+{
+    size_t h = ub__bundle_put_len(out, ub__pkt_total_len(p));
+    memcpy(out + h, p->data, p->len);
+    if (p->xlen)
+        memcpy(out + h + p->len, p->xdata, p->xlen);
+    return h + ub__pkt_total_len(p);
+}
+
 /* What a bundle's members must share: its destination, path and ECN codepoint. */
 struct hop {
     const struct ub__addr *addr;
@@ -336,7 +353,7 @@ static struct ub__pkt *bundle_make(struct ub__engine *e, struct ub__pkt *p, stru
     uint8_t *w = NULL;
     if (!e->pool.avail)
         return NULL;
-    if (p->refcnt == 1 && ub__pkt_headroom(p) >= UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR &&
+    if (p->refcnt == 1 && !p->xlen && ub__pkt_headroom(p) >= UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR &&
         ub__pkt_tailroom(p) >= total - plen - (UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR)) {
         b = p;
         w = ub__pkt_push(b, UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR);
@@ -354,7 +371,7 @@ static struct ub__pkt *bundle_make(struct ub__engine *e, struct ub__pkt *p, stru
         b = last;
         w = ub__pkt_push(b, total - llen);
         w += ub__bundle_put_hdr(w);
-        w += ub__bundle_put_rec(w, p->data, plen);
+        w += bundle_put_pkt(w, p);
         ub__bundle_put_len(w, llen); /* the ACK's bytes follow, in place */
         b->next = NULL;              /* as a fresh buffer's */
         b->tag = 0;
@@ -365,7 +382,7 @@ static struct ub__pkt *bundle_make(struct ub__engine *e, struct ub__pkt *p, stru
     } else if ((b = ub__pkt_alloc(&e->pool)) != NULL) {
         w = ub__pkt_put(b, total);
         w += ub__bundle_put_hdr(w);
-        w += ub__bundle_put_rec(w, p->data, p->len);
+        w += bundle_put_pkt(w, p);
         b->addr = p->addr;
         b->path = p->path;
     } else {
@@ -373,7 +390,7 @@ static struct ub__pkt *bundle_make(struct ub__engine *e, struct ub__pkt *p, stru
     }
     for (; mine; mine &= mine - 1) {
         struct ub__pkt *q = pk[__builtin_ctzll(mine)];
-        w += ub__bundle_put_rec(w, q->data, q->len);
+        w += bundle_put_pkt(w, q);
         ub__pkt_free(q);
     }
     b->ecn = h->ecn;
@@ -408,11 +425,16 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
             p = q;
             q = pkts[1];
         }
+        /* A small packet (the ACK) rides with one of any size that fits beside it, copied: a
+         * datagram less for the peer to receive and take apart (a SEND of a few KiB with
+         * the ACK of the one it answers). A stream's big packets leave as GSO runs. */
+        size_t bytes = (size_t)ub__pkt_total_len(p) + ub__pkt_total_len(q);
         struct hop h;
         hop_init(e, &h, p);
-        if (bundle_member(p) && bundle_member(q) &&
-            ub__bundle_size((size_t)p->len + q->len, 2) <= e->cfg.mtu && same_hop(e, &h, q) &&
-            (b = bundle_make(e, p, pkts, 2, (size_t)p->len + q->len, 2, &h)) != NULL) {
+        if (((bundle_member(p) && bundle_copyable(q)) ||
+             (bundle_member(q) && bundle_copyable(p))) &&
+            ub__bundle_size(bytes, 2) <= e->cfg.mtu && same_hop(e, &h, q) &&
+            (b = bundle_make(e, p, pkts, 2, bytes, 2, &h)) != NULL) {
             pkts[0] = b;
             return 1;
         }

@@ -428,6 +428,75 @@ static void test_bundle_after_ack(void **state)
     ub__engine_fini(&rx);
 }
 
+/* Moves the last n bytes of the packet at position `which` of e's transmit queue out to an
+ * attached payload at src, which holds the same bytes (a zero-copy request). */
+static void attach_tail(struct ub__engine *e, uint32_t which, const uint8_t *src, uint32_t n)
+{
+    struct ub__pkt *q[16];
+    uint32_t k = 0;
+    while (k < 16 && (q[k] = ub__ring_pop(&e->txq)) != NULL)
+        k++;
+    assert_true(which < k && q[which]->len > n);
+    assert_memory_equal(q[which]->data + q[which]->len - n, src, n);
+    q[which]->len -= n;
+    assert_int_equal(ub__pkt_attach(q[which], src, n), 0);
+    for (uint32_t i = 0; i < k; i++)
+        assert_true(ub__ring_push(&e->txq, q[i]));
+}
+
+/*
+ * A batch of two, one small (an ACK) and one of any size: one bundle when both fit the MTU
+ * (the other first, its attached payload copied in), two datagrams when they do not.
+ */
+static void test_bundle_ack_with_big(void **state)
+{
+    (void)state;
+    struct ub__engine tx, rx;
+    struct ub__addr a;
+    struct rx_log *log = bundle_pair(&tx, &rx, &a, NULL); /* MTU 2048 */
+    static uint8_t big[2000];
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (uint8_t)(i * 7 + 1);
+    uint32_t one = UB_PDS_UUD_SIZE + UB_SES_STD_SIZE + 1;
+    struct ub__pkt *p[8];
+    for (int zc = 0; zc < 2; zc++) {
+        uint64_t ack = 70 + 2 * (uint64_t)zc, req = ack + 1;
+        assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, ack, "a", 1, 0), 0);
+        assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, req, big, 1500, 0), 0);
+        mark_flag(&tx, 1u, UB_PKT_F_ANY_PATH);
+        if (zc)
+            attach_tail(&tx, 1, big, 1500);
+        assert_int_equal(ub__engine_output(&tx, p, 8, 1), 1);
+        assert_true(ub__bundle_is(p[0]->data, p[0]->len));
+        assert_int_equal(p[0]->len, ub__bundle_size(one + one - 1 + 1500, 2));
+        assert_int_equal(p[0]->xlen, 0);
+        /* The request's record: its headers, then its 1 500 bytes, then the ACK's. */
+        const uint8_t *rec = p[0]->data + UB_BUNDLE_HDR + UB_BUNDLE_REC_HDR;
+        assert_memory_equal(rec + one - 1, big, 1500);
+        ub__engine_input(&rx, &p[0], 1, 2);
+        assert_int_equal(log->n, 2 * (uint32_t)zc + 2);
+        assert_int_equal(log->imm[2 * zc], req);
+        assert_int_equal(log->len[2 * zc], 1500);
+        assert_int_equal(log->imm[2 * zc + 1], ack);
+    }
+    assert_int_equal(tx.stats.tx_bundles, 2);
+
+    /* Too big to go with it: two datagrams, as they were. */
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 80, "a", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 81, big, sizeof(big), 0), 0);
+    mark_flag(&tx, 1u, UB_PKT_F_ANY_PATH);
+    assert_int_equal(ub__engine_output(&tx, p, 8, 3), 2);
+    assert_false(ub__bundle_is(p[0]->data, p[0]->len));
+    assert_int_equal(tx.stats.tx_bundles, 2);
+    ub__pkt_free(p[0]);
+    ub__pkt_free(p[1]);
+    assert_int_equal(tx.pool.avail, tx.pool.count);
+    assert_int_equal(rx.pool.avail, rx.pool.count);
+    free(log);
+    ub__engine_fini(&tx);
+    ub__engine_fini(&rx);
+}
+
 /* Runs 3000 datagrams through a 10 %-loss, reordering link; returns the receive log. */
 static void lossy_run(uint64_t seed, struct rx_log *log, struct ub__engine_stats *rx)
 {
@@ -1050,6 +1119,7 @@ int main(void)
         cmocka_unit_test(test_bundle_keeps_order),
         cmocka_unit_test(test_bundles_any_path),
         cmocka_unit_test(test_bundle_after_ack),
+        cmocka_unit_test(test_bundle_ack_with_big),
         cmocka_unit_test(test_testbed_deterministic),
         cmocka_unit_test(test_testbed_time),
         cmocka_unit_test(test_yield),
