@@ -337,6 +337,23 @@ static inline bool same_hop(const struct ub__engine *e, struct hop *h, const str
 
 #define BUNDLE_SCAN 64 /* packets of one batch looked at together */
 
+/* The position of the last of pkts[from, end) to addr, or end. */
+static uint32_t last_to(struct ub__pkt *const *pkts, uint32_t from, uint32_t end,
+                        const struct ub__addr *addr)
+{
+    for (uint32_t j = end; j-- > from;)
+        if (ub__addr_eq(&pkts[j]->addr, addr))
+            return j;
+    return end;
+}
+
+/* Whether q, a packet small ones do not join, can carry the ACK a beside it. */
+static bool may_carry(const struct ub__engine *e, const struct ub__pkt *q, const struct ub__pkt *a)
+{
+    return !bundle_member(q) && bundle_copyable(q) &&
+           ub__bundle_size((size_t)ub__pkt_total_len(q) + a->len, 2) <= e->cfg.mtu;
+}
+
 /*
  * Makes the bundle of p and the packets of pk[] named by the bits of mine (in their order;
  * bytes and cnt count p with them) and frees those it copied. Returns the bundle, or NULL
@@ -443,11 +460,23 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
     uint32_t out = 0;
     for (uint32_t base = 0; base < n; base += BUNDLE_SCAN) {
         uint32_t end = n - base < BUNDLE_SCAN ? n : base + BUNDLE_SCAN;
-        uint64_t taken = 0;
+        uint64_t taken = 0, carries = 0; /* carries: packets an earlier ACK rides with */
+        struct ub__pkt *rider[BUNDLE_SCAN];
         for (uint32_t i = base; i < end; i++) {
             if (taken >> (i - base) & 1)
                 continue;
             struct ub__pkt *p = pkts[i];
+            if (carries >> (i - base) & 1) {
+                struct ub__pkt *b = NULL, *a = rider[i - base];
+                struct hop h;
+                hop_init(e, &h, p);
+                if (same_hop(e, &h, a))
+                    b = bundle_make(e, p, &a, 1, (size_t)ub__pkt_total_len(p) + a->len, 2, &h);
+                pkts[out++] = b ? b : p;
+                if (!b)
+                    pkts[out++] = a;
+                continue;
+            }
             uint64_t mine = 0;
             size_t bytes = p->len, cnt = 1;
             struct hop h;
@@ -473,6 +502,17 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
                         passed = true;
                     }
                 }
+            /* An ACK with no small packet to go with: the last packet to its peer in the
+             * window carries it if it fits beside it (a message's shorter last packet: a
+             * datagram less, and the GSO run before it stays whole). */
+            uint32_t c = mine || !(p->flags & UB_PKT_F_ANY_PATH) || !bundle_member(p)
+                             ? end
+                             : last_to(pkts, i + 1, end, &p->addr);
+            if (c < end && !((taken | carries) >> (c - base) & 1) && may_carry(e, pkts[c], p)) {
+                carries |= 1ull << (c - base);
+                rider[c - base] = p;
+                continue;
+            }
             struct ub__pkt *b = mine ? bundle_make(e, p, pkts + base, mine, bytes, cnt, &h) : NULL;
             if (!b) {
                 pkts[out++] = p;

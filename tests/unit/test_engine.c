@@ -497,6 +497,52 @@ static void test_bundle_ack_with_big(void **state)
     ub__engine_fini(&rx);
 }
 
+/*
+ * An ACK that no small packet goes with rides with the last packet to its peer when it fits
+ * beside it (a message's shorter last packet), which stays where it was; when that one is
+ * too big, the ACK leaves alone and first, as before.
+ */
+static void test_bundle_ack_carried(void **state)
+{
+    (void)state;
+    struct ub__engine tx, rx;
+    struct ub__addr a;
+    struct rx_log *log = bundle_pair(&tx, &rx, &a, NULL); /* MTU 2048 */
+    static uint8_t big[2048];
+    uint32_t one = UB_PDS_UUD_SIZE + UB_SES_STD_SIZE + 1;
+    struct ub__pkt *p[8];
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 90, "a", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 91, big, 1900, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 92, big, 1100, 0), 0);
+    mark_flag(&tx, 1u, UB_PKT_F_ANY_PATH);
+    stamp_order(&tx, (const uint64_t[]){0, 1, 2}, 3);
+    assert_int_equal(ub__engine_output(&tx, p, 8, 1), 2);
+    assert_int_equal(p[0]->len, one - 1 + 1900);
+    assert_true(ub__bundle_is(p[1]->data, p[1]->len));
+    assert_int_equal(p[1]->len, ub__bundle_size(one - 1 + 1100 + one, 2));
+    ub__engine_input(&rx, p, 2, 2);
+    assert_int_equal(log->n, 3);
+    expect_imm(log, 0, (const uint64_t[]){91, 92, 90}, 3);
+    assert_int_equal(tx.stats.tx_bundles, 1);
+
+    /* The last one too big to take it (10 bytes short of the MTU): three datagrams, the ACK
+     * first. */
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 1, 1, 93, "a", 1, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 94, big, 1100, 0), 0);
+    assert_int_equal(ub__engine_dgram_send(&tx, &a, 0, 1, 95, big, 2048 - (one - 1) - 10, 0), 0);
+    mark_flag(&tx, 1u, UB_PKT_F_ANY_PATH);
+    assert_int_equal(ub__engine_output(&tx, p, 8, 3), 3);
+    assert_int_equal(p[0]->len, one);
+    assert_int_equal(tx.stats.tx_bundles, 1);
+    for (uint32_t i = 0; i < 3; i++)
+        ub__pkt_free(p[i]);
+    assert_int_equal(tx.pool.avail, tx.pool.count);
+    assert_int_equal(rx.pool.avail, rx.pool.count);
+    free(log);
+    ub__engine_fini(&tx);
+    ub__engine_fini(&rx);
+}
+
 /* Runs 3000 datagrams through a 10 %-loss, reordering link; returns the receive log. */
 static void lossy_run(uint64_t seed, struct rx_log *log, struct ub__engine_stats *rx)
 {
@@ -1120,6 +1166,7 @@ int main(void)
         cmocka_unit_test(test_bundles_any_path),
         cmocka_unit_test(test_bundle_after_ack),
         cmocka_unit_test(test_bundle_ack_with_big),
+        cmocka_unit_test(test_bundle_ack_carried),
         cmocka_unit_test(test_testbed_deterministic),
         cmocka_unit_test(test_testbed_time),
         cmocka_unit_test(test_yield),
