@@ -144,11 +144,12 @@ static inline void rx_src(const struct udp_dev *u, uint32_t s, const union udp_s
         sa_to_addr(name, a);
 }
 
-/* Message msg of socket s's last receive, whole in pool buffer p: the packet handed out. */
-static void rx_take(struct udp_dev *u, uint32_t s, const struct mmsghdr *msg,
-                    const union udp_sa *name, struct ub__pkt *p, const struct rx_meta *m)
+/* The first len bytes of pool buffer p, a message of socket s's last receive (its source written
+ * back into name): the packet handed out. */
+static void rx_take(struct udp_dev *u, uint32_t s, uint32_t len, const union udp_sa *name,
+                    struct ub__pkt *p, const struct rx_meta *m)
 {
-    p->len = msg->msg_len;
+    p->len = len;
     rx_src(u, s, name, &p->addr);
     p->path = sock_path(u, s);
     p->ecn = m->ecn;
@@ -423,7 +424,7 @@ static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, u
             ub__pkt_free(p);
             continue;
         }
-        rx_take(u, s, &u->rxmsg[j], &u->rxname[j], p, &m);
+        rx_take(u, s, u->rxmsg[j].msg_len, &u->rxname[j], p, &m);
         out[n++] = p;
     }
     for (uint32_t j = got; j < k; j++)
@@ -470,13 +471,28 @@ static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out,
         return 0;
     }
     if (len <= room && (!m.gro_seg || m.gro_seg >= len)) {
-        rx_take(u, s, &o->msg, &o->name, p, &m);
+        rx_take(u, s, len, &o->name, p, &m);
         out[0] = p;
         return 1;
     }
+    u->stage_head = u->stage_n = 0;
+    if (m.gro_seg && m.gro_seg <= room) {
+        /* A train whose first segment fits the buffer: it stays there. The rest is split from
+         * staging, where the part of it that landed in the buffer joins what ran on (a
+         * reply of two packets: one copy of its second instead of both twice). */
+        uint32_t seg = m.gro_seg;
+        memcpy(u->stage_mem + seg, p->data + seg, UB_MIN(room, len) - seg);
+        rx_take(u, s, seg, &o->name, p, &m);
+        out[0] = p;
+        stage_add(u, s, &o->name, u->stage_mem + seg, len - seg, &m, pool);
+        /* stage_add counted the rest as a train only if it has more than one segment. */
+        bool one = u->stage[0].left == 1;
+        u->st.rx_gro_msgs += one;
+        u->st.rx_gro_segs += one ? 2u : 1u;
+        return 1 + stage_drain(u, out + 1, max - 1, pool, stalled);
+    }
     memcpy(u->stage_mem, p->data, UB_MIN(room, len));
     ub__pkt_free(p);
-    u->stage_head = u->stage_n = 0;
     stage_add(u, s, &o->name, u->stage_mem, len, &m, pool);
     return stage_drain(u, out, max, pool, stalled);
 }
