@@ -204,6 +204,16 @@ static struct rx_log *bundle_pair(struct ub__engine *tx, struct ub__engine *rx, 
     return log;
 }
 
+/* The end of a bundle_pair test: every buffer back in both pools, everything freed. */
+static void bundle_pair_done(struct ub__engine *tx, struct ub__engine *rx, struct rx_log *log)
+{
+    assert_int_equal(tx->pool.avail, tx->pool.count);
+    assert_int_equal(rx->pool.avail, rx->pool.count);
+    free(log);
+    ub__engine_fini(tx);
+    ub__engine_fini(rx);
+}
+
 /*
  * Bundles: small datagrams of one batch to one destination and path leave as one bundle,
  * in order, with the datagram of another destination keeping its place; big ones and other
@@ -254,10 +264,7 @@ static void test_bundles(void **state)
     assert_int_equal(rx.stats.rx_malformed, 1);
     assert_int_equal(rx.stats.rx_pkts, 3);
     assert_int_equal(log->n, 2);
-    assert_int_equal(rx.pool.avail, rx.pool.count);
-    free(log);
-    ub__engine_fini(&tx);
-    ub__engine_fini(&rx);
+    bundle_pair_done(&tx, &rx, log);
 }
 
 /* Sets flag on the packets of e's transmit queue named by the bits of which. */
@@ -324,10 +331,7 @@ static void test_bundle_keeps_order(void **state)
     assert_true(ub__addr_eq(&p[1]->addr, &b));
     ub__pkt_free(p[0]);
     ub__pkt_free(p[1]);
-    assert_int_equal(tx.pool.avail, tx.pool.count);
-    free(log);
-    ub__engine_fini(&tx);
-    ub__engine_fini(&rx);
+    bundle_pair_done(&tx, &rx, log);
 }
 
 /*
@@ -390,10 +394,7 @@ static void test_bundles_any_path(void **state)
     assert_int_equal(p[1]->path, 0);
     ub__pkt_free(p[0]);
     ub__pkt_free(p[1]);
-    assert_int_equal(tx.pool.avail, tx.pool.count);
-    free(log);
-    ub__engine_fini(&tx);
-    ub__engine_fini(&rx);
+    bundle_pair_done(&tx, &rx, log);
 }
 
 /*
@@ -422,10 +423,7 @@ static void test_bundle_after_ack(void **state)
         assert_int_equal(log->imm[2 * k], k == 0 ? ack : other);
         assert_int_equal(log->imm[2 * k + 1], k == 0 ? other : ack);
     }
-    assert_int_equal(tx.pool.avail, tx.pool.count);
-    free(log);
-    ub__engine_fini(&tx);
-    ub__engine_fini(&rx);
+    bundle_pair_done(&tx, &rx, log);
 }
 
 /* Moves the last n bytes of the packet at position `which` of e's transmit queue out to an
@@ -490,11 +488,7 @@ static void test_bundle_ack_with_big(void **state)
     assert_int_equal(tx.stats.tx_bundles, 2);
     ub__pkt_free(p[0]);
     ub__pkt_free(p[1]);
-    assert_int_equal(tx.pool.avail, tx.pool.count);
-    assert_int_equal(rx.pool.avail, rx.pool.count);
-    free(log);
-    ub__engine_fini(&tx);
-    ub__engine_fini(&rx);
+    bundle_pair_done(&tx, &rx, log);
 }
 
 /*
@@ -536,11 +530,7 @@ static void test_bundle_ack_carried(void **state)
     assert_int_equal(tx.stats.tx_bundles, 1);
     for (uint32_t i = 0; i < 3; i++)
         ub__pkt_free(p[i]);
-    assert_int_equal(tx.pool.avail, tx.pool.count);
-    assert_int_equal(rx.pool.avail, rx.pool.count);
-    free(log);
-    ub__engine_fini(&tx);
-    ub__engine_fini(&rx);
+    bundle_pair_done(&tx, &rx, log);
 }
 
 /* Runs 3000 datagrams through a 10 %-loss, reordering link; returns the receive log. */
