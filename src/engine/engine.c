@@ -471,7 +471,7 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
                 struct hop h;
                 hop_init(e, &h, p);
                 if (same_hop(e, &h, a))
-                    b = bundle_make(e, p, &a, 1, (size_t)ub__pkt_total_len(p) + a->len, 2, &h);
+                    b = bundle_make(e, a, &p, 1, (size_t)ub__pkt_total_len(p) + a->len, 2, &h);
                 pkts[out++] = b ? b : p;
                 if (!b)
                     pkts[out++] = a;
@@ -504,7 +504,10 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
                 }
             /* An ACK with no small packet to go with: the last packet to its peer in the
              * window carries it if it fits beside it (a message's shorter last packet: a
-             * datagram less, and the GSO run before it stays whole). */
+             * datagram less, and the GSO run before it stays whole), the ACK ahead of it:
+             * a peer that answers the message as it completes (a yield) has its own last
+             * request's packets acknowledged first, so the answer may ask for its response on
+             * the ACK (K counts one request pending behind a yield, not its packets). */
             uint32_t c = mine || !(p->flags & UB_PKT_F_ANY_PATH) || !bundle_member(p)
                              ? end
                              : last_to(pkts, i + 1, end, &p->addr);

@@ -493,8 +493,8 @@ static void test_bundle_ack_with_big(void **state)
 
 /*
  * An ACK that no small packet goes with rides with the last packet to its peer when it fits
- * beside it (a message's shorter last packet), which stays where it was; when that one is
- * too big, the ACK leaves alone and first, as before.
+ * beside it (a message's shorter last packet), in that packet's place and ahead of it; when
+ * that one is too big, the ACK leaves alone and first, as before.
  */
 static void test_bundle_ack_carried(void **state)
 {
@@ -516,7 +516,7 @@ static void test_bundle_ack_carried(void **state)
     assert_int_equal(p[1]->len, ub__bundle_size(one - 1 + 1100 + one, 2));
     ub__engine_input(&rx, p, 2, 2);
     assert_int_equal(log->n, 3);
-    expect_imm(log, 0, (const uint64_t[]){91, 92, 90}, 3);
+    expect_imm(log, 0, (const uint64_t[]){91, 90, 92}, 3);
     assert_int_equal(tx.stats.tx_bundles, 1);
 
     /* The last one too big to take it (10 bytes short of the MTU): three datagrams, the ACK
