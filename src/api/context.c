@@ -396,10 +396,11 @@ int ub__ctx_progress_locked(ub_context *ctx)
      * received become responses), and one output batch: an ACK and the response to the
      * request it acknowledges leave in one send call (sendmmsg), not two.
      *
-     * Manual progress: when the round produced completion records, the application is
-     * about to react to them, typically by posting: the output waits for that post (or
-     * the next round, or the watchdog), so the ACK, the response and the new request
-     * leave as one datagram bundle (hold.c).
+     * Manual progress: when the round produced completion records (or executed plain
+     * WRITEs, and the application answered the last ones: it polls memory for them), the
+     * application is about to react to them, typically by posting: the output waits for that post
+     * (or the next round, or the watchdog), so the ACK, the response and the new request leave as
+     * one datagram bundle (hold.c).
      */
     bool may_hold = !x->hold_off && (ctx->attr.progress != UB_PROGRESS_AUTO || x->wait_round);
     int n = 0;
@@ -412,7 +413,9 @@ int ub__ctx_progress_locked(ub_context *ctx)
         n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
     }
     ctx->drive.rounds++;
-    uint64_t cr0 = ctx->cr_pushed;
+    if (x->writes_unanswered) /* no post came between the last round's WRITEs and this one */
+        x->writes_answered = x->writes_unanswered = false;
+    uint64_t cr0 = ctx->cr_pushed, w0 = ctx->writes_placed;
     int got = ub__drive_recv(&ctx->eng, ctx->dev, now, &ctx->drive);
     if (ub__engine_next_deadline(&ctx->eng) <= now) {
         ub__engine_expire(&ctx->eng, now);
@@ -424,7 +427,9 @@ int ub__ctx_progress_locked(ub_context *ctx)
     n += got;
     /* A round about to be held keeps the responses it made out of PDS too: they go after the
      * application's answer (ub__ctx_send_out). */
-    bool react = may_hold && ctx->cr_pushed != cr0;
+    bool wrote = ctx->writes_placed != w0;
+    x->writes_unanswered = wrote;
+    bool react = may_hold && (ctx->cr_pushed != cr0 || (wrote && x->writes_answered));
     ub__ses_pump_held(&ctx->ses, now, react);
     /* Asked once: with nothing to send, neither the hold nor the sends below do anything. */
     bool pending = ctx->ses.prsp_n || ub__engine_pending(&ctx->eng);

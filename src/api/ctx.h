@@ -113,6 +113,11 @@ struct ub__ctx {
     /* Under lock: the last held output left with a post, so the application answers what it
      * receives (a ping-pong); ub_poll_jfc's rounds may then yield (engine.h). */
     bool answered;
+    /* Under lock: plain WRITEs are news worth holding for (the application posted after the
+     * last round that executed some, before the next round: it polls memory and answers,
+     * a WRITE ping-pong), and whether the last round executed some with no post since. A
+     * target that never answers (a bulk stream's) never has its ACKs held. */
+    bool writes_answered, writes_unanswered;
     bool hold_off; /* never hold: automatic progress, loop fabric, SOFTUB_HOLD=0 */
     /* Hold without the watchdog: a test that drives a loop fabric in lock step under a manual
      * clock answers every hold itself, and a flush at a real-time moment would change when

@@ -32,6 +32,10 @@ static int post_send_impl(ub_jfs *jfs, struct ub_wr *wr, struct ub_wr **bad_wr)
     /* Held output: this post answers what the last round received. The responses held
      * stay back (ub__ctx_send_out sends them after these requests). */
     bool answer = x->tx_held;
+    if (x->writes_unanswered) { /* the application reacts to WRITEs it polled memory for */
+        x->writes_answered = true;
+        x->writes_unanswered = false;
+    }
     ctx->ses.emit_now = answer && ctx->ses.fast; /* the output follows at once (flush below) */
     ub__ses_pump_held(&ctx->ses, now, answer);
     ctx->ses.emit_now = false;

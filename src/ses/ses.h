@@ -503,6 +503,9 @@ struct ub_context {
     uint64_t async_dropped;
     uint64_t drive_rounds;
     uint64_t cr_pushed; /* completion records pushed so far, into any JFC (a round's news) */
+    /* Plain WRITEs (no record) executed here so far: news too, for an application that polls
+     * the memory they change (a WRITE ping-pong answers as a SEND one does). */
+    uint64_t writes_placed;
     struct ub_context_attr attr;
     bool closing;
 };

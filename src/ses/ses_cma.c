@@ -242,6 +242,8 @@ static void cma_end(struct ub__tl *s, struct ub__cmajob *j, uint8_t rc, int err,
     if (rc == UB_SES_RC_OK) {
         if (m->jfr && m->rb) /* SEND, WRITE_IMM: the record, after the data */
             ub__tgt_deliver_recv(s, m, now);
+        else if (m->op == UB_SES_OP_WRITE)
+            s->ctx->writes_placed++;
         s->st.executed++;
         s->st.cma_done++;
     }

@@ -674,10 +674,12 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
             if (m->len)
                 memcpy(seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr), m->stage, m->len);
         }
-        if (m->jfr && m->rb)
+        if (m->jfr && m->rb) {
             ub__tgt_deliver_recv(s, m, now); /* counts it executed */
-        else
+        } else {
             s->st.executed++;
+            ctx->writes_placed++;
+        }
         ub__tgt_respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
         ub__tgt_executed_now(ts, m);
         return true;
@@ -1124,6 +1126,7 @@ static UB_ALWAYS_INLINE bool fast_write(struct ub__tl *s, struct ub__tstream *ts
         fast_record(s, jfr, sq, UB_CR_OP_RECV_WRITE_IMM, q, src, tf);
     } else {
         s->st.executed++;
+        s->ctx->writes_placed++;
     }
     respond_in(s, ts, src, x->stream, x->order_seq, (tf & UB_SES_TAIL_A) != 0, UB_SES_RC_OK, len,
                false, 0, now);

@@ -1,11 +1,11 @@
 /*
- * Held output and datagram bundles over udp, manual progress: in a SEND ping-pong the
- * ACK, the response and the answer leave as one datagram per direction, also between devices
- * of several paths (whose requests come from several ports); with holding off
- * (SOFTUB_HOLD=0) they do not. An application that takes a completion and then stops
- * calling the library still has its ACKs sent (the watchdog), so its peer's requests
- * complete. Over shm the answer leaves before the response and is taken before it; over udp
- * it comes first in its bundle and is taken before the ACK behind it.
+ * Held output and datagram bundles over udp, manual progress: in a SEND ping-pong (and a
+ * WRITE one whose sides poll memory) the ACK, the response and the answer leave as one
+ * datagram per direction, also between devices of several paths (whose requests come from
+ * several ports); with holding off (SOFTUB_HOLD=0) they do not. An application that takes a
+ * completion and then stops calling the library still has its ACKs sent (the watchdog), so its
+ * peer's requests complete. Over shm the answer leaves before the response and is taken before it;
+ * over udp it comes first in its bundle and is taken before the ACK behind it.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -182,6 +182,87 @@ static void test_pingpong_paths(void **state)
         assert_true(d <= HELD_MAX);
         pair_down(&p);
     }
+}
+
+/* An 8-byte WRITE of value v (in n's first byte) to byte 0 of the peer's segment. */
+static void post_write(struct node *n, struct peer *to, uint8_t v)
+{
+    n->mem[0] = v;
+    struct ub_sge sg = {n->mem, 1, n->seg};
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, to->ts, to->base);
+    wr.flags |= UB_WR_INLINE;
+    assert_int_equal(ub_post_jetty_send(n->jetty, &wr, NULL), 0);
+}
+
+/* Polls n (other progressing too) until byte 0 of its segment reads v; counts n's records
+ * in *recs. */
+static void wait_byte(struct node *n, struct node *other, uint8_t v, uint32_t *recs)
+{
+    uint64_t end = t_now() + N_WAIT_NS;
+    volatile const uint8_t *b = n->mem;
+    while (*b != v) {
+        struct ub_cr cr;
+        if (ub_poll_jfc(n->jfc, 1, &cr) == 1) {
+            assert_int_equal(cr.status, UB_CR_SUCCESS);
+            (*recs)++;
+        }
+        ub_progress(other->ctx);
+        assert_true(t_now() < end);
+    }
+}
+
+static uint64_t holds(const struct node *n)
+{
+    return atomic_load(&ub__ctx_of(n->ctx)->hold_gen);
+}
+
+/*
+ * A WRITE ping-pong (perftest's write_lat: each side polls the byte the other writes, then
+ * writes back) has no records to hold for, but its answers come too: once a side has
+ * answered, a round that executes a WRITE holds its ACK for the answer, one datagram per
+ * direction. A target that never answers (a stream of WRITEs) never holds: its ACKs leave
+ * in the round that made them.
+ */
+static void test_write_pingpong_one_datagram(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_up(&p);
+    uint64_t d = 0;
+    uint32_t ra = 0, rb = 0, posted = 0;
+    for (int tries = 0; tries < 3 && (tries == 0 || d > HELD_MAX); tries++) {
+        uint64_t d0 = datagrams(&p.a) + datagrams(&p.b);
+        for (uint32_t i = 0; i < PINGS; i++, posted++) {
+            uint8_t v = (uint8_t)(i % 255 + 1);
+            post_write(&p.a, &p.pa, v);
+            wait_byte(&p.b, &p.a, v, &rb);
+            post_write(&p.b, &p.pb, v);
+            wait_byte(&p.a, &p.b, v, &ra);
+        }
+        d = datagrams(&p.a) + datagrams(&p.b) - d0;
+        print_message("WRITE ping-pong: %lu datagrams for %u pings\n", (unsigned long)d, PINGS);
+    }
+    assert_true(d <= HELD_MAX);
+
+    /* b only takes WRITEs now: after the first round that finds one unanswered, b holds
+     * nothing, and every WRITE of a completes without b posting. */
+    uint64_t h0 = holds(&p.b);
+    for (uint32_t i = 0; i < 64; i++, posted++) {
+        post_write(&p.a, &p.pa, (uint8_t)(i + 1));
+        wait_byte(&p.b, &p.a, (uint8_t)(i + 1), &rb);
+    }
+    assert_true(holds(&p.b) - h0 <= 1);
+    uint64_t end = t_now() + N_WAIT_NS;
+    while (ra < posted) {
+        struct ub_cr cr;
+        if (ub_poll_jfc(p.a.jfc, 1, &cr) == 1) {
+            assert_int_equal(cr.status, UB_CR_SUCCESS);
+            ra++;
+        }
+        ub_progress(p.b.ctx);
+        assert_true(t_now() < end);
+    }
+    pair_down(&p);
 }
 
 /* Takes n's records; returns how many were RECVs, counting the others in *sends. */
@@ -397,6 +478,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pingpong_one_datagram),
         cmocka_unit_test(test_pingpong_paths),
+        cmocka_unit_test(test_write_pingpong_one_datagram),
         cmocka_unit_test(test_pingpong_unheld),
         cmocka_unit_test(test_watchdog),
         cmocka_unit_test(test_watchdog_after_busy),
