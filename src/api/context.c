@@ -396,11 +396,11 @@ int ub__ctx_progress_locked(ub_context *ctx)
      * received become responses), and one output batch: an ACK and the response to the
      * request it acknowledges leave in one send call (sendmmsg), not two.
      *
-     * Manual progress: when the round produced completion records (or executed plain
-     * WRITEs, and the application answered the last ones: it polls memory for them), the
-     * application is about to react to them, typically by posting: the output waits for that post
-     * (or the next round, or the watchdog), so the ACK, the response and the new request leave as
-     * one datagram bundle (hold.c).
+     * Manual progress: when the round produced completion records, or executed plain WRITEs
+     * while the application answers those (it polls memory for them), the application is
+     * about to react, typically by posting: the output waits for that post (or the next
+     * round, or the watchdog), so the ACK, the response and the new request leave as one
+     * datagram bundle (hold.c).
      */
     bool may_hold = !x->hold_off && (ctx->attr.progress != UB_PROGRESS_AUTO || x->wait_round);
     int n = 0;

@@ -1,9 +1,10 @@
 /*
- * Held output (manual progress). A progress round that produced completion records keeps
- * what it would send (ACKs, responses) until the application reacts, usually by posting
- * (a ping-pong's answer, the next request of a window): the post sends the request and
- * the held packets together, one datagram bundle instead of two or three datagrams per
- * direction, which halves a loopback ping-pong's latency.
+ * Held output (manual progress). A progress round that produced completion records (or
+ * executed plain WRITEs, while the application answers those: it polls the memory they
+ * change) keeps what it would send (ACKs, responses) until the application reacts, usually
+ * by posting (a ping-pong's answer, the next request of a window): the post sends the
+ * request and the held packets together, one datagram bundle instead of two or three
+ * datagrams per direction, which halves a loopback ping-pong's latency.
  *
  * An application that takes a completion and then leaves the library (blocks on another
  * channel, computes) must not starve its peer of the ACK, or the peer's request would
