@@ -226,6 +226,8 @@ CORPUS = {
         "one": h("f8 0001 17"),
         "nested": h("f8 0004 f8000117"),
         "ack_write": bundle(with_nh(ACK, 4) + RSP, RUD_REQ + STD_SOM),
+        # An ACK carried ahead of a message's last packet, its payload copied in (engine.c).
+        "ack_carried": bundle(with_nh(ACK, 4) + RSP, with_nh(RUD_REQ, 3) + STD_MID + bytes(0x100)),
     },
 }
 
