@@ -347,11 +347,12 @@ static uint32_t last_to(struct ub__pkt *const *pkts, uint32_t from, uint32_t end
     return end;
 }
 
-/* Whether q, a packet small ones do not join, can carry the ACK a beside it. */
-static bool may_carry(const struct ub__engine *e, const struct ub__pkt *q, const struct ub__pkt *a)
+/* Whether p and q may leave as a bundle of two: one at least is a small member (an ACK, which
+ * rides with a packet of any size), both can be copied, and together they fit the MTU. */
+static bool may_pair(const struct ub__engine *e, const struct ub__pkt *p, const struct ub__pkt *q)
 {
-    return !bundle_member(q) && bundle_copyable(q) &&
-           ub__bundle_size((size_t)ub__pkt_total_len(q) + a->len, 2) <= e->cfg.mtu;
+    return (bundle_member(p) || bundle_member(q)) && bundle_copyable(p) && bundle_copyable(q) &&
+           ub__bundle_size((size_t)ub__pkt_total_len(p) + ub__pkt_total_len(q), 2) <= e->cfg.mtu;
 }
 
 /*
@@ -445,13 +446,11 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
         /* A small packet (the ACK) rides with one of any size that fits beside it, copied: a
          * datagram less for the peer to receive and take apart (a SEND of a few KiB with
          * the ACK of the one it answers). A stream's big packets leave as GSO runs. */
-        size_t bytes = (size_t)ub__pkt_total_len(p) + ub__pkt_total_len(q);
         struct hop h;
         hop_init(e, &h, p);
-        if (((bundle_member(p) && bundle_copyable(q)) ||
-             (bundle_member(q) && bundle_copyable(p))) &&
-            ub__bundle_size(bytes, 2) <= e->cfg.mtu && same_hop(e, &h, q) &&
-            (b = bundle_make(e, p, pkts, 2, bytes, 2, &h)) != NULL) {
+        if (may_pair(e, p, q) && same_hop(e, &h, q) &&
+            (b = bundle_make(e, p, pkts, 2, (size_t)ub__pkt_total_len(p) + ub__pkt_total_len(q), 2,
+                             &h)) != NULL) {
             pkts[0] = b;
             return 1;
         }
@@ -511,7 +510,8 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
             uint32_t c = mine || !(p->flags & UB_PKT_F_ANY_PATH) || !bundle_member(p)
                              ? end
                              : last_to(pkts, i + 1, end, &p->addr);
-            if (c < end && !((taken | carries) >> (c - base) & 1) && may_carry(e, pkts[c], p)) {
+            if (c < end && !((taken | carries) >> (c - base) & 1) && !bundle_member(pkts[c]) &&
+                may_pair(e, pkts[c], p)) {
                 carries |= 1ull << (c - base);
                 rider[c - base] = p;
                 continue;
