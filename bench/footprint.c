@@ -391,11 +391,11 @@ int main(int argc, char **argv)
     FILE *f = fopen(argv[2], "r");
     if (!f)
         die("cannot read the trace");
-    struct set il = {0}, ip = {0}, dl = {0}, dp = {0};
-    uint32_t *v[4];
-    for (int k = 0; k < 4; k++)
+    struct set il = {0}, ip = {0}, dl = {0}, dp = {0}, ia = {0};
+    uint32_t *v[5];
+    for (int k = 0; k < 5; k++)
         v[k] = xrealloc(NULL, MAX_TURNS * sizeof(uint32_t));
-    uint32_t turns = 0;
+    uint32_t turns = 0, bytes = 0; /* bytes: the turn's distinct instructions' */
     bool in = false;
     char line[256];
     while (fgets(line, sizeof(line), f) && turns < MAX_TURNS) {
@@ -407,11 +407,13 @@ int main(int argc, char **argv)
         if ((kind == 'S' || kind == 'M') && (a == mark_rx || a == mark_tx)) {
             if (a == mark_rx && !in) {
                 in = true;
-                set_clear(&il), set_clear(&ip), set_clear(&dl), set_clear(&dp);
+                set_clear(&il), set_clear(&ip), set_clear(&dl), set_clear(&dp), set_clear(&ia);
+                bytes = 0;
             } else if (a == mark_tx && in) {
                 in = false;
                 v[0][turns] = (uint32_t)il.n, v[1][turns] = (uint32_t)ip.n;
                 v[2][turns] = (uint32_t)dl.n, v[3][turns] = (uint32_t)dp.n;
+                v[4][turns] = bytes;
                 tally_set(&il, 0, false), tally_set(&ip, 0, true);
                 tally_set(&dl, 1, false), tally_set(&dp, 1, true);
                 turns++;
@@ -421,6 +423,10 @@ int main(int argc, char **argv)
         if (!in)
             continue;
         if (kind == 'I') {
+            const char *comma = strchr(line, ',');
+            unsigned size;
+            if (set_put(&ia, a, 0) && comma && sscanf(comma + 1, "%u", &size) == 1)
+                bytes += size;
             uint32_t o = owner_of(&code, a); /* a function, or a library's mapping */
             set_put(&il, a >> LINE_SHIFT, o);
             set_put(&ip, a >> PAGE_SHIFT, o);
@@ -433,9 +439,13 @@ int main(int argc, char **argv)
     fclose(f);
     if (!turns)
         die("no turn in the trace (no marks stored)");
-    printf("footprint: %u turns; per turn (median): code %u lines on %u pages, data %u lines "
-           "on %u pages\n",
-           turns, median(v[0], turns), median(v[1], turns), median(v[2], turns),
+    /* The distinct instructions' bytes against the lines holding them: how full the lines a
+     * turn fetches are (a path laid out densely needs bytes / 64 lines). */
+    uint32_t code_lines = median(v[0], turns), code_bytes = median(v[4], turns);
+    printf("footprint: %u turns; per turn (median): code %u lines on %u pages (%u bytes of "
+           "distinct instructions: the lines %.0f %% full), data %u lines on %u pages\n",
+           turns, code_lines, median(v[1], turns), code_bytes,
+           code_lines ? 100.0 * code_bytes / (64.0 * code_lines) : 0.0, median(v[2], turns),
            median(v[3], turns));
     print_owners(0, turns, top);
     print_owners(1, turns, top);
