@@ -7,6 +7,9 @@
  *   send     the send call (over loopback it runs the peer's receive path inline)
  *   receive  the receive call that found the data
  *   polls    receive calls that found nothing between a send and the next data
+ *   empty    such a receive call
+ *   idle     from such a call's return to the next receive's call: the poller's own work per
+ *            empty poll (with empty, the period at which it asks the kernel)
  *
  *   LD_PRELOAD=build-bench/bench/libturnstamp.so softub-perf send_lat ...
  *   LD_PRELOAD=build-bench/bench/libturnstamp.so build-bench/bench/raw_udp_pingpong ...
@@ -35,12 +38,13 @@ struct samples {
     uint32_t *v;
 };
 
-static struct samples user_ns, send_ns, recv_ns, polls;
+static struct samples user_ns, send_ns, recv_ns, polls, empty_ns, idle_ns;
 static atomic_flag claimed = ATOMIC_FLAG_INIT; /* a thread's calls are timed */
 static _Thread_local int role;                 /* 1: this thread's are, 2: not */
 static uint64_t rx_end;         /* the last data receive's return, 0 once a send used it */
 static uint32_t empty_since_tx; /* failing receives since the last send */
 static bool waiting;            /* a send went, its answer has not come */
+static uint64_t empty_end;      /* the last failing receive's return, 0 after anything else */
 
 static uint64_t now_ns(void)
 {
@@ -67,6 +71,9 @@ static bool mine(void)
 static void on_recv(uint64_t t0, long r)
 {
     uint64_t t1 = now_ns();
+    if (empty_end)
+        add(&idle_ns, t0 - empty_end);
+    empty_end = 0;
     if (r > 0) {
         add(&recv_ns, t1 - t0);
         rx_end = t1;
@@ -75,6 +82,8 @@ static void on_recv(uint64_t t0, long r)
         waiting = false;
     } else {
         empty_since_tx++;
+        add(&empty_ns, t1 - t0);
+        empty_end = t1;
     }
 }
 
@@ -84,6 +93,7 @@ static void on_send(uint64_t t0)
     if (rx_end)
         add(&user_ns, t0 - rx_end);
     rx_end = 0;
+    empty_end = 0;
     empty_since_tx = 0;
     waiting = true;
 }
@@ -114,6 +124,8 @@ static void report(void)
     line("send", &send_ns);
     line("receive", &recv_ns);
     line("polls", &polls);
+    line("empty", &empty_ns);
+    line("idle", &idle_ns);
 }
 
 /* The next definition of name (libc's); POSIX's way to store dlsym's result in a function

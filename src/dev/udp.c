@@ -299,6 +299,8 @@ static void udp_free(struct udp_dev *u)
     if (u->epfd >= 0)
         close(u->epfd);
     ub__udp_ring_close(u);
+    if (u->rx1_pkt)
+        ub__pkt_free(u->rx1_pkt);
     /* Staged GRO data holds no pool buffers: nothing else to return. */
     free(u->stage_mem);
     free(u);

@@ -135,6 +135,7 @@ struct udp_dev {
     uint32_t stage_prep;
     int fds[UB_UDP_MAX_PATHS];
     struct udp_one tx1, rx1; /* send_one's; recv_single's */
+    struct ub__pkt *rx1_pkt; /* rx1's pool buffer, kept while its receives find nothing */
     /* The packet ring (ring=1, udp_ring.c): its mapping, the next frame to look at, empty
      * polls since the sockets were last read. */
     uint8_t *ring;

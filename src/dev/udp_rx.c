@@ -441,24 +441,34 @@ static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, u
 static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out, uint32_t max,
                             struct ub__pktpool *pool, bool *stalled)
 {
-    if (pool->avail == 0) {
-        u->st.rx_pool_empty++;
-        *stalled = true;
-        return 0;
-    }
     uint32_t room = pool_buf_room(pool);
-    struct ub__pkt *p = ub__pkt_alloc(pool);
     struct udp_one *o = &u->rx1;
     struct msghdr *h = &o->msg.msg_hdr;
-    rx_prepare_at(h, &o->iov[0], &o->name, &o->ctrl, p->data, room);
-    if (room < GRO_BUF_SIZE) {
-        o->iov[1] = (struct iovec){u->stage_mem + room, GRO_BUF_SIZE - room};
-        h->msg_iovlen = 2;
+    /* The buffer and header a receive that found nothing left ready (a failing call writes
+     * nothing back): a waiting side's every poll is such a receive. */
+    struct ub__pkt *p = u->rx1_pkt;
+    u->rx1_pkt = NULL;
+    if (UB_UNLIKELY(p && p->pool != pool)) {
+        ub__pkt_free(p);
+        p = NULL;
+    }
+    if (!p) {
+        if (pool->avail == 0) {
+            u->st.rx_pool_empty++;
+            *stalled = true;
+            return 0;
+        }
+        p = ub__pkt_alloc(pool);
+        rx_prepare_at(h, &o->iov[0], &o->name, &o->ctrl, p->data, room);
+        if (room < GRO_BUF_SIZE) {
+            o->iov[1] = (struct iovec){u->stage_mem + room, GRO_BUF_SIZE - room};
+            h->msg_iovlen = 2;
+        }
     }
     int r = rx_call(u, s, &o->msg, &o->name, 1);
     if (r <= 0) {
         rx_failed(u, s);
-        ub__pkt_free(p);
+        u->rx1_pkt = p;
         return 0;
     }
     u->st.rx_batches++;
