@@ -5,8 +5,9 @@
 # the builds run in alternating pairs, the order swapped every pair, and the verdict is how
 # often and by how much B came out lower (a latency test's p50) or higher (a bandwidth
 # test's average MB/s) within its pair. With bench/libturnstamp.so built, each latency run
-# also reports the client's median user / send / receive parts of a turn
-# (bench/turnstamp.c).
+# also reports the client's median user / send / receive parts of a turn and its period of
+# polling while it waits (a failing receive call and its own work to the next one;
+# bench/turnstamp.c).
 #
 #   bench/ab.sh PERF_A PERF_B [client options...]      default: send_lat -d udp -s 8
 # Environment: PAIRS (8), N (iterations per run: 20000 for latency tests, 1000 for
@@ -37,8 +38,9 @@ fi
 [ -f "$TS" ] || TS=""
 
 # One run of PERF with environment ENVS and extra options ARGS (split on blanks): "figure user
-# send receive" (the figure: a latency line's p50 or a bandwidth line's average MB/s; the
-# last three "-" without turnstamp).
+# send receive poll" (the figure: a latency line's p50 or a bandwidth line's average MB/s; poll:
+# the median failing receive call plus the median own work after one; the last four "-"
+# without turnstamp).
 run() {
     local perf=$1 envs=$2 args out
     read -r -a args <<<"$3"
@@ -55,11 +57,13 @@ run() {
         $1 == "turnstamp:" && $2 == "user" { u = $8 }
         $1 == "turnstamp:" && $2 == "send" { s = $8 }
         $1 == "turnstamp:" && $2 == "receive" { r = $8 }
-        END { printf "%s %s %s %s\n", p, u ? u : "-", s ? s : "-", r ? r : "-" }'
+        $1 == "turnstamp:" && $2 == "empty" { e = $8 }
+        $1 == "turnstamp:" && $2 == "idle" { i = $8 }
+        END { printf "%s %s %s %s %s\n", p, u ? u : "-", s ? s : "-", r ? r : "-", e && i ? e + i : "-" }'
 }
 
 echo "ab.sh: A = $A ${ENV_A:-} ${ARGS_A:-}, B = $B ${ENV_B:-} ${ARGS_B:-}; ${OPTS[*]} -n $N, $PAIRS pairs"
-printf 'pair  first  %9s  %9s  %8s   (user/send/receive ns: A | B)\n' "A $UNIT" "B $UNIT" "B-A"
+printf 'pair  first  %9s  %9s  %8s   (user/send/receive/poll ns: A | B)\n' "A $UNIT" "B $UNIT" "B-A"
 res=()
 for i in $(seq 1 "$PAIRS"); do
     if [ $((i % 2)) = 1 ]; then
@@ -67,11 +71,11 @@ for i in $(seq 1 "$PAIRS"); do
     else
         b=$(run "$B" "${ENV_B:-}" "${ARGS_B:-}") a=$(run "$A" "${ENV_A:-}" "${ARGS_A:-}") first=B
     fi
-    read -r pa ua sa ra <<<"$a"
-    read -r pb ub sb rb <<<"$b"
+    read -r pa ua sa ra oa <<<"$a"
+    read -r pb ub sb rb ob <<<"$b"
     d=$(awk -v a="$pa" -v b="$pb" 'BEGIN { printf "%+.2f", b - a }')
-    printf '%4d  %5s  %9s  %9s  %8s   (%s/%s/%s | %s/%s/%s)\n' \
-        "$i" "$first" "$pa" "$pb" "$d" "$ua" "$sa" "$ra" "$ub" "$sb" "$rb"
+    printf '%4d  %5s  %9s  %9s  %8s   (%s/%s/%s/%s | %s/%s/%s/%s)\n' \
+        "$i" "$first" "$pa" "$pb" "$d" "$ua" "$sa" "$ra" "$oa" "$ub" "$sb" "$rb" "$ob"
     res+=("$d $ua $ub")
 done
 # The mean difference with its standard error (pairs differ by the host's minute far more

@@ -172,10 +172,12 @@ run_turns() {
     fi
     return 0
 }
-# turnstamp's medians in microseconds: "user/send/receive".
+# turnstamp's medians in microseconds: "user/send/receive/poll" (poll: a failing receive call
+# and the poller's own work after it).
 turn_cols() {
-    awk '$1 == "turnstamp:" && ($2 == "user" || $2 == "send" || $2 == "receive") { v[$2] = $8 }
-        END { if (length(v) == 3) printf "%.2f/%.2f/%.2f", v["user"] / 1000, v["send"] / 1000, v["receive"] / 1000 }' "$1"
+    awk '$1 == "turnstamp:" && $2 ~ /^(user|send|receive|empty|idle)$/ { v[$2] = $8 }
+        END { if (length(v) == 5) printf "%.2f/%.2f/%.2f/%.2f", v["user"] / 1000, v["send"] / 1000,
+                  v["receive"] / 1000, (v["empty"] + v["idle"]) / 1000 }' "$1"
 }
 
 run_ucx() {
@@ -315,7 +317,8 @@ table() {
     echo "- shm 1 MiB / UCX shm: $(per_round softub-shm bw1m ucx-shm bw1m)"
     echo "Where a udp turn goes (bench/turnstamp, one more run each, the client's medians in us:"
     echo "its own work from the answer's arrival to its next send / the send call / the receive"
-    echo "call that found the answer):"
+    echo "call that found the answer / a poll while it waits: a receive call that found nothing"
+    echo "and its own work up to the next):"
     echo "- raw UDP: $(all raw turn)"
     echo "- softub udp: $(all softub-udp turn)"
     echo "- softub udp, the same path in instructions (bench/critpath.sh, Release build): ${CRIT:-not measured}"
