@@ -51,7 +51,9 @@ void ub__desc_route(ub_context *importer, const uint8_t *d, struct ub__addr *a);
  * the call left the engine wanting to run sooner than the thread's sleep. */
 static inline void ub__ctx_lock(ub_context *c)
 {
-    ub__lock_acquire(&ub__ctx_of(c)->lock);
+    struct ub__ctx *x = ub__ctx_of(c);
+    ub__lock_acquire(&x->lock);
+    x->quiet = false; /* an API call may give the next round work (ub_poll_jfc does not) */
 }
 
 static inline void ub__ctx_unlock(ub_context *c)

@@ -188,6 +188,9 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
     /* A loop fabric is driven in lock step by tests: nothing held there. Automatic progress
      * holds only in rounds a waiter runs (ub_wait_jfc). */
     x->hold_off = x->kind == UB_CTX_LOOP || !ub__hold_enabled();
+    /* A loop fabric's time is set each round, a shm device wants its busy-poll mark around the
+     * round, and the progress thread runs whole rounds: those have no quiet spells. */
+    x->quiet_ok = attr->progress == UB_PROGRESS_MANUAL && x->kind != UB_CTX_LOOP && !x->shm;
     return 0;
 }
 
@@ -384,46 +387,27 @@ void ub__ctx_shm_check(ub_context *ctx, uint64_t now)
         }
 }
 
-int ub__ctx_progress_locked(ub_context *ctx)
+/*
+ * A round from its receive on (ub__ctx_progress_locked's second half): got the datagrams the
+ * receive took, cr0 and w0 the records pushed and WRITEs placed before it, busy whether
+ * the first half found work, n what it moved.
+ */
+static UB_ALWAYS_INLINE int round_rest(ub_context *ctx, uint64_t now, bool may_hold, bool busy,
+                                       int n, int got, uint64_t cr0, uint64_t w0)
 {
     struct ub__ctx *x = ub__ctx_of(ctx);
-    uint64_t now = ub__ctx_now(ctx);
-    x->round_now = now;
-    if (x->kind == UB_CTX_LOOP)
-        ub__loopnet_set_time(ctx->net->net, now);
-    /*
-     * Posted requests, then receive, timers, the transaction layer again (requests just
-     * received become responses), and one output batch: an ACK and the response to the
-     * request it acknowledges leave in one send call (sendmmsg), not two.
-     *
-     * Manual progress: when the round produced completion records, or executed plain WRITEs
-     * while the application answers those (it polls memory for them), the application is
-     * about to react, typically by posting: the output waits for that post (or the next
-     * round, or the watchdog), so the ACK, the response and the new request leave as one
-     * datagram bundle (hold.c).
-     */
-    bool may_hold = !x->hold_off && (ctx->attr.progress != UB_PROGRESS_AUTO || x->wait_round);
-    int n = 0;
-    bool busy = ub__ses_pump(&ctx->ses, now) || ub__engine_pending(&ctx->eng);
-    /* What an earlier round held and what was posted since leave before this round may
-     * hold output again. */
-    if (x->tx_held || (may_hold && busy)) {
-        x->tx_held = false;
-        x->answered = false; /* held output left without a post */
-        n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
-    }
-    ctx->drive.rounds++;
-    if (x->writes_unanswered) /* no post came between the last round's WRITEs and this one */
-        x->writes_answered = x->writes_unanswered = false;
-    uint64_t cr0 = ctx->cr_pushed, w0 = ctx->writes_placed;
-    int got = ub__drive_recv(&ctx->eng, ctx->dev, now, &ctx->drive);
-    if (ub__engine_next_deadline(&ctx->eng) <= now) {
+    uint64_t next = ub__engine_next_deadline(&ctx->eng);
+    if (next <= now) {
         ub__engine_expire(&ctx->eng, now);
         busy = true;
     }
-    /* Nothing was queued, arrived or due (an idle poll): nothing is now either. */
-    if (!busy && got == 0)
+    /* Nothing was queued, arrived or due (an idle poll): nothing is now either, and until the
+     * next deadline only a datagram or an API call can change that (poll_quiet). */
+    if (!busy && got == 0) {
+        x->quiet = x->quiet_ok;
+        x->quiet_until = next;
         goto out;
+    }
     n += got;
     /* A round about to be held keeps the responses it made out of PDS too: they go after the
      * application's answer (ub__ctx_send_out). */
@@ -453,6 +437,78 @@ out:
         ub__ctx_shm_check_due(ctx, now);
     }
     return n < 0 ? 0 : n;
+}
+
+int ub__ctx_progress_locked(ub_context *ctx)
+{
+    struct ub__ctx *x = ub__ctx_of(ctx);
+    uint64_t now = ub__ctx_now(ctx);
+    x->round_now = now;
+    x->quiet = false;
+    if (x->kind == UB_CTX_LOOP)
+        ub__loopnet_set_time(ctx->net->net, now);
+    /*
+     * Posted requests, then receive, timers, the transaction layer again (requests just
+     * received become responses), and one output batch: an ACK and the response to the
+     * request it acknowledges leave in one send call (sendmmsg), not two.
+     *
+     * Manual progress: when the round produced completion records, or executed plain WRITEs
+     * while the application answers those (it polls memory for them), the application is
+     * about to react, typically by posting: the output waits for that post (or the next
+     * round, or the watchdog), so the ACK, the response and the new request leave as one
+     * datagram bundle (hold.c).
+     */
+    bool may_hold = !x->hold_off && (ctx->attr.progress != UB_PROGRESS_AUTO || x->wait_round);
+    int n = 0;
+    bool busy = ub__ses_pump(&ctx->ses, now) || ub__engine_pending(&ctx->eng);
+    /* What an earlier round held and what was posted since leave before this round may
+     * hold output again. */
+    if (x->tx_held || (may_hold && busy)) {
+        x->tx_held = false;
+        x->answered = false; /* held output left without a post */
+        n += ub__drive_send(&ctx->eng, ctx->dev, now, &ctx->drive);
+    }
+    ctx->drive.rounds++;
+    if (x->writes_unanswered) /* no post came between the last round's WRITEs and this one */
+        x->writes_answered = x->writes_unanswered = false;
+    uint64_t cr0 = ctx->cr_pushed, w0 = ctx->writes_placed;
+    int got = ub__drive_recv(&ctx->eng, ctx->dev, now, &ctx->drive);
+    return round_rest(ctx, now, may_hold, busy, n, got, cr0, w0);
+}
+
+/*
+ * A poll in a quiet spell: the last round found nothing queued, arrived or due, and nothing
+ * but polls has taken the lock since (ub__ctx_lock ends the spell). Until the engine's next
+ * deadline the round's first half and its timers have nothing to do, so the poll is the
+ * device's receive and, when that found something, the rest of the round: a waiting side's
+ * every poll, a fifth of its instructions less over udp sockets and a third with the packet
+ * ring (docs/progress.md, "Quiet polls").
+ */
+static int poll_quiet(ub_context *ctx, struct ub__ctx *x)
+{
+    uint64_t now = ub__ctx_now(ctx);
+    /* The round's every-1024th chores come with a whole round. */
+    if (now >= x->quiet_until || ((ctx->drive_rounds + 1) & 1023) == 0)
+        return ub__ctx_progress_locked(ctx);
+    x->round_now = now;
+    ctx->drive.rounds++;
+    struct ub__pkt *batch[UB_DRIVE_BATCH];
+    int got = ub__dev_recv(ctx->dev, batch, UB_DRIVE_BATCH, &ctx->eng.pool);
+    if (got == 0) {
+        ctx->drive_rounds++;
+        x->st_quiet++;
+        return 0;
+    }
+    x->quiet = false;
+    uint64_t cr0 = ctx->cr_pushed, w0 = ctx->writes_placed;
+    got = ub__drive_recv_from(&ctx->eng, ctx->dev, now, &ctx->drive, batch, got);
+    return round_rest(ctx, now, !x->hold_off, false, 0, got, cr0, w0);
+}
+
+int ub__ctx_poll_locked(ub_context *ctx)
+{
+    struct ub__ctx *x = ub__ctx_of(ctx);
+    return x->quiet ? poll_quiet(ctx, x) : ub__ctx_progress_locked(ctx);
 }
 
 void ub__ctx_send_locked(ub_context *ctx, uint64_t now)

@@ -119,6 +119,14 @@ struct ub__ctx {
      * target that never answers (a bulk stream's) never has its ACKs held. */
     bool writes_answered, writes_unanswered;
     bool hold_off; /* never hold: automatic progress, loop fabric, SOFTUB_HOLD=0 */
+    /*
+     * Under lock: a quiet spell (context.c, poll_quiet): the last round found nothing to do
+     * and only polls took the lock since (ub__ctx_lock ends it); until quiet_until (the
+     * engine's next deadline then) a poll is the device's receive. quiet_ok: this context
+     * has such spells (manual progress, a udp device alone); st_quiet counts the polls.
+     */
+    bool quiet, quiet_ok;
+    uint64_t quiet_until, st_quiet;
     /* Hold without the watchdog: a test that drives a loop fabric in lock step under a manual
      * clock answers every hold itself, and a flush at a real-time moment would change when
      * its packets leave (test_api_fast). */
@@ -163,6 +171,9 @@ static inline bool ub__ctx_shm_only(const ub_context *c)
 {
     return c->dev == ub__ctx_of(c)->shm;
 }
+
+/* A poll's round under the lock (ub_poll_jfc): in a quiet spell only the receive. */
+int ub__ctx_poll_locked(ub_context *ctx);
 
 /* ---- hold.c ---- */
 bool ub__hold_enabled(void);

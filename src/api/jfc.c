@@ -79,7 +79,8 @@ UB_EXPORT int ub_poll_jfc(ub_jfc *c, int max, struct ub_cr *cr)
     if (!c || max < 0 || (max && !cr))
         return UB_EINVAL;
     ub_context *ctx = c->ctx;
-    ub__ctx_lock(ctx);
+    struct ub__ctx *x = ub__ctx_of(ctx);
+    ub__lock_acquire(&x->lock); /* not ub__ctx_lock: a poll leaves a quiet spell on */
     /* Manual progress: the poller drives. Automatic: the progress thread does. */
     if (!c->count && ctx->attr.progress == UB_PROGRESS_MANUAL) {
         /* A poller polls again: no wake-up wanted from the shm device (each would cost the
@@ -91,14 +92,16 @@ UB_EXPORT int ub_poll_jfc(ub_jfc *c, int max, struct ub_cr *cr)
          * its batch is worked through (at most a few datagrams, or over udp the rest of its
          * bundle: the next poll's). Only shm's device is asked for one datagram first (a udp
          * ping-pong's batch is one datagram anyway). */
-        c->yield = ub__ctx_of(ctx)->answered;
+        c->yield = x->answered;
         ctx->eng.rx_one_first = c->yield && ub__ctx_shm_only(ctx);
-        ub__ctx_progress_locked(ctx);
+        ub__ctx_poll_locked(ctx);
         c->yield = ctx->eng.rx_one_first = false;
         if (shm)
             ub__shm_set_busy_poll(shm, false);
     }
     int n = ub__jfc_take(c, max, cr);
+    if (n)
+        x->quiet = false; /* taken records give their berths back */
     ub__ctx_unlock(ctx);
     return n;
 }

@@ -8,24 +8,15 @@ static void note_yield(struct ub__engine *e, bool yielded)
     e->rx_ylog = (uint8_t)(((unsigned)e->rx_ylog << 1 | (yielded ? 1u : 0u)) & 15u);
 }
 
-int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
-                   struct ub__drive_stats *st)
+/* The device's receives, the first of which took n (a negative error, 0 or more) of at most
+ * max into batch; moved: what the round took before (a yield's leftovers). */
+static UB_ALWAYS_INLINE int recv_batches(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
+                                         struct ub__drive_stats *st, struct ub__pkt **batch,
+                                         uint32_t max, int n, int moved)
 {
-    struct ub__pkt *batch[UB_DRIVE_BATCH];
-    int moved = 0;
-    if (ub__engine_rx_later(e)) { /* what a yield left: before anything newer */
-        moved = (int)ub__ring_count(&e->rx_later);
-        if (ub__engine_input_later(e, now)) {
-            note_yield(e, true);
-            return moved;
-        }
-    }
-    /* Alone: see engine.h. A batch takes the device's backlog: whether it was small. */
-    bool alone = e->rx_one_first && e->rx_small && e->rx_ylog;
     bool yielded = false;
     int batched = 0;
-    for (uint32_t max = alone ? 1 : UB_DRIVE_BATCH;; max = UB_DRIVE_BATCH) {
-        int n = ub__dev_recv(dev, batch, max, &e->pool);
+    for (;; max = UB_DRIVE_BATCH, n = ub__dev_recv(dev, batch, max, &e->pool)) {
         if (n < 0) {
             /* Still run timers and send: sending is what returns buffers to an empty pool. */
             st->dev_errors++;
@@ -53,6 +44,30 @@ int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
         note_yield(e, yielded);
     e->rx_small = batched <= UB_ENGINE_YIELD_REST;
     return moved;
+}
+
+int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
+                   struct ub__drive_stats *st)
+{
+    struct ub__pkt *batch[UB_DRIVE_BATCH];
+    int moved = 0;
+    if (ub__engine_rx_later(e)) { /* what a yield left: before anything newer */
+        moved = (int)ub__ring_count(&e->rx_later);
+        if (ub__engine_input_later(e, now)) {
+            note_yield(e, true);
+            return moved;
+        }
+    }
+    /* Alone: see engine.h. A batch takes the device's backlog: whether it was small. */
+    uint32_t max = e->rx_one_first && e->rx_small && e->rx_ylog ? 1 : UB_DRIVE_BATCH;
+    return recv_batches(e, dev, now, st, batch, max, ub__dev_recv(dev, batch, max, &e->pool),
+                        moved);
+}
+
+int ub__drive_recv_from(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
+                        struct ub__drive_stats *st, struct ub__pkt **batch, int n)
+{
+    return recv_batches(e, dev, now, st, batch, UB_DRIVE_BATCH, n, 0);
 }
 
 /* Hands batch[0, n) to the device; returns how many it took. What it did not take is with

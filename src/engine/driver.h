@@ -37,6 +37,14 @@ int ub__drive_once(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
  */
 int ub__drive_recv(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
                    struct ub__drive_stats *st);
+/*
+ * ub__drive_recv for a caller whose own receive of up to UB_DRIVE_BATCH packets into batch
+ * (an array of UB_DRIVE_BATCH) returned n, with no yield's leftovers and no one-datagram
+ * first receive pending (ub__engine_rx_later false, rx_one_first unset): the rest of the
+ * same round.
+ */
+int ub__drive_recv_from(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
+                        struct ub__drive_stats *st, struct ub__pkt **batch, int n);
 int ub__drive_send(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
                    struct ub__drive_stats *st);
 
