@@ -456,6 +456,13 @@ static uint32_t bundle_batch(struct ub__engine *e, struct ub__pkt **pkts, uint32
         }
         return 2;
     }
+    /* Packets too big to bundle only (a bulk stream's window): none joins another, none
+     * carries an ACK. */
+    uint32_t small = 0;
+    while (small < n && !bundle_member(pkts[small]))
+        small++;
+    if (small == n)
+        return n;
     uint32_t out = 0;
     for (uint32_t base = 0; base < n; base += BUNDLE_SCAN) {
         uint32_t end = n - base < BUNDLE_SCAN ? n : base + BUNDLE_SCAN;
