@@ -25,11 +25,8 @@ struct pair {
 static void pair_up_uri(struct pair *p, const char *uri_a, const char *uri_b)
 {
     struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
-    assert_int_equal(node_open(&p->a, uri_a, &ca), 0);
-    assert_int_equal(node_open(&p->b, uri_b, &ca), 0);
+    t_pair(&p->a, uri_a, &p->b, uri_b, &ca, &p->pa);
     uint8_t d[NODE_DESC];
-    node_export(&p->b, d);
-    node_import(&p->a, d, &p->pa);
     node_export(&p->a, d);
     node_import(&p->b, d, &p->pb);
 }

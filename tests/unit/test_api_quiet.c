@@ -20,11 +20,8 @@ struct two {
 static void two_up(struct two *t, enum ub_progress_mode mode)
 {
     struct ub_context_attr ca = {.progress = mode};
-    assert_int_equal(node_open(&t->a, URI, &ca), 0);
-    assert_int_equal(node_open(&t->b, URI, &ca), 0);
+    t_pair(&t->a, URI, &t->b, URI, &ca, &t->pa);
     uint8_t d[NODE_DESC];
-    node_export(&t->b, d);
-    node_import(&t->a, d, &t->pa);
     node_export(&t->a, d);
     node_import(&t->b, d, &t->pb);
     for (uint32_t i = 0; i < 4; i++) {
@@ -88,18 +85,24 @@ static uint64_t quiet_polls(struct node *n, uint32_t polls)
     return ctx_of(n)->st_quiet - q0;
 }
 
+/* A manual pair after one SEND from a to b, and n then polled into a spell: after the
+ * exchange's last records, at most a round or two of leftovers (the ACK a yield left, a held
+ * output) before the polls are quiet. */
+static void two_quiet(struct two *t, struct node *n)
+{
+    two_up(t, UB_PROGRESS_MANUAL);
+    exchange(t, 1);
+    assert_true(quiet_polls(n, POLLS) >= POLLS - 3);
+    assert_true(ctx_of(n)->quiet);
+}
+
 /* After an idle round every poll is quiet, and an API call (here a receive posted) ends the
  * spell: the next poll runs a whole round, and the spell starts again after it. */
 static void test_spell(void **state)
 {
     (void)state;
     struct two t;
-    two_up(&t, UB_PROGRESS_MANUAL);
-    exchange(&t, 1);
-    /* The exchange's last records taken, at most a round or two of leftovers (the ACK a
-     * yield left, a held output) before the polls are quiet. */
-    assert_true(quiet_polls(&t.a, POLLS) >= POLLS - 3);
-    assert_true(ctx_of(&t.a)->quiet);
+    two_quiet(&t, &t.a);
     assert_int_equal(node_post_recv(&t.a, ub_jetty_jfr(t.a.jetty), 9, 0, 0), 0);
     assert_false(ctx_of(&t.a)->quiet);
     assert_int_equal(quiet_polls(&t.a, 1), 0);
@@ -113,10 +116,7 @@ static void test_datagram_ends_spell(void **state)
 {
     (void)state;
     struct two t;
-    two_up(&t, UB_PROGRESS_MANUAL);
-    exchange(&t, 1);
-    assert_true(quiet_polls(&t.b, POLLS) >= POLLS - 3);
-    assert_true(ctx_of(&t.b)->quiet);
+    two_quiet(&t, &t.b);
     uint64_t q0 = ctx_of(&t.b)->st_quiet;
     assert_int_equal(node_send8(&t.a, t.pa.tj, 2), 0);
     struct ub_cr o;
