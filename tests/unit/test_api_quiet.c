@@ -14,7 +14,8 @@
 
 struct two {
     struct node a, b;
-    struct peer pa, pb; /* a's view of b, b's view of a */
+    struct peer pa, pb;             /* a's view of b, b's view of a */
+    struct ub__manual_clock clk[2]; /* a's and b's once frozen (freeze) */
 };
 
 static void two_up(struct two *t, enum ub_progress_mode mode)
@@ -85,13 +86,25 @@ static uint64_t quiet_polls(struct node *n, uint32_t polls)
     return ctx_of(n)->st_quiet - q0;
 }
 
-/* A manual pair after one SEND from a to b, and n then polled into a spell: after the
- * exchange's last records, at most a round or two of leftovers (the ACK a yield left, a held
- * output) before the polls are quiet. */
+/* n's clock stops where it is (a manual one, moved only by the test): no deadline passes
+ * while a loaded machine holds the test up, so which polls are quiet is the test's to say. */
+static struct ub__manual_clock *freeze(struct two *t, struct node *n)
+{
+    struct ub__manual_clock *c = &t->clk[n == &t->b];
+    c->now = ub__ctx_now(n->ctx);
+    ctx_of(n)->clock = ub__clock_manual(c);
+    return c;
+}
+
+/* A manual pair after one SEND from a to b, n's clock then frozen and n polled into a spell:
+ * after the exchange's last records, at most a round or two of leftovers (the ACK a yield
+ * left, a held output) before the polls are quiet. Of the quiet ones, every 1 024th round
+ * is a whole one (its chores): a run of POLLS has one at most. */
 static void two_quiet(struct two *t, struct node *n)
 {
     two_up(t, UB_PROGRESS_MANUAL);
     exchange(t, 1);
+    freeze(t, n);
     assert_true(quiet_polls(n, POLLS) >= POLLS - 3);
     assert_true(ctx_of(n)->quiet);
 }
@@ -106,7 +119,7 @@ static void test_spell(void **state)
     assert_int_equal(node_post_recv(&t.a, ub_jetty_jfr(t.a.jetty), 9, 0, 0), 0);
     assert_false(ctx_of(&t.a)->quiet);
     assert_int_equal(quiet_polls(&t.a, 1), 0);
-    assert_int_equal(quiet_polls(&t.a, POLLS), POLLS);
+    assert_true(quiet_polls(&t.a, POLLS) >= POLLS - 1);
     two_down(&t);
 }
 
@@ -125,8 +138,7 @@ static void test_datagram_ends_spell(void **state)
     struct ub_cr cr = poll_until_record(&t.b, NULL, &polls);
     assert_int_equal(cr.opcode, UB_CR_OP_RECV);
     assert_false(ctx_of(&t.b)->quiet);
-    /* Every poll but the one that received was quiet (or, once, a whole round for a timer
-     * that fell due meanwhile). */
+    /* Every poll but the one that received was quiet (or, once, the 1 024th round's). */
     uint64_t quiet = ctx_of(&t.b)->st_quiet - q0;
     assert_true(quiet + 1 == polls || quiet + 2 == polls);
     two_down(&t);
@@ -142,20 +154,19 @@ static void test_timer_in_spell(void **state)
     struct two t;
     two_up(&t, UB_PROGRESS_MANUAL);
     exchange(&t, 1);
-    struct ub__manual_clock clk = {ub__ctx_now(t.a.ctx)};
-    ctx_of(&t.a)->clock = ub__clock_manual(&clk);
+    struct ub__manual_clock *clk = freeze(&t, &t.a);
     assert_int_equal(node_send8(&t.a, t.pa.tj, 2), 0);
     struct ub_cr cr;
     for (uint32_t i = 0; i < 8 && !ctx_of(&t.a)->quiet; i++)
         assert_int_equal(ub_poll_jfc(t.a.jfc, 1, &cr), 0);
     assert_true(ctx_of(&t.a)->quiet);
     uint64_t due = ctx_of(&t.a)->quiet_until;
-    assert_true(due > clk.now && due != UB_TIME_NEVER);
+    assert_true(due > clk->now && due != UB_TIME_NEVER);
     uint64_t fired = t.a.ctx->eng.stats.timers_fired;
-    clk.now = due - 1;
-    assert_int_equal(quiet_polls(&t.a, POLLS), POLLS);
+    clk->now = due - 1;
+    assert_true(quiet_polls(&t.a, POLLS) >= POLLS - 1);
     assert_int_equal(t.a.ctx->eng.stats.timers_fired, fired);
-    clk.now = due;
+    clk->now = due;
     assert_int_equal(quiet_polls(&t.a, 1), 0);
     assert_true(t.a.ctx->eng.stats.timers_fired > fired);
     two_down(&t);
