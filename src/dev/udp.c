@@ -301,6 +301,8 @@ static void udp_free(struct udp_dev *u)
     ub__udp_ring_close(u);
     if (u->rx1_pkt)
         ub__pkt_free(u->rx1_pkt);
+    if (u->rx1_pkt2)
+        ub__pkt_free(u->rx1_pkt2);
     /* Staged GRO data holds no pool buffers: nothing else to return. */
     free(u->stage_mem);
     free(u);

@@ -66,7 +66,7 @@ union udp_ctrl {
  */
 struct udp_one {
     struct mmsghdr msg;
-    struct iovec iov[2];
+    struct iovec iov[3]; /* send: headers, attached payload; receive: two buffers, staging */
     union udp_sa name;
     union udp_ctrl ctrl;
 };
@@ -135,7 +135,10 @@ struct udp_dev {
     uint32_t stage_prep;
     int fds[UB_UDP_MAX_PATHS];
     struct udp_one tx1, rx1; /* send_one's; recv_single's */
-    struct ub__pkt *rx1_pkt; /* rx1's pool buffer, kept while its receives find nothing */
+    /* rx1's pool buffers, kept while its receives find nothing: the datagram's, and the next
+     * one for a train's second full-size segment (recv_single) */
+    struct ub__pkt *rx1_pkt, *rx1_pkt2;
+    const struct ub__pktpool *rx1_pool; /* theirs */
     /* The packet ring (ring=1, udp_ring.c): its mapping, the next frame to look at, empty
      * polls since the sockets were last read. */
     uint8_t *ring;

@@ -433,44 +433,73 @@ static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, u
 }
 
 /*
+ * rx1's buffers ready for a single receive: the datagram's pool buffer, and (room short of 64
+ * KiB) a second one for a train's second segment, with rx1's header pointing at them and on
+ * into staging; those a receive that found nothing left are kept as they are (a failing call
+ * writes nothing back: a waiting side's every poll is such a receive). false: the pool is
+ * short.
+ */
+static bool rx1_ready(struct udp_dev *u, struct ub__pktpool *pool, bool *stalled)
+{
+    if (UB_UNLIKELY(pool != u->rx1_pool)) { /* (another caller's pool: not the engine's) */
+        if (u->rx1_pkt)
+            ub__pkt_free(u->rx1_pkt);
+        if (u->rx1_pkt2)
+            ub__pkt_free(u->rx1_pkt2);
+        u->rx1_pkt = u->rx1_pkt2 = NULL;
+        u->rx1_pool = pool;
+    }
+    uint32_t room = pool_buf_room(pool);
+    bool two = room < GRO_BUF_SIZE;
+    uint32_t need = (u->rx1_pkt ? 0u : 1u) + (two && !u->rx1_pkt2 ? 1u : 0u);
+    if (UB_LIKELY(need == 0))
+        return true;
+    if (pool->avail < need) {
+        u->st.rx_pool_empty++;
+        *stalled = true;
+        return false;
+    }
+    if (!u->rx1_pkt)
+        u->rx1_pkt = ub__pkt_alloc(pool);
+    if (two && !u->rx1_pkt2)
+        u->rx1_pkt2 = ub__pkt_alloc(pool);
+    struct udp_one *o = &u->rx1;
+    struct msghdr *h = &o->msg.msg_hdr;
+    rx_prepare_at(h, &o->iov[0], &o->name, &o->ctrl, u->rx1_pkt->data, room);
+    if (two) {
+        o->iov[1] = (struct iovec){u->rx1_pkt2->data, UB_MIN(room, GRO_BUF_SIZE - room)};
+        h->msg_iovlen = 2;
+        if (2 * room < GRO_BUF_SIZE) {
+            o->iov[2] = (struct iovec){u->stage_mem + 2 * room, GRO_BUF_SIZE - 2 * room};
+            h->msg_iovlen = 3;
+        }
+    }
+    return true;
+}
+
+/*
  * GRO, a socket in single mode, staging empty: one datagram straight into a pool buffer, not
- * through staging and a copy. What does not fit the buffer (a coalesced train, an oversized
- * datagram) runs on into staging buffer 0 behind room for the buffer's part, which is copied
- * there, and is split from staging as any other receive.
+ * through staging and a copy. A train of full-size segments (a message of two to seven
+ * packets from a peer of the same MTU) leaves its first two where they landed, in the two
+ * buffers; anything else that does not fit the first buffer (smaller segments, an oversized
+ * datagram) is gathered in staging behind room for the first buffer's part, which is copied
+ * there, and split from staging as any other receive.
  */
 static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out, uint32_t max,
                             struct ub__pktpool *pool, bool *stalled)
 {
+    if (!rx1_ready(u, pool, stalled))
+        return 0;
     uint32_t room = pool_buf_room(pool);
     struct udp_one *o = &u->rx1;
     struct msghdr *h = &o->msg.msg_hdr;
-    /* The buffer and header a receive that found nothing left ready (a failing call writes
-     * nothing back): a waiting side's every poll is such a receive. */
-    struct ub__pkt *p = u->rx1_pkt;
-    u->rx1_pkt = NULL;
-    if (UB_UNLIKELY(p && p->pool != pool)) {
-        ub__pkt_free(p);
-        p = NULL;
-    }
-    if (!p) {
-        if (pool->avail == 0) {
-            u->st.rx_pool_empty++;
-            *stalled = true;
-            return 0;
-        }
-        p = ub__pkt_alloc(pool);
-        rx_prepare_at(h, &o->iov[0], &o->name, &o->ctrl, p->data, room);
-        if (room < GRO_BUF_SIZE) {
-            o->iov[1] = (struct iovec){u->stage_mem + room, GRO_BUF_SIZE - room};
-            h->msg_iovlen = 2;
-        }
-    }
+    struct ub__pkt *p = u->rx1_pkt, *q = u->rx1_pkt2;
     int r = rx_call(u, s, &o->msg, &o->name, 1);
     if (r <= 0) {
         rx_failed(u, s);
-        u->rx1_pkt = p;
         return 0;
     }
+    u->rx1_pkt = NULL; /* handed out or freed below; the second buffer unless a train took it */
     u->st.rx_batches++;
     struct rx_meta m;
     parse_rx_cmsgs(u, s, h, &m);
@@ -485,12 +514,35 @@ static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out,
         out[0] = p;
         return 1;
     }
+    uint32_t seg = m.gro_seg;
+    if (q && seg == room && max >= 2) {
+        /* A train of full-size segments: the first two are where they landed. */
+        u->rx1_pkt2 = NULL;
+        rx_take(u, s, room, &o->name, p, &m);
+        rx_take(u, s, UB_MIN(room, len - room), &o->name, q, &m);
+        out[0] = p;
+        out[1] = q;
+        u->st.rx_gro_msgs++;
+        u->st.rx_gro_segs += (len + seg - 1) / seg;
+        u->st.rx_direct += 2;
+        if (len <= 2 * room)
+            return 2;
+        u->stage_head = u->stage_n = 0;
+        stage_add(u, s, &o->name, u->stage_mem + 2 * room, len - 2 * room, &m, pool);
+        if (u->stage[0].left > 1) { /* stage_add counted the rest as a train of its own */
+            u->st.rx_gro_msgs--;
+            u->st.rx_gro_segs -= u->stage[0].left;
+        }
+        return 2 + stage_drain(u, out + 2, max - 2, pool, stalled);
+    }
+    /* What ran past the first buffer, together in staging as before the second one: its
+     * part of the second buffer in front of what went on into staging. */
+    if (q && len > room)
+        memcpy(u->stage_mem + room, q->data, UB_MIN(room, len - room));
     u->stage_head = u->stage_n = 0;
-    if (m.gro_seg && m.gro_seg <= room) {
+    if (seg && seg <= room) {
         /* A train whose first segment fits the buffer: it stays there. The rest is split from
-         * staging, where the part of it that landed in the buffer joins what ran on (a
-         * reply of two packets: one copy of its second instead of both twice). */
-        uint32_t seg = m.gro_seg;
+         * staging, where the part of it that landed in the buffer joins what ran on. */
         memcpy(u->stage_mem + seg, p->data + seg, UB_MIN(room, len) - seg);
         rx_take(u, s, seg, &o->name, p, &m);
         out[0] = p;
