@@ -626,6 +626,11 @@ void ub__pds_peer(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t
         peer_find(pds, dst, mode, out);
 }
 
+void ub__pds_peer_again(struct ub__pds_peer *out)
+{
+    out->outstanding = outstanding(out->pdc);
+}
+
 uint32_t ub__pds_outstanding(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode)
 {
     struct ub__pds_peer p;

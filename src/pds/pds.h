@@ -372,6 +372,9 @@ struct ub__pds_peer {
 };
 void ub__pds_peer(const struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                   struct ub__pds_peer *out);
+/* out, found by ub__pds_peer with a context and sent to since, brought up to date (its
+ * outstanding count): what ub__pds_peer would find again, without the look-up. */
+void ub__pds_peer_again(struct ub__pds_peer *out);
 
 /*
  * Flattens (ub__pkt_flatten) every packet with this cookie that PDS still holds towards dst
