@@ -203,6 +203,16 @@ static uint32_t stage_drain(struct udp_dev *u, struct ub__pkt **out, uint32_t ma
     return n;
 }
 
+/* A coalesced receive of segs packets (counted when more than one), once whatever way its
+ * packets were handed out. */
+static inline void count_train(struct udp_dev *u, uint32_t segs)
+{
+    if (segs > 1) {
+        u->st.rx_gro_msgs++;
+        u->st.rx_gro_segs += segs;
+    }
+}
+
 /* Queues a message of the last receive (len bytes at buf, its source written back into name)
  * for splitting into segments. */
 static void stage_add(struct udp_dev *u, uint32_t s, const union udp_sa *name, uint8_t *buf,
@@ -219,10 +229,6 @@ static void stage_add(struct udp_dev *u, uint32_t s, const union udp_sa *name, u
     rx_src(u, s, name, &g->src);
     g->path = sock_path(u, s);
     g->ecn = m->ecn;
-    if (g->left > 1) {
-        u->st.rx_gro_msgs++;
-        u->st.rx_gro_segs += g->left;
-    }
 }
 
 /* GRO: receives up to `want` datagrams of socket s into the (empty) staging buffers. */
@@ -260,6 +266,7 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
         }
         stage_add(u, s, &u->rxname[j], u->stage_mem + (size_t)j * GRO_BUF_SIZE, u->rxmsg[j].msg_len,
                   &m, pool);
+        count_train(u, u->stage[u->stage_n - 1].left);
     }
     for (uint32_t j = 0; j < (uint32_t)r; j++) {
         struct msghdr *h = &u->rxmsg[j].msg_hdr;
@@ -339,29 +346,16 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
                 rx_count(u, p);
                 out[n++] = p;
             }
-            if (used > 1) {
-                u->st.rx_gro_msgs++;
-                u->st.rx_gro_segs += used;
+            count_train(u, used);
+            if (used > 1)
                 u->st.rx_direct += used;
-            }
         } else {
             staging = true;
-            struct udp_stage *g = &u->stage[u->stage_n];
-            g->buf = u->stage_mem + (size_t)u->stage_n * GRO_BUF_SIZE;
-            u->stage_n++;
+            uint8_t *buf = u->stage_mem + (size_t)u->stage_n * GRO_BUF_SIZE;
             for (uint32_t off = 0, i = 0; off < len; off += room, i++)
-                memcpy(g->buf + off, bufs[i]->data, UB_MIN(room, len - off));
-            g->len = len;
-            g->off = 0;
-            g->seg = seg;
-            g->left = len ? (len + seg - 1) / seg : 1;
-            g->src = src;
-            g->path = sock_path(u, s);
-            g->ecn = m.ecn;
-            if (g->left > 1) {
-                u->st.rx_gro_msgs++;
-                u->st.rx_gro_segs += g->left;
-            }
+                memcpy(buf + off, bufs[i]->data, UB_MIN(room, len - off));
+            stage_add(u, s, &u->rxname[j], buf, len, &m, pool);
+            count_train(u, u->stage[u->stage_n - 1].left);
         }
         for (uint32_t i = used; i < k; i++)
             ub__pkt_free(bufs[i]);
@@ -522,17 +516,12 @@ static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out,
         rx_take(u, s, UB_MIN(room, len - room), &o->name, q, &m);
         out[0] = p;
         out[1] = q;
-        u->st.rx_gro_msgs++;
-        u->st.rx_gro_segs += (len + seg - 1) / seg;
+        count_train(u, (len + seg - 1) / seg);
         u->st.rx_direct += 2;
         if (len <= 2 * room)
             return 2;
         u->stage_head = u->stage_n = 0;
         stage_add(u, s, &o->name, u->stage_mem + 2 * room, len - 2 * room, &m, pool);
-        if (u->stage[0].left > 1) { /* stage_add counted the rest as a train of its own */
-            u->st.rx_gro_msgs--;
-            u->st.rx_gro_segs -= u->stage[0].left;
-        }
         return 2 + stage_drain(u, out + 2, max - 2, pool, stalled);
     }
     /* What ran past the first buffer, together in staging as before the second one: its
@@ -547,15 +536,13 @@ static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out,
         rx_take(u, s, seg, &o->name, p, &m);
         out[0] = p;
         stage_add(u, s, &o->name, u->stage_mem + seg, len - seg, &m, pool);
-        /* stage_add counted the rest as a train only if it has more than one segment. */
-        bool one = u->stage[0].left == 1;
-        u->st.rx_gro_msgs += one;
-        u->st.rx_gro_segs += one ? 2u : 1u;
+        count_train(u, (len + seg - 1) / seg);
         return 1 + stage_drain(u, out + 1, max - 1, pool, stalled);
     }
     memcpy(u->stage_mem, p->data, UB_MIN(room, len));
     ub__pkt_free(p);
     stage_add(u, s, &o->name, u->stage_mem, len, &m, pool);
+    count_train(u, u->stage[0].left);
     return stage_drain(u, out, max, pool, stalled);
 }
 
