@@ -387,6 +387,12 @@ void ub__ctx_shm_check(ub_context *ctx, uint64_t now)
         }
 }
 
+/* Whether a round may hold its output for the application's reaction (hold.c). */
+static inline bool round_may_hold(const ub_context *ctx, const struct ub__ctx *x)
+{
+    return !x->hold_off && (ctx->attr.progress != UB_PROGRESS_AUTO || x->wait_round);
+}
+
 /*
  * A round from its receive on (ub__ctx_progress_locked's second half): got the datagrams the
  * receive took, cr0 and w0 the records pushed and WRITEs placed before it, busy whether
@@ -458,7 +464,7 @@ int ub__ctx_progress_locked(ub_context *ctx)
      * round, or the watchdog), so the ACK, the response and the new request leave as one
      * datagram bundle (hold.c).
      */
-    bool may_hold = !x->hold_off && (ctx->attr.progress != UB_PROGRESS_AUTO || x->wait_round);
+    bool may_hold = round_may_hold(ctx, x);
     int n = 0;
     bool busy = ub__ses_pump(&ctx->ses, now) || ub__engine_pending(&ctx->eng);
     /* What an earlier round held and what was posted since leave before this round may
@@ -502,7 +508,7 @@ static int poll_quiet(ub_context *ctx, struct ub__ctx *x)
     x->quiet = false;
     uint64_t cr0 = ctx->cr_pushed, w0 = ctx->writes_placed;
     got = ub__drive_recv_from(&ctx->eng, ctx->dev, now, &ctx->drive, batch, got);
-    return round_rest(ctx, now, !x->hold_off, false, 0, got, cr0, w0);
+    return round_rest(ctx, now, round_may_hold(ctx, x), false, 0, got, cr0, w0);
 }
 
 int ub__ctx_poll_locked(ub_context *ctx)
