@@ -638,13 +638,13 @@ void ub__ses_rndv_fini(struct ub__tl *s);
 int ub__ses_send_ctl(struct ub__tl *s, const struct ub__addr *dst, const struct ub__ses_std *q,
                      uint16_t stream, uint32_t seq, const struct ub__ses_tail *t, uint64_t cookie,
                      uint64_t now);
-/* Sends a response with data and an R tail (rendezvous READ data or refusal). */
 /*
  * A packet holding an SES response-with-data header (seq, rc, mod_len, off) and room for n
  * data bytes at *data. UB_ENOBUFS when the pool is empty.
  */
 int ub__ses_rsp_data_pkt(struct ub__tl *s, uint32_t seq, uint8_t rc, uint32_t mod_len, uint32_t off,
                          uint32_t n, struct ub__pkt **out, uint8_t **data);
+/* Sends a response with data and an R tail (rendezvous READ data or refusal). */
 int ub__ses_send_rdata(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
                        uint32_t read_id, uint8_t rc, uint32_t mod_len, const struct ub__wr *w,
                        uint64_t off, uint32_t n, uint64_t now);
@@ -722,7 +722,7 @@ int ub__ses_prsp_rec(const uint8_t *p, size_t n, struct ub__ses_prec *rec);
 /* Checks a packed response's payload as ub__ses_pack_check does a packed request's. */
 int ub__ses_prsp_check(const uint8_t *p, size_t n);
 
-/* ---- ses_tgt.c: the target ---- */
+/* ---- the target: ses_tgt.c, ses_rsp.c (responses, READ streaming), ses_msg.c ---- */
 void ub__ses_on_req(struct ub__tl *s, const struct ub__pds_rx *rx, uint64_t now);
 /* The link path's usual request from src, taken whole when it is a SEND that
  * ub__ses_on_req's fast path would take (true); false: nothing done, deliver it. */

@@ -1,9 +1,9 @@
 /*
  * The target side's shared state (internal to src/ses): order streams,
  * transactions being assembled or executed, and the functions the target's
- * files share: ses_tgt.c (assembly, order engine, execution, responses,
- * READ streaming) and ses_msg.c (receive buffers, tag matching, deferral,
- * the target half of rendezvous).
+ * files share: ses_tgt.c (assembly, order engine, execution), ses_rsp.c
+ * (responses, READ streaming) and ses_msg.c (receive buffers, tag matching,
+ * deferral, the target half of rendezvous).
  */
 #ifndef UB_SES_SES_TGT_H
 #define UB_SES_SES_TGT_H
@@ -81,12 +81,6 @@ struct ub__rxmsg {
 
 /* ---- ses_tgt.c ---- */
 void ub__tgt_msg_free(struct ub__tl *s, struct ub__rxmsg *m);
-/* Sends a response (without data, or an 8-byte value); queued if it cannot go now. */
-void ub__tgt_send_rsp(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
-                      uint8_t rc, uint32_t len, bool has_val, uint64_t val, uint64_t now);
-/* Answers m (and keeps the answer for re-sending while m is in its stream). */
-void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t len, bool has_val,
-                     uint64_t val, uint64_t now);
 void ub__tgt_executed_now(struct ub__tstream *ts, struct ub__rxmsg *m);
 void ub__tgt_try_exec(struct ub__tl *s, struct ub__tstream *ts, uint64_t now);
 
@@ -100,6 +94,32 @@ bool ub__tgt_cma_allowed(struct ub__tl *s, struct ub__rxmsg *m);
 /* Target: m's turn came: starts its copy. Returns true if m is over (the caller frees it);
  * otherwise m stays alive until the copy ends (ub__ses_cma_pump). */
 bool ub__tgt_cma_start(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
+
+/* ---- ses_rsp.c ---- */
+/* Sends a response (without data, or an 8-byte value); queued if it cannot go now. */
+void ub__tgt_send_rsp(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                      uint8_t rc, uint32_t len, bool has_val, uint64_t val, uint64_t now);
+/* Answers m (and keeps the answer for re-sending while m is in its stream). */
+void ub__tgt_respond(struct ub__tl *s, struct ub__rxmsg *m, uint8_t rc, uint32_t len, bool has_val,
+                     uint64_t val, uint64_t now);
+/* Answers transaction seq of stream ts (kept in its cache for re-sending; ts may be NULL);
+ * pk: the initiator takes packed responses. */
+void ub__tgt_respond_in(struct ub__tl *s, struct ub__tstream *ts, const struct ub__addr *src,
+                        uint16_t stream, uint32_t seq, bool pk, uint8_t rc, uint32_t len,
+                        bool has_val, uint64_t val, uint64_t now);
+/* A response without data or with an 8-byte value, gathered when pk allows. */
+void ub__tgt_rsp_val(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
+                     uint8_t rc, uint32_t len, bool has_val, uint64_t val, bool pk, uint64_t now);
+/* READ answers: at most UB_SES_PRSP_DATA bytes in one record; up to a packet's payload on
+ * the ACK or in a packet of its own (false: it could not go); longer ones streamed. */
+void ub__tgt_read_answer(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream,
+                         uint32_t seq, bool pk, uint8_t rc, const ub_seg *seg, uint64_t addr,
+                         uint32_t len, uint64_t now);
+bool ub__tgt_read_packet(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream,
+                         uint32_t seq, const ub_seg *seg, uint64_t addr, uint32_t len,
+                         uint64_t now);
+void ub__tgt_rd_start(struct ub__tl *s, struct ub__rxmsg *m);
+void ub__ses_rsp_fini(struct ub__tl *s);
 
 /* ---- ses_msg.c ---- */
 void ub__tgt_rbuf_free(ub_jfr *jfr, struct ub__rbuf *rb);
