@@ -1,8 +1,12 @@
-#define _GNU_SOURCE /* process_vm_readv/writev, flock, O_CLOEXEC under -std=c11 */
+/*
+ * The shm device: configuration, its own object's life (open, close, liveness), the send and
+ * receive data path, the vtable and the ub__shm_* helpers. Attaching to peers and single copy
+ * are shm_peer.c: the data path calls there only for a peer it has not attached to or finds
+ * gone, so what it runs every packet stays here, inlined. docs/device-shm.md.
+ */
+#define _GNU_SOURCE /* flock, O_CLOEXEC under -std=c11 */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,177 +17,16 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <softub/errors.h>
 #include "core/compiler.h"
 #include "core/rand.h"
 #include "dev/critpath.h"
-#include "dev/shm.h"
-#include "dev/shm_delta.h"
+#include "dev/shm_int.h"
 #include "dev/spec.h"
 
-/*
- * Object layout (offsets from the start of the mapping):
- *
- *   0           struct shm_hdr        one page: identity, layout, state,
- *                                     the waiting word, the used-lane mask
- *   lane_off    struct shm_lane[lanes] three cache lines each: owner pid,
- *                                     tail (producer's), head (consumer's)
- *   slot_off    lanes * slots slots   slot_size bytes each: struct shm_slot
- *                                     then up to mtu bytes of datagram (or,
- *                                     delta-encoded, its changed words)
- *
- * Everything a peer relies on for memory safety (the layout) is copied out
- * of the header and validated against the object's size once, at attach:
- * a corrupt or hostile header cannot make a producer write outside the
- * mapping later.
- */
-
-#ifndef MADV_POPULATE_READ /* headers older than the kernel feature (Linux 5.14) */
-#define MADV_POPULATE_READ  22
-#define MADV_POPULATE_WRITE 23
-#endif
-
-#define SHM_MAGIC       0x4853425554464f53ull /* "SOFTUBSH" */
-#define SHM_VERSION     3u /* 2: slots carry their sequence word; 3: delta-encoded slots */
-#define SHM_HDR_SIZE    4096u
-#define SHM_CACHELINE   64u
-#define SHM_SLOT_HDR    16u
-#define SHM_MAX_OBJ     (4ull << 30) /* refuse layouts above 4 GiB */
-#define SHM_OPEN_TRIES  8            /* create/reclaim races retried */
-#define SHM_DRAIN_MAX   16           /* FIFO reads per drain */
-#define SHM_FULL_PROBE  64           /* full-lane hits per liveness probe of the receiver */
-#define SHM_FULL_PEERS  8            /* full lanes a send skips; at more it stops */
-#define SHM_FLAG_WAKE   1u
-#define SHM_DEFAULT_DIR "/dev/shm"
-
-enum { SHM_INIT = 0, SHM_READY = 1, SHM_CLOSED = 2 };
-
-struct shm_hdr {
-    uint64_t magic;
-    uint32_t version, hdr_size;
-    uint32_t lanes, slots, slot_size, mtu;
-    uint64_t lane_off, slot_off, obj_size;
-    uint64_t probe_addr, probe_value; /* a word in the owner's private memory, for the CMA probe */
-    uint32_t owner_pid, flags;
-    uint32_t id, pad;
-    _Atomic uint32_t state; /* SHM_*; READY is stored (release) after everything above */
-    /* Written by the consumer (arm) and by producers (clear): its own line. */
-    alignas(SHM_CACHELINE) _Atomic uint32_t waiting;
-    /* Lanes ever claimed: the consumer scans only these. Written at attach only. */
-    alignas(SHM_CACHELINE) _Atomic uint64_t used;
-};
-
-/* One producer's ring. Each index on its own line: the two sides never share a written line. */
-struct shm_lane {
-    alignas(SHM_CACHELINE) _Atomic uint32_t owner; /* producer pid, 0 when free */
-    alignas(SHM_CACHELINE) _Atomic uint64_t tail;  /* producer: slots published */
-    alignas(SHM_CACHELINE) _Atomic uint64_t head;  /* consumer: slots consumed */
-};
-
-/* What a slot says about its datagram; the consumer checks a private copy of it. */
-struct shm_meta {
-    uint32_t len;
-    uint16_t src; /* sender's endpoint id */
-    uint16_t path;
-    uint8_t ecn;
-    uint8_t enc;   /* 1: the body is the mask's words of a datagram of len bytes (shm_delta.h) */
-    uint16_t mask; /* with enc: which words of the datagram the body holds */
-};
-
-/*
- * seq: the slot's lane index + 1 (mod 2^32), stored with release after everything else: the
- * consumer polls the next slot's own line rather than the tail's, so a small datagram costs
- * it one cache-line transfer, not two. A slot still holds the previous lap's value (index +
- * 1 - slots) until rewritten, which never equals the expected one.
- */
-struct shm_slot {
-    _Atomic uint32_t seq;
-    struct shm_meta m;
-};
-
-_Static_assert(sizeof(struct shm_hdr) <= SHM_HDR_SIZE, "header fits its page");
-_Static_assert(sizeof(struct shm_lane) == 3 * SHM_CACHELINE, "lane is three lines");
-_Static_assert(sizeof(struct shm_slot) == SHM_SLOT_HDR, "slot header size");
-/* Lock-free atomics are address-free: the same word works in every process's mapping. */
-_Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2, "lock-free atomics");
-
-/* A receiver this device sends to: its mapping and the lane we own in it. */
-struct shm_peer {
-    struct shm_hdr *hdr;
-    struct shm_lane *lane;
-    uint8_t *slots; /* our lane's first slot */
-    uint8_t *base;
-    size_t size;
-    uint64_t tail;       /* next slot to write (only we write the lane's tail) */
-    uint64_t pub;        /* tail last published */
-    uint64_t head_cache; /* consumer's head when last read: avoids a shared load per packet */
-    uint64_t last_use;
-    uint32_t mask, slot_size, mtu, lane_idx;
-    int fd;  /* the peer's object: its lock says whether the owner lives */
-    int wfd; /* the peer's FIFO, opened read-write so a dead reader cannot raise SIGPIPE */
-    pid_t pid;
-    uint16_t id;
-    uint16_t full; /* sends that found the lane full since it last took a packet */
-    bool used, cma;
-    struct ub__shm_delta delta; /* what our lane's consumer last saw, per size */
-};
-
-struct shm_dev {
-    struct ub__dev dev;
-    struct ub__shm_cfg cfg;
-    char dir[PATH_MAX / 2];
-    char name[UB_SHM_NAME_MAX];
-    char fifo[PATH_MAX];
-    int fd;  /* our object, locked LOCK_EX while we live */
-    int rfd; /* our FIFO's read end: fd(); -1 without wake-ups */
-    uint8_t *base;
-    size_t size;
-    struct shm_hdr *hdr;
-    struct shm_lane *lanes;
-    uint8_t *slots;
-    uint32_t slot_size, np;
-    uint32_t rr;                     /* lane served first by the next recv */
-    bool armed;                      /* we set the waiting word and have not seen it cleared */
-    bool busy;                       /* the caller polls again at once: empty receives do not arm */
-    uint64_t probe;                  /* the word peers read to probe CMA */
-    uint64_t head[UB_SHM_MAX_LANES]; /* our copy of each lane's head (we are its only writer) */
-    uint64_t mapped;                 /* lanes whose slots lane_prefault mapped */
-
-    struct shm_peer *peers;
-    struct shm_peer *last; /* found last: a slot of peers (a detached one reads unused) */
-    uint16_t *tab;         /* open addressing: peer index + 1, 0 empty */
-    uint32_t tab_mask, npeers;
-    uint64_t tick;
-    struct ub__shm_stats st;
-    /* Ids of peers found gone, each once, for ub__shm_take_gone: max_peers of them, as many
-     * as can be attached at once (more only if more than that died between two takes). */
-    uint16_t *gone;
-    uint32_t ngone;
-    struct ub__shm_delta *rx_delta; /* per lane: what its producer last sent, per size */
-};
-
 static const struct ub__dev_ops shm_ops;
-
-static inline struct shm_dev *shm_of(const struct ub__dev *dev)
-{
-    return UB_CONTAINER_OF(dev, struct shm_dev, dev);
-}
-
-/* Slot `idx` (a lane index, not yet masked) of the lane whose first slot is at `slots`. */
-static inline struct shm_slot *slot_at(uint8_t *slots, uint64_t idx, uint32_t mask,
-                                       uint32_t slot_size)
-{
-    return (struct shm_slot *)(void *)(slots + (idx & mask) * slot_size);
-}
-
-/* Whether slot idx of a lane holds the datagram published under that index. */
-static inline bool slot_full(const struct shm_slot *sl, uint64_t idx, memory_order mo)
-{
-    return atomic_load_explicit(&sl->seq, mo) == (uint32_t)(idx + 1);
-}
 
 static int errno_to_ub(int e)
 {
@@ -218,7 +61,7 @@ int ub__shm_objname(uint16_t id, char *buf, size_t len)
     return snprintf(buf, len, "/softub-%u-%u", (unsigned)getuid(), (unsigned)id);
 }
 
-static int fifo_path(const char *dir, const char *name, char *buf, size_t len)
+int ub__shm_fifo_path(const char *dir, const char *name, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s%s.wake", dir, name);
     return n > 0 && (size_t)n < len ? 0 : UB_EINVAL;
@@ -292,7 +135,7 @@ int ub__shm_cfg_parse(const char *spec, struct ub__shm_cfg *cfg)
  * its whole life and the kernel drops it when the process dies, however it
  * dies. Exact, unlike pid checks, which pid reuse can fool.
  */
-static bool owner_alive(int fd)
+bool ub__shm_owner_alive(int fd)
 {
     if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
         flock(fd, LOCK_UN);
@@ -315,7 +158,7 @@ static bool still_linked(const char *name, int fd)
 }
 
 /* A producer pid that no longer exists (EPERM: exists, another user's). */
-static bool pid_dead(uint32_t pid)
+bool ub__shm_pid_dead(uint32_t pid)
 {
     return pid == 0 || pid > INT32_MAX || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
 }
@@ -369,14 +212,12 @@ static int create_locked(struct shm_dev *s, const char *name, const char *fifo)
     return UB_EBUSY;
 }
 
-static void detach(struct shm_dev *s, struct shm_peer *pe);
-
 static void shm_free(struct shm_dev *s)
 {
     if (s->peers)
         for (uint32_t i = 0; i < s->cfg.max_peers; i++)
             if (s->peers[i].used)
-                detach(s, &s->peers[i]);
+                ub__shm_detach(s, &s->peers[i]);
     if (s->hdr) {
         /* Producers see CLOSED and detach; the unlink makes the id free for a new owner. */
         atomic_store_explicit(&s->hdr->state, SHM_CLOSED, memory_order_release);
@@ -416,7 +257,7 @@ static void open_undo(struct shm_dev *s, bool fifo_made)
 static int open_id(struct shm_dev *s, uint16_t id)
 {
     ub__shm_objname(id, s->name, sizeof(s->name));
-    if (fifo_path(s->dir, s->name, s->fifo, sizeof(s->fifo)))
+    if (ub__shm_fifo_path(s->dir, s->name, s->fifo, sizeof(s->fifo)))
         return UB_EINVAL;
     int fd = create_locked(s, s->name, s->fifo);
     if (fd < 0)
@@ -578,11 +419,6 @@ static void shm_close(struct ub__dev *dev)
 
 /* ---- peers ------------------------------------------------------------------------ */
 
-static inline uint32_t tab_home(const struct shm_dev *s, uint16_t id)
-{
-    return (uint32_t)(((uint32_t)id * 0x9E3779B1u) >> 16) & s->tab_mask;
-}
-
 static struct shm_peer *peer_find(struct shm_dev *s, uint16_t id)
 {
     /* A sender talks to one peer at a time: its slot is checked before the table. */
@@ -597,33 +433,6 @@ static struct shm_peer *peer_find(struct shm_dev *s, uint16_t id)
             return s->last = &s->peers[v - 1];
     }
     return NULL;
-}
-
-static void tab_insert(struct shm_dev *s, uint32_t idx, uint16_t id)
-{
-    uint32_t h = tab_home(s, id);
-    while (s->tab[h])
-        h = (h + 1) & s->tab_mask;
-    s->tab[h] = (uint16_t)(idx + 1);
-}
-
-/* Linear probing deletion by backward shift: no tombstones, lookups stay short. */
-static void tab_remove(struct shm_dev *s, uint32_t idx)
-{
-    uint32_t i = tab_home(s, s->peers[idx].id);
-    while (s->tab[i] != idx + 1)
-        i = (i + 1) & s->tab_mask;
-    s->tab[i] = 0;
-    for (uint32_t j = (i + 1) & s->tab_mask; s->tab[j]; j = (j + 1) & s->tab_mask) {
-        uint32_t k = tab_home(s, s->peers[s->tab[j] - 1].id);
-        /* Move j back into the hole unless its home lies cyclically in (i, j]. */
-        bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-        if (!stays) {
-            s->tab[i] = s->tab[j];
-            s->tab[j] = 0;
-            i = j;
-        }
-    }
 }
 
 static inline void wake_peer(struct shm_dev *s, struct shm_peer *pe)
@@ -650,7 +459,7 @@ static inline void wake_peer(struct shm_dev *s, struct shm_peer *pe)
 }
 
 /* Makes the slots written so far visible, with one store for the whole batch. */
-static void publish(struct shm_dev *s, struct shm_peer *pe)
+void ub__shm_publish(struct shm_dev *s, struct shm_peer *pe)
 {
     if (!pe || pe->tail == pe->pub)
         return;
@@ -660,243 +469,19 @@ static void publish(struct shm_dev *s, struct shm_peer *pe)
     wake_peer(s, pe);
 }
 
-static void detach(struct shm_dev *s, struct shm_peer *pe)
-{
-    publish(s, pe);
-    /* Release: a producer that takes the lane over sees our final tail. */
-    atomic_store_explicit(&pe->lane->owner, 0, memory_order_release);
-    munmap(pe->base, pe->size);
-    close(pe->fd);
-    if (pe->wfd >= 0)
-        close(pe->wfd);
-    tab_remove(s, (uint32_t)(pe - s->peers));
-    memset(pe, 0, sizeof(*pe));
-    s->npeers--;
-    s->st.detach++;
-    s->st.peers = s->npeers;
-}
-
-/* Copies and checks the layout a peer's header claims, against the object's real size. */
-static bool layout_ok(const struct shm_hdr *h, uint64_t size, struct shm_peer *pe)
-{
-    uint32_t lanes = h->lanes, slots = h->slots, slot_size = h->slot_size, mtu = h->mtu;
-    uint64_t lane_off = h->lane_off, slot_off = h->slot_off;
-    if (h->magic != SHM_MAGIC || h->version != SHM_VERSION || lanes == 0 ||
-        lanes > UB_SHM_MAX_LANES || slots < UB_SHM_MIN_SLOTS || slots > UB_SHM_MAX_SLOTS ||
-        (slots & (slots - 1)) || mtu < UB_SHM_MIN_MTU || mtu > UB_SHM_MAX_MTU ||
-        slot_size < SHM_SLOT_HDR + mtu || slot_size % SHM_CACHELINE || lane_off < SHM_HDR_SIZE ||
-        lane_off % SHM_CACHELINE || slot_off < lane_off + lanes * sizeof(struct shm_lane) ||
-        slot_off % SHM_CACHELINE || slot_off + (uint64_t)lanes * slots * slot_size > size)
-        return false;
-    pe->mask = slots - 1;
-    pe->slot_size = slot_size;
-    pe->mtu = mtu;
-    return true;
-}
-
-/*
- * Maps a lane's slots into this process now rather than one page fault at a time as the ring
- * first goes round: otherwise the first few hundred packets through a lane each pay a fault
- * (a small ping-pong ran at 10 us instead of 0.85 for its first 200 round trips). Slots
- * of two pages or more get their first page only, where a small packet lies; a larger one
- * pays for its other pages once, beside its copy. False when the memory cannot be had (a
- * full tmpfs: touching it would raise SIGBUS); a kernel without MADV_POPULATE_* just faults
- * as before.
- */
-static bool lane_prefault(uint8_t *slots, uint32_t nslots, uint32_t slot_size, int advice)
-{
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = (uintptr_t)slots & ~(page - 1);
-    int rc = 0;
-    if (slot_size < 2 * page) {
-        uintptr_t hi = (uintptr_t)slots + (uintptr_t)nslots * slot_size;
-        rc = madvise((void *)lo, hi - lo, advice);
-    } else {
-        for (uint32_t i = 0; i < nslots && rc == 0; i++) {
-            uintptr_t at = ((uintptr_t)slots + (uintptr_t)i * slot_size) & ~(page - 1);
-            rc = madvise((void *)at, page, advice);
-        }
-    }
-    return rc == 0 || (errno != EFAULT && errno != ENOMEM);
-}
-
-/* Takes a free lane, or a dead producer's. Returns its index or -1. */
-static int claim_lane(struct shm_dev *s, struct shm_lane *lanes, uint32_t n)
-{
-    uint32_t me = (uint32_t)getpid();
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t zero = 0;
-        if (atomic_load_explicit(&lanes[i].owner, memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_strong_explicit(&lanes[i].owner, &zero, me,
-                                                    memory_order_acquire, memory_order_relaxed))
-            return (int)i;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t old = atomic_load_explicit(&lanes[i].owner, memory_order_relaxed);
-        /*
-         * A producer that died mid-enqueue left nothing half-visible (its
-         * unpublished slots lie beyond the tail): continuing from the tail
-         * is safe.
-         */
-        if (old && old != me && pid_dead(old) &&
-            atomic_compare_exchange_strong_explicit(&lanes[i].owner, &old, me, memory_order_acquire,
-                                                    memory_order_relaxed)) {
-            s->st.lanes_reclaimed++;
-            return (int)i;
-        }
-    }
-    return -1;
-}
-
-static bool cma_probe(pid_t pid, uint64_t addr, uint64_t expect)
-{
-    uint64_t v = 0;
-    struct iovec l = {&v, sizeof(v)}, r = {(void *)(uintptr_t)addr, sizeof(v)};
-    return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(v) && v == expect;
-}
-
-static struct shm_peer *lru_victim(struct shm_dev *s)
-{
-    struct shm_peer *v = NULL;
-    for (uint32_t i = 0; i < s->cfg.max_peers; i++)
-        if (s->peers[i].used && (!v || s->peers[i].last_use < v->last_use))
-            v = &s->peers[i];
-    return v;
-}
-
-/* Maps endpoint id's object and claims a lane in it. Returns 0 or UB_EUNREACH/UB_EACCESS, or
- * UB_EPROTO: the object is another softub version's (its slots would not be understood). */
-static int attach(struct shm_dev *s, uint16_t id, struct shm_peer **out)
-{
-    char name[UB_SHM_NAME_MAX], fifo[PATH_MAX];
-    ub__shm_objname(id, name, sizeof(name));
-    if (fifo_path(s->dir, name, fifo, sizeof(fifo)))
-        return UB_EUNREACH;
-    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-    if (fd < 0) {
-        s->st.attach_fail++;
-        return errno == EACCES ? UB_EACCESS : UB_EUNREACH;
-    }
-    struct stat st;
-    struct shm_peer pe = {.fd = fd, .wfd = -1, .id = id};
-    int rc = UB_EUNREACH;
-    if (fstat(fd, &st) != 0 || st.st_size < (off_t)SHM_HDR_SIZE ||
-        (uint64_t)st.st_size > SHM_MAX_OBJ)
-        goto fail;
-    pe.size = (size_t)st.st_size;
-    void *m = mmap(NULL, pe.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED)
-        goto fail;
-    pe.base = m;
-    pe.hdr = m;
-    if (atomic_load_explicit(&pe.hdr->state, memory_order_acquire) != SHM_READY)
-        goto fail;
-    if (pe.hdr->magic == SHM_MAGIC && pe.hdr->version != SHM_VERSION) {
-        /* Another softub's slot format: a peer there, but not one we can talk to. */
-        s->st.attach_version++;
-        rc = UB_EPROTO;
-        goto fail;
-    }
-    if (!layout_ok(pe.hdr, pe.size, &pe) || !owner_alive(fd))
-        goto fail;
-    struct shm_lane *lanes = (struct shm_lane *)(void *)(pe.base + pe.hdr->lane_off);
-    uint32_t nlanes = pe.hdr->lanes;
-    uint64_t slot_off = pe.hdr->slot_off;
-    bool wake = pe.hdr->flags & SHM_FLAG_WAKE;
-    if (wake) {
-        pe.wfd = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-        if (pe.wfd < 0)
-            goto fail;
-    }
-    int li = claim_lane(s, lanes, nlanes);
-    if (li < 0)
-        goto fail;
-    pe.lane_idx = (uint32_t)li;
-    pe.lane = &lanes[li];
-    pe.slots = pe.base + slot_off + (uint64_t)li * (pe.mask + 1) * pe.slot_size;
-    /* We are the lane's only writer now; acquire pairs with a previous owner's release. */
-    pe.tail = atomic_load_explicit(&pe.lane->tail, memory_order_acquire);
-    pe.head_cache = atomic_load_explicit(&pe.lane->head, memory_order_acquire);
-    /* A previous owner that died between writing slots and publishing its tail left them
-     * complete and visible (their seq is set): continue after them, never over them. */
-    for (uint32_t k = 0;
-         k <= pe.mask && slot_full(slot_at(pe.slots, pe.tail, pe.mask, pe.slot_size), pe.tail,
-                                   memory_order_acquire);
-         k++)
-        pe.tail++;
-    pe.pub = pe.tail;
-    if (!lane_prefault(pe.slots, pe.mask + 1, pe.slot_size, MADV_POPULATE_WRITE)) {
-        atomic_store_explicit(&pe.lane->owner, 0, memory_order_release);
-        goto fail;
-    }
-    atomic_fetch_or_explicit(&pe.hdr->used, 1ull << li, memory_order_release);
-    pe.pid = (pid_t)pe.hdr->owner_pid;
-    pe.cma = cma_probe(pe.pid, pe.hdr->probe_addr, pe.hdr->probe_value);
-
-    if (s->npeers == s->cfg.max_peers) {
-        detach(s, lru_victim(s));
-        s->st.evicted++;
-    }
-    uint32_t idx = 0;
-    while (s->peers[idx].used)
-        idx++;
-    pe.used = true;
-    pe.last_use = ++s->tick;
-    s->peers[idx] = pe;
-    tab_insert(s, idx, id);
-    s->npeers++;
-    s->st.attach++;
-    s->st.peers = s->npeers;
-    *out = &s->peers[idx];
-    return 0;
-fail:
-    if (pe.wfd >= 0)
-        close(pe.wfd);
-    if (pe.base)
-        munmap(pe.base, pe.size);
-    close(fd);
-    s->st.attach_fail++;
-    return rc;
-}
-
-/* Whether a receiver we are attached to has gone (closed, or died: its lock is free). */
-static bool peer_gone(const struct shm_peer *pe)
-{
-    return atomic_load_explicit(&pe->hdr->state, memory_order_acquire) != SHM_READY ||
-           !owner_alive(pe->fd);
-}
-
-/* id for ub__shm_take_gone, once. */
-static void note_gone(struct shm_dev *s, uint16_t id)
-{
-    uint32_t i = 0;
-    while (i < s->ngone && s->gone[i] != id)
-        i++;
-    if (i == s->ngone && s->ngone < s->cfg.max_peers)
-        s->gone[s->ngone++] = id;
-}
-
-/* pe's receiver is dead or closed: detached, and its id kept for ub__shm_take_gone. */
-static void peer_dead(struct shm_dev *s, struct shm_peer *pe)
-{
-    note_gone(s, pe->id);
-    detach(s, pe);
-    s->st.peer_dead++;
-}
-
 /* The peer at id, attaching on first use (a closed receiver is dropped and looked up again);
- * NULL with *rc attach's error. A peer of another version is as good as gone for the layers
+ * NULL with *rc ub__shm_attach's error. A peer of another version is as good as gone for the layers
  * above: nothing sent to it will ever be answered. */
 static struct shm_peer *get_peer(struct shm_dev *s, uint16_t id, int *rc)
 {
     struct shm_peer *pe = peer_find(s, id);
     if (pe && atomic_load_explicit(&pe->hdr->state, memory_order_acquire) != SHM_READY) {
-        peer_dead(s, pe);
+        ub__shm_peer_dead(s, pe);
         pe = NULL;
     }
-    if (!pe && (*rc = attach(s, id, &pe)) != 0) {
+    if (!pe && (*rc = ub__shm_attach(s, id, &pe)) != 0) {
         if (*rc == UB_EPROTO)
-            note_gone(s, id);
+            ub__shm_note_gone(s, id);
         return NULL;
     }
     pe->last_use = ++s->tick;
@@ -957,7 +542,7 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t n)
         }
         if (!cur || cur->id != p->addr.port) {
             /* Publish per peer switch: attach may evict, and a batch rarely alternates. */
-            publish(s, cur);
+            ub__shm_publish(s, cur);
             int rc;
             cur = get_peer(s, p->addr.port, &rc);
             if (!cur) {
@@ -975,8 +560,8 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t n)
             /* Full. A receiver that died never drains: recognise it rather than stall. The
              * caller retries a full lane every round, so the liveness probe (a system
              * call) runs on the first hit and then every SHM_FULL_PROBE-th. */
-            if ((cur->full++ % SHM_FULL_PROBE) == 0 && peer_gone(cur)) {
-                peer_dead(s, cur);
+            if ((cur->full++ % SHM_FULL_PROBE) == 0 && ub__shm_peer_gone(cur)) {
+                ub__shm_peer_dead(s, cur);
                 cur = NULL;
                 s->st.tx_unreach++;
                 ub__pkt_free(p);
@@ -1012,7 +597,7 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t n)
         s->st.tx_bytes += p->len;
         ub__pkt_free(p);
     }
-    publish(s, cur);
+    ub__shm_publish(s, cur);
     /* The refused: those gathered in front, then pkts[k..n), in order, at the end. */
     if (refused)
         memmove(pkts + (k - refused), pkts, refused * sizeof(*pkts));
@@ -1099,8 +684,8 @@ static void map_lanes(struct shm_dev *s, uint64_t used)
 {
     for (uint64_t m = used & ~s->mapped; m; m &= m - 1) {
         uint32_t i = (uint32_t)__builtin_ctzll(m);
-        (void)lane_prefault(s->slots + (uint64_t)i * s->cfg.slots * s->slot_size, s->cfg.slots,
-                            s->slot_size, MADV_POPULATE_READ);
+        (void)ub__shm_lane_prefault(s->slots + (uint64_t)i * s->cfg.slots * s->slot_size,
+                                    s->cfg.slots, s->slot_size, MADV_POPULATE_READ);
     }
     s->mapped = used;
 }
@@ -1304,7 +889,7 @@ int ub__shm_reachable(const struct ub__addr *a)
         if (m != MAP_FAILED) {
             const struct shm_hdr *h = m;
             if (atomic_load_explicit(&h->state, memory_order_acquire) == SHM_READY &&
-                h->magic == SHM_MAGIC && owner_alive(fd))
+                h->magic == SHM_MAGIC && ub__shm_owner_alive(fd))
                 rc = h->version == SHM_VERSION ? 0 : UB_EPROTO;
             munmap(m, SHM_HDR_SIZE);
         }
@@ -1351,8 +936,8 @@ int ub__shm_check_peers(struct ub__dev *dev)
     struct shm_dev *s = shm_of(dev);
     int n = 0;
     for (uint32_t i = 0; i < s->cfg.max_peers; i++)
-        if (s->peers[i].used && peer_gone(&s->peers[i])) {
-            peer_dead(s, &s->peers[i]);
+        if (s->peers[i].used && ub__shm_peer_gone(&s->peers[i])) {
+            ub__shm_peer_dead(s, &s->peers[i]);
             n++;
         }
     return n;
@@ -1368,82 +953,4 @@ uint32_t ub__shm_take_gone(struct ub__dev *dev, uint16_t *ids, uint32_t max)
     memmove(s->gone, s->gone + n, (s->ngone - n) * sizeof(*ids));
     s->ngone -= n;
     return n;
-}
-
-/* ---- single copy ------------------------------------------------------------------- */
-
-#define CMA_IOV 64 /* local segments per system call */
-
-static int cma_xfer(pid_t pid, uint64_t remote, const struct iovec *iov, uint32_t iovcnt,
-                    bool write_side)
-{
-    if (pid <= 0 || (iovcnt && !iov))
-        return UB_EINVAL;
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < iovcnt; i++)
-        total += iov[i].iov_len;
-    if (total && remote + total < remote)
-        return UB_EINVAL;
-    uint64_t done = 0;
-    uint32_t idx = 0;
-    size_t off = 0; /* into iov[idx] */
-    int eintr = 0;
-    while (done < total) {
-        struct iovec l[CMA_IOV];
-        uint32_t nl = 0;
-        for (uint32_t j = idx; j < iovcnt && nl < CMA_IOV; j++) {
-            size_t o = j == idx ? off : 0;
-            if (iov[j].iov_len > o)
-                l[nl++] = (struct iovec){(uint8_t *)iov[j].iov_base + o, iov[j].iov_len - o};
-        }
-        struct iovec r = {(void *)(uintptr_t)(remote + done), (size_t)(total - done)};
-        ssize_t got = write_side ? process_vm_writev(pid, l, nl, &r, 1, 0)
-                                 : process_vm_readv(pid, l, nl, &r, 1, 0);
-        if (got < 0) {
-            int e = errno;
-            if (e == EINTR && eintr++ < 8)
-                continue;
-            switch (e) {
-            case EPERM:
-            case EACCES:
-            case ENOSYS:
-                return UB_ENOTSUP;
-            case ESRCH:
-                return UB_EUNREACH;
-            case EFAULT:
-            case EINVAL:
-                return UB_EINVAL;
-            case ENOMEM:
-                return UB_ENOMEM;
-            default:
-                return UB_EIO;
-            }
-        }
-        if (got == 0)
-            return UB_EINVAL; /* the remote range ended: a partial transfer */
-        done += (uint64_t)got;
-        /* Advance the local position by what moved (partial transfers stop on a segment edge). */
-        for (uint64_t left = (uint64_t)got; left && idx < iovcnt;) {
-            size_t in = iov[idx].iov_len - off;
-            if (left >= in) {
-                left -= in;
-                idx++;
-                off = 0;
-            } else {
-                off += (size_t)left;
-                left = 0;
-            }
-        }
-    }
-    return 0;
-}
-
-int ub__shm_cma_read(pid_t pid, uint64_t remote, const struct iovec *iov, uint32_t iovcnt)
-{
-    return cma_xfer(pid, remote, iov, iovcnt, false);
-}
-
-int ub__shm_cma_write(pid_t pid, uint64_t remote, const struct iovec *iov, uint32_t iovcnt)
-{
-    return cma_xfer(pid, remote, iov, iovcnt, true);
 }
