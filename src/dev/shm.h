@@ -80,7 +80,7 @@ struct ub__shm_cfg {
     uint16_t id;        /* endpoint id; 0: pick a free one */
     uint32_t lanes;     /* producers that can attach at once, 1..64; 0: 16 */
     uint32_t slots;     /* slots per lane, a power of two 2..65536; 0: 512 */
-    uint32_t mtu;       /* largest datagram, 64..65536; 0: 4096 */
+    uint32_t mtu;       /* largest datagram, 64..65536; 0: UB_SHM_DEFAULT_MTU */
     uint32_t max_peers; /* attached peers cached, 1..1024; 0: 64 */
     uint32_t num_paths; /* path labels carried, 1..64; 0: 1 */
     bool no_wake;       /* no FIFO: fd() is -1, the consumer busy-polls */

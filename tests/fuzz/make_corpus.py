@@ -77,6 +77,25 @@ def with_nh(pds, nh):
     return bytes(b)
 
 
+def desc(magic, b4, family, port, ip, tail):
+    """A 64-byte descriptor: magic, byte 4, the address (family, port, scope, 16 address
+    bytes), then from byte 28 what the kind puts there."""
+    d = magic + bytes([b4, family]) + port.to_bytes(2, "big") + bytes(4)
+    d += ip + bytes(16 - len(ip)) + tail
+    return d + bytes(64 - len(d))
+
+
+def cma(sel, extra, segs):
+    """fuzz_cma_desc's input: selector, request length (sum of the segments plus extra),
+    then valid_until, the segment count and the segments."""
+    total = sum(l for _, l in segs) + extra
+    d = bytes([sel]) + total.to_bytes(8, "big")
+    d += (123456789).to_bytes(8, "big") + len(segs).to_bytes(2, "big") + bytes(6)
+    for a, l in segs:
+        d += a.to_bytes(8, "big") + l.to_bytes(8, "big")
+    return d
+
+
 def bundle(*pkts):
     out = bytes([0xF8])
     for p in pkts:
@@ -220,6 +239,25 @@ CORPUS = {
         "seven_words": shm_rec(128, 0, True) + shm_rec(128, 0x007f),
         "no_context": shm_rec(64, 0x0001),
         "past_end": shm_rec(64, 0, True) + shm_rec(64, 0x0100),
+    },
+    # descriptors as ub_jetty_export and ub_seg_export write them (src/api/jetty.c, seg.c)
+    "fuzz_desc": {
+        "jetty_v4": desc(b"UBJ1", 0, 2, 4791, bytes([127, 0, 0, 1]), h("00000007")),
+        "jetty_tagged_shm": desc(b"UBJ1", 1, 4, 42, b"", h("00fffffe")),
+        "jetty_id0": desc(b"UBJ1", 0, 2, 4791, bytes([10, 0, 0, 2]), h("00000000")),
+        "seg_v6": desc(b"UBS1", 0x0f, 3, 5000, h("fe800000000000000000000000000001"),
+                       h("00000011") + h("00007f0000001000") + h("0000000000010000")),
+        "seg_bad_access": desc(b"UBS1", 0x10, 1, 3, b"", h("00000001")),
+        "short": desc(b"UBJ1", 0, 2, 1, b"", h("00000001"))[:40],
+    },
+    # opcode selector (bit 7: the length is the segments' sum), length, then the descriptor
+    "fuzz_cma_desc": {
+        "write_one": cma(0x80, 0, [(0x7f0000001000, 0x100000)]),
+        "read_two": cma(0x81, 0, [(0x7f0000001000, 0x1000), (0x7f0000100000, 0x2000)]),
+        "send_len_off": cma(0x02, 0x10, [(0x1000, 0x20)]),
+        "wraps": cma(0x80, 0, [(0xfffffffffffff000, 0x2000)]),
+        "atomic": cma(0x83, 0, [(0x1000, 8)]),
+        "no_segs": bytes([0x80]) + bytes(8) + bytes(8) + h("0000") + bytes(6),
     },
     "fuzz_bundle": {
         "two": h("f8 0003 400102 0001 17"),
