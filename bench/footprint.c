@@ -5,7 +5,7 @@
  * answer leaves (src/dev/critpath.h), and counts per such turn the distinct 64-byte lines
  * and 4 KiB pages of code and of data touched in between. On a host whose system calls
  * empty the TLB (page-table isolation without PCIDs), that footprint is what a turn costs
- * in user space and, by what it evicts, in the next system call (docs/benchmarks.md,
+ * in user space and, by what it evicts, in the next system call (docs/perf-journal.md,
  * "Pages, polls and the repost" and "Whose pages"). Prints the medians per turn, then the
  * code lines by function and the data lines and pages by owner (the allocation holding
  * them, by the function that made it and its size, or the mapping), averaged over turns.

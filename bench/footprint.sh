@@ -7,7 +7,7 @@
 # allocations, so that each data line is put down to the allocation holding it (the function
 # that made it and its size) or to its mapping (the stack, the executable's data, a library).
 # On a host whose system calls empty the TLB, a turn's cost follows these counts
-# (docs/benchmarks.md, "Pages, polls and the repost", "Whose pages"). Prints the medians per
+# (docs/perf-journal.md, "Pages, polls and the repost", "Whose pages"). Prints the medians per
 # turn, then the largest owners of code and data lines, and the functions the turn runs that
 # cmake/hotpath.txt (the functions the build links together) lacks.
 #

@@ -4,7 +4,7 @@
  * JFC, as two busy-polling processes (softub-perf send_lat) do, and finds the other's
  * message on its first poll. Run it for two counts of round trips and divide the difference
  * of the instruction totals by the difference of the counts: both sides, per round trip
- * (docs/benchmarks.md, "The latency path's flat costs"). Run natively, it also says what a
+ * (docs/perf-journal.md, "The latency path's flat costs"). Run natively, it also says what a
  * round trip costs in time with nothing waited for, and how much of it the kernel takes.
  * Both contexts read a manual clock that moves 1 us per post: under callgrind, where a
  * round trip takes a hundred times longer, the real one would fire retransmission and ACK

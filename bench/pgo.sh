@@ -4,7 +4,7 @@
 # ping-pongs, message rate and bandwidth over udp and shm, and the other latency tests), then
 # the same build directory is rebuilt with the profile. GCC then lays out the hot paths
 # together and the cold code apart, and inlines and arranges branches by what ran
-# (docs/benchmarks.md, "Profile-guided builds"). Both builds are link-time optimised
+# (docs/perf-journal.md, "Profile-guided builds"). Both builds are link-time optimised
 # (CMAKE_INTERPROCEDURAL_OPTIMIZATION), so GCC also inlines the small calls between the
 # message path's files. An application's own build of the library goes the same way:
 # cmake -DSOFTUB_PGO=gen (and -DCMAKE_INTERPROCEDURAL_OPTIMIZATION=ON), run its workload,

@@ -16,7 +16,7 @@
  *
  * It wraps libc's socket calls and syscall(2) (softub's udp device calls the kernel through
  * it). Medians and tails in nanoseconds on stderr; each stamp is a vDSO clock read (~25 ns
- * here), so a turn's user figure carries two of them. docs/benchmarks.md, "The turn".
+ * here), so a turn's user figure carries two of them. docs/perf-journal.md, "The turn".
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

@@ -4,7 +4,7 @@
  * nothing waits): each round trip is two sends and two receives. Variants run alternately,
  * several rounds, and the best round of each is printed with its ratio to the plain one
  * (sendto + recv). The difference of two variants is the cost of what distinguishes them,
- * twice per round trip. docs/benchmarks.md, "The latency path's system calls".
+ * twice per round trip. docs/perf-journal.md, "The latency path's system calls".
  *
  *   udp_calls [ROUND_TRIPS [ROUNDS]]      (100000, 5)
  */

@@ -116,7 +116,7 @@ struct perf_ep {
     uint32_t quick_yields;           /* yields in a row that returned at once */
     /* The post list's work requests and the poll's completion records, in one allocation
      * sized by -l (perf_setup) rather than in arrays on the stack: a latency test's request
-     * and records share a page, and its turn touches fewer stack pages (docs/benchmarks.md,
+     * and records share a page, and its turn touches fewer stack pages (docs/perf-journal.md,
      * "Whose pages"). */
     struct ub_wr *wr;
     struct ub_sge *sg;

@@ -139,7 +139,7 @@ int perf_setup(struct perf_ep *e)
     size_t total = 2 * e->half + 4096; /* + the control words */
     /* --huge: transparent huge pages where the kernel gives them on request (its madvise
      * mode), so that a single copy (process_vm_readv) looks up a page per 2 MiB instead of
-     * one per 4 KiB (docs/benchmarks.md, "Huge pages"). */
+     * one per 4 KiB (docs/perf-journal.md, "Huge pages"). */
     bool huge = c->huge && total >= PERF_HUGE;
     if (huge)
         total = (total + PERF_HUGE - 1) & ~(size_t)(PERF_HUGE - 1);
@@ -302,7 +302,7 @@ static int step(struct perf_ep *e)
     if (!e->cfg.event) {
         /* Nothing for a while: the peer (or the kernel's half of the loopback) may be waiting
          * for this CPU. Yielding costs a system call when nobody is; spinning through a whole
-         * time slice costs milliseconds when somebody is (docs/benchmarks.md, "Polling on a
+         * time slice costs milliseconds when somebody is (docs/perf-journal.md, "Polling on a
          * shared CPU"). */
         if (e->cfg.spin || ++e->idle < PERF_YIELD_AFTER)
             return 0;

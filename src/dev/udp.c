@@ -698,7 +698,7 @@ static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
     /*
      * A loopback peer's datagrams cross no queue that could mark them CE (unless a qdisc
      * with ECN is put on lo), so the connected socket does not ask for their TOS: the
-     * kernel's per-datagram cmsg cost 0.1-0.2 us of every receive here (docs/benchmarks.md,
+     * kernel's per-datagram cmsg cost 0.1-0.2 us of every receive here (docs/perf-journal.md,
      * fourteenth round). The path socket still reads it for every other peer.
      */
     u->conn_tos_off = loopback_addr(dst) &&

@@ -62,7 +62,7 @@ union udp_ctrl {
  * side. The single send and the single receive, a ping-pong's every turn, use one each
  * beside the device's header fields; element 0 of each batch array lies pages apart, and on a
  * host whose system calls empty the TLB every page a turn touches costs a walk
- * (docs/benchmarks.md, "Pages, polls and the repost", "Whose pages").
+ * (docs/perf-journal.md, "Pages, polls and the repost", "Whose pages").
  */
 struct udp_one {
     struct mmsghdr msg;
