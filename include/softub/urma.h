@@ -70,7 +70,7 @@ struct ub_context_attr {
     uint32_t retries;
     uint32_t spin_us; /* UB_PROGRESS_AUTO: busy-poll this long after work (the progress thread)
                          or into a ub_wait_jfc (a waiting thread) before sleeping; 0: 50 */
-    /* Messages (SEND, SEND_IMM, TSEND) longer than this go by rendezvous; 0: 16384 bytes. */
+    /* Messages (SEND, SEND_IMM, TSEND) longer than this go by rendezvous; 0: 65536 bytes. */
     uint32_t eager_max;
     /*
      * Response bound: a request whose packets all reached the target but whose response

@@ -47,13 +47,17 @@
 #include "engine/driver.h"
 #include "engine/engine.h"
 
-#define UB_SES_WINDOW           4096 /* order_seq window per stream; also the largest JFS depth */
-#define UB_SES_TAIL_LEN         12
-#define UB_SES_RSP_CACHE        64 /* responses kept per target stream for re-sending */
-#define UB_SES_RNR_RETRY        7
-#define UB_SES_RNR_BACKOFF_NS   20000ull
-#define UB_SES_RNR_MAX_WAIT_NS  2000000ull
-#define UB_SES_EAGER_MAX        16384 /* default: messages longer than this go by rendezvous */
+#define UB_SES_WINDOW          4096 /* order_seq window per stream; also the largest JFS depth */
+#define UB_SES_TAIL_LEN        12
+#define UB_SES_RSP_CACHE       64 /* responses kept per target stream for re-sending */
+#define UB_SES_RNR_RETRY       7
+#define UB_SES_RNR_BACKOFF_NS  20000ull
+#define UB_SES_RNR_MAX_WAIT_NS 2000000ull
+/* Default: messages longer than this go by rendezvous (the eager part, then the target's
+ * READ of the rest: a round trip more). A target buffers at most this much of an unexpected
+ * tagged message; an untagged one without a buffer is deferred, its bytes dropped. 64 KiB
+ * is Open MPI's eager limit over TCP too; at 16 KiB a 32 KiB SEND took twice as long. */
+#define UB_SES_EAGER_MAX        65536
 #define UB_SES_RSP_TIMEOUT_NS   2000000000ull /* default response bound per transaction */
 #define UB_SES_DEFER_TIMEOUT_NS 1000000000ull /* default bound on a deferred message */
 #define UB_SES_DEFER_MAX        4096          /* deferred messages remembered per JFR (then RNR) */

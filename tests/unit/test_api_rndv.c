@@ -12,6 +12,9 @@ static ub_seg *S0, *S1;
 static ub_tjetty *TJ;
 
 #define MEM (4u << 20)
+/* A message long enough for rendezvous, and the room each of several gets in memory. */
+#define LONG (UB_SES_EAGER_MAX + 34464)
+#define SLOT (128u << 10)
 
 static void setup(uint32_t drop_ppm, bool tagged)
 {
@@ -161,8 +164,8 @@ static void test_rndv_unexpected_order(void **state)
     (void)state;
     setup(10000, true);
     for (uint32_t i = 0; i < 4; i++) {
-        memset(M0 + i * 65536, 'a' + (int)i, 40000);
-        struct ub_sge sg = {M0 + i * 65536, 40000, S0};
+        memset(M0 + i * SLOT, 'a' + (int)i, LONG);
+        struct ub_sge sg = {M0 + i * SLOT, LONG, S0};
         struct ub_wr wr;
         memset(&wr, 0, sizeof(wr));
         wr.opcode = UB_OP_TSEND;
@@ -177,16 +180,17 @@ static void test_rndv_unexpected_order(void **state)
     for (int i = 0; i < 500; i++)
         tnet_step(&T, 5000);
     for (uint32_t i = 0; i < 4; i++)
-        post_buf(3, i * 65536, 50000, 1, 100 + i);
+        post_buf(3, i * SLOT, LONG + 10000, 1, 100 + i);
     for (uint32_t i = 0; i < 4; i++) {
         struct ub_cr r = wait_cr(1);
         assert_int_equal(r.status, UB_CR_SUCCESS);
         uint32_t b = (uint32_t)(r.user_ctx - 100);
-        assert_int_equal(M1[b * 65536], 'a' + (int)b); /* buffer k holds message k */
-        assert_int_equal(M1[b * 65536 + 39999], 'a' + (int)b);
+        assert_int_equal(M1[b * SLOT], 'a' + (int)b); /* buffer k holds message k */
+        assert_int_equal(M1[b * SLOT + LONG - 1], 'a' + (int)b);
     }
     for (uint32_t i = 0; i < 4; i++)
         assert_int_equal(wait_cr(0).status, UB_CR_SUCCESS);
+    assert_int_equal(T.ctx[1]->ses.st.rndv_reads, 4);
     teardown();
 }
 
@@ -195,8 +199,8 @@ static void test_rndv_too_long(void **state)
 {
     (void)state;
     setup(0, true);
-    post_buf(1, 0, 50000, 1, 5);
-    post_msg(true, 1, 0, 60000, 1, 6);
+    post_buf(1, 0, LONG - 10000, 1, 5);
+    post_msg(true, 1, 0, LONG, 1, 6);
     struct ub_cr r = wait_cr(1);
     assert_int_equal(r.status, UB_CR_LOC_LEN_ERR);
     struct ub_cr c = wait_cr(0);
