@@ -644,14 +644,22 @@ int ub__ses_send_ctl(struct ub__tl *s, const struct ub__addr *dst, const struct 
                      uint64_t now);
 /*
  * A packet holding an SES response-with-data header (seq, rc, mod_len, off) and room for n
- * data bytes at *data. UB_ENOBUFS when the pool is empty.
+ * data bytes at *data (data NULL: no room, the caller attaches the n bytes). UB_ENOBUFS when
+ * the pool is empty.
  */
 int ub__ses_rsp_data_pkt(struct ub__tl *s, uint32_t seq, uint8_t rc, uint32_t mod_len, uint32_t off,
                          uint32_t n, struct ub__pkt **out, uint8_t **data);
 /* Sends a response with data and an R tail (rendezvous READ data or refusal). */
 int ub__ses_send_rdata(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
-                       uint32_t read_id, uint8_t rc, uint32_t mod_len, const struct ub__wr *w,
+                       uint32_t read_id, uint8_t rc, uint32_t mod_len, struct ub__wr *w,
                        uint64_t off, uint32_t n, uint64_t now);
+/*
+ * Attaches bytes [off, off + n) of w's payload to p by reference when they are worth it
+ * (engine zc_min) and lie in one SGE; w then counts as zero-copy (its completion copies in
+ * what PDS still holds, ub__pds_flatten). False: they must be copied.
+ */
+bool ub__ses_attach(const struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
+                    uint32_t n);
 /* Hands out this request's next packets; false when PDS or the pool is full. */
 bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now);
 void ub__ses_wr_init_timer(struct ub__wr *w);

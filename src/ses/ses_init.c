@@ -633,6 +633,12 @@ static bool attach_payload(struct ub__wr *w, struct ub__pkt *p, uint64_t off, ui
     return false;
 }
 
+bool ub__ses_attach(const struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
+                    uint32_t n)
+{
+    return zc_worth(s, w, n, true) && attach_payload(w, p, off, n);
+}
+
 /* Places n bytes at message offset off into the request's SGEs (READ results). */
 static void scatter(const struct ub__wr *w, uint64_t off, const uint8_t *src, uint32_t n)
 {

@@ -8,9 +8,11 @@
  * the transaction (stream and order_seq in the extension header, the JFS in
  * pid_on_fep|resource_index), presents the one-off 64-bit token the eager
  * part carried, and must come from the node the message went to. The data
- * is gathered from the request's own SGEs (any SGL, or its inline copy), so
- * nothing is registered for it and nothing stays readable after the request
- * is over. The READ data goes back as responses with data, tagged with the
+ * comes from the request's own SGEs (any SGL, or its inline copy): by
+ * reference where a WRITE's payload would be (engine zc_min, one SGE),
+ * gathered otherwise; nothing is registered for it and nothing stays
+ * readable after the request is over (what PDS still holds then is copied
+ * in, as for a WRITE). The READ data goes back as responses with data, tagged with the
  * R bit and the target's read id in an extension tail.
  */
 #include <stdlib.h>
@@ -65,21 +67,32 @@ int ub__ses_send_ctl(struct ub__tl *s, const struct ub__addr *dst, const struct 
 }
 
 int ub__ses_send_rdata(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
-                       uint32_t read_id, uint8_t rc, uint32_t mod_len, const struct ub__wr *w,
+                       uint32_t read_id, uint8_t rc, uint32_t mod_len, struct ub__wr *w,
                        uint64_t off, uint32_t n, uint64_t now)
 {
     struct ub__pkt *p;
-    uint8_t *room;
-    int err = ub__ses_rsp_data_pkt(s, seq, rc, mod_len, (uint32_t)off, n, &p, &room);
+    int err = ub__ses_rsp_data_pkt(s, seq, rc, mod_len, (uint32_t)off, n, &p, NULL);
     if (err)
         return err;
-    if (n)
+    /* The data by reference, as a WRITE's: the packet then carries w's cookie, so that PDS
+     * tells w of its ACK and w's completion finds it if it is still held. */
+    bool zc = n && ub__ses_attach(s, w, p, off, n);
+    if (n && !zc) {
+        uint8_t *room = ub__pkt_put(p, n);
+        if (!room) {
+            ub__pkt_free(p);
+            return UB_ENOBUFS;
+        }
         ub__ses_gather(w, off, room, n);
+    }
     struct ub__ses_tail t = {0, 0, read_id, UB_SES_TAIL_R << 24};
     struct ub__pds_tx tx = {
         .dst = dst, .mode = UB_PDS_RUD, .ses_kind = UB_PDS_NH_RSP_DATA, .ack_req = true};
+    tx.cookie = zc ? ub__ses_wr_cookie(w) : 0;
     if ((err = ub__ses_send_v1(s, &tx, stream, seq, &t, p, now)) != 0)
         return err;
+    if (zc)
+        w->in_pds++;
     s->st.tx_rsp_pkts++;
     return 0;
 }

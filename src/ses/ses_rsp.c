@@ -54,9 +54,11 @@ int ub__ses_rsp_data_pkt(struct ub__tl *s, uint32_t seq, uint8_t rc, uint32_t mo
     struct ub__wcur w;
     ub__wcur_init(&w, at, UB_SES_RSP_DATA_SIZE);
     int err = ub__ses_rsp_data_encode(&h, &w);
-    *data = NULL;
-    if (!err && n && !(*data = ub__pkt_put(p, n)))
-        err = UB_ENOBUFS;
+    if (data) {
+        *data = NULL;
+        if (!err && n && !(*data = ub__pkt_put(p, n)))
+            err = UB_ENOBUFS;
+    }
     if (err) {
         ub__pkt_free(p);
         return err;

@@ -1,6 +1,7 @@
 /*
- * Zero-copy request payloads (engine zc_min, ub__pkt_attach): large WRITE payloads go to the
- * device as references to the application's buffer. Node 0's device is wrapped in a
+ * Zero-copy request payloads (engine zc_min, ub__pkt_attach): large WRITE payloads, and the
+ * data a rendezvous SEND's target READs, go to the device as references to the
+ * application's buffer. Node 0's device is wrapped in a
  * gathering device that does what the udp device does (the bytes are gathered at send, the
  * packet PDS keeps still refers to the buffer) and hands a flat copy to the loop fabric.
  * Checked: the datagrams are byte for byte those of the copying path; a lost packet is
@@ -308,12 +309,90 @@ static void test_flattened_at_completion(void **state)
     teardown_zc();
 }
 
+/* A SEND of len bytes from M0+4096 (one SGE) into a receive buffer at node 1's M1. */
+static void send_msg(uint32_t len, uint64_t user)
+{
+    struct ub_sge rs = {M1, len, S1};
+    struct ub_rwr rw = {.user_ctx = 9, .sge = &rs, .num_sge = 1};
+    assert_int_equal(ub_post_jetty_recv(T.jetty[1], &rw, NULL), 0);
+    struct ub_sge sg = {M0 + 4096, len, S0};
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = UB_OP_SEND;
+    wr.flags = UB_WR_COMPLETE;
+    wr.user_ctx = user;
+    wr.sge = &sg;
+    wr.num_sge = 1;
+    wr.tjetty = tnet_import_jetty(&T, 0, 1);
+    assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
+}
+
+/* A rendezvous SEND: the READ data by reference, byte for byte what the copies were. */
+static void test_rndv_same_bytes(void **state)
+{
+    (void)state;
+    uint32_t len = UB_SES_EAGER_MAX + 150000, sent = 0, zc = 0;
+    uint64_t digest = 0;
+    for (int copy = 0; copy < 2; copy++) {
+        setup_zc(copy ? "0" : "2048");
+        uint32_t zc0 = G->zc;
+        send_msg(len, 1);
+        wait_ok(1);
+        settle();
+        assert_int_equal(T.ctx[0]->ses.st.rndv_served_pkts > 0, 1);
+        assert_memory_equal(M1, M0 + 4096, len);
+        if (!copy) {
+            sent = G->sent;
+            zc = G->zc - zc0;
+            digest = G->digest;
+            assert_true(zc >= 16); /* the READ's 150 000 bytes in 9 000-byte packets */
+        } else {
+            assert_int_equal(G->zc, 0);
+            assert_int_equal(G->sent, sent);
+            assert_true(G->digest == digest);
+        }
+        teardown_zc();
+    }
+    print_message("  %u datagrams, %u with attached READ data: identical\n", sent, zc);
+}
+
+/* ACKs lost: the SEND completes while PDS still holds READ data of it, which is flattened
+ * then; the retransmissions after the buffer is overwritten carry the original bytes. */
+static void test_rndv_flattened_at_completion(void **state)
+{
+    (void)state;
+    setup_zc("2048");
+    uint32_t len = UB_SES_EAGER_MAX + 30000;
+    G->drop_acks = true;
+    T.ctx[0]->ses.ack_rsp = false;
+    send_msg(len, 1);
+    wait_ok(1);
+    struct ub__pds *pds = T.ctx[0]->eng.pds;
+    assert_true(pds->st.zc_flattened >= 1);
+    assert_int_equal(ub__pds_flatten(pds, &T.ctx[1]->dev->local, UB_PDS_RUD, 0), 0);
+    uint8_t *orig = malloc(len);
+    assert_non_null(orig);
+    memcpy(orig, M0 + 4096, len);
+    memset(M0 + 4096, POISON, len);
+    uint64_t retx = pds->st.retx_pkts;
+    for (int i = 0; i < 2000 && pds->st.retx_pkts < retx + 3; i++)
+        tnet_step(&T, 10000);
+    assert_true(pds->st.retx_pkts >= retx + 3);
+    assert_int_equal(G->poisoned, 0);
+    G->drop_acks = false;
+    settle();
+    assert_int_equal(G->poisoned, 0);
+    assert_memory_equal(M1, orig, len);
+    free(orig);
+    teardown_zc();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_same_bytes_as_copied),
-        cmocka_unit_test(test_retransmission),
-        cmocka_unit_test(test_flattened_at_completion),
+        cmocka_unit_test(test_same_bytes_as_copied),         cmocka_unit_test(test_retransmission),
+        cmocka_unit_test(test_flattened_at_completion),      cmocka_unit_test(test_rndv_same_bytes),
+        cmocka_unit_test(test_rndv_flattened_at_completion),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(M0);
