@@ -57,6 +57,8 @@ static int seg_unregister_impl(ub_seg *s)
     if (s->ctx->ses.seg_last == s) /* the target's lookup cache */
         s->ctx->ses.seg_last = NULL;
     ub__list_remove(&s->link);
+    /* READ data sent from it by reference and still held for retransmission: copied in. */
+    ub__pds_flatten_range(s->ctx->eng.pds, s->addr, s->len);
     free(s);
     return 0;
 }

@@ -384,6 +384,11 @@ void ub__pds_peer_again(struct ub__pds_peer *out);
  */
 uint32_t ub__pds_flatten(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                          uint64_t cookie);
+/*
+ * The same for every packet PDS holds, towards any peer, whose attached payload lies in
+ * [lo, lo + len): that memory stops being ours to read (a segment is unregistered).
+ */
+uint32_t ub__pds_flatten_range(struct ub__pds *pds, const void *lo, uint64_t len);
 
 const struct ub__pds_stats *ub__pds_stats(const struct ub__pds *pds);
 

@@ -335,6 +335,13 @@ static inline void ub__pds_list_append(struct ub__pkt **head, struct ub__pkt **t
         *head = p;
     *tail = p;
 }
+/* Whether p's attached payload lies in [lo, lo + len) (all of it: it was taken from one
+ * segment). */
+static inline bool ub__pds_attached_in(const struct ub__pkt *p, const void *lo, uint64_t len)
+{
+    uintptr_t a = (uintptr_t)p->xdata, b = (uintptr_t)lo;
+    return p->xlen && a >= b && a - b < len;
+}
 /* Flattens the packets from p on (through pkt->next) with attached payloads and this cookie;
  * returns how many. */
 static inline uint32_t ub__pds_flatten_list(struct ub__pkt *p, uint64_t cookie)

@@ -176,6 +176,35 @@ struct ub__pds_ipdc *ub__pds_ipdc_find(const struct ub__pds *pds, const struct u
     return *collision ? NULL : c;
 }
 
+uint32_t ub__pds_flatten_range(struct ub__pds *pds, const void *lo, uint64_t len)
+{
+    uint32_t n = 0;
+    uint64_t k;
+    void *v;
+    for (struct ub__pkt *p = pds->link_head; p; p = p->next)
+        if (ub__pds_attached_in(p, lo, len)) {
+            ub__pkt_flatten(p);
+            n++;
+        }
+    for (uint32_t i = 0; (i = ub__hmap_next(&pds->ipdc_by_id, i, &k, &v)) != 0;) {
+        struct ub__pds_ipdc *c = v;
+        for (uint32_t psn = c->una; psn != c->nxt; psn++) {
+            struct ub__pkt *p = slot_of(c, psn)->pkt;
+            if (p && ub__pds_attached_in(p, lo, len)) {
+                ub__pkt_flatten(p);
+                n++;
+            }
+        }
+        for (struct ub__pkt *p = c->q_head; p; p = p->next)
+            if (ub__pds_attached_in(p, lo, len)) {
+                ub__pkt_flatten(p);
+                n++;
+            }
+    }
+    pds->st.zc_flattened += n;
+    return n;
+}
+
 uint32_t ub__pds_flatten(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                          uint64_t cookie)
 {

@@ -67,17 +67,27 @@ int ub__ses_rsp_data_pkt(struct ub__tl *s, uint32_t seq, uint8_t rc, uint32_t mo
     return 0;
 }
 
+/*
+ * A response with n bytes of data, copied into its packet; or, when the data is a segment's
+ * (seg) and worth it (engine zc_min), by reference, as a WRITE's payload: what PDS still
+ * holds of a segment when it is unregistered is copied in then (ub__pds_flatten_range).
+ */
 static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
                         uint8_t rc, uint32_t mod_len, const uint8_t *data, uint32_t n, uint32_t off,
-                        uint64_t now)
+                        bool seg, uint64_t now)
 {
     struct ub__engine *e = s->eng;
     struct ub__pkt *p;
-    uint8_t *room;
-    int err = ub__ses_rsp_data_pkt(s, seq, rc, mod_len, off, n, &p, &room);
+    uint8_t *room = NULL;
+    bool ref = seg && e->cfg.zc_min && n >= e->cfg.zc_min;
+    int err = ub__ses_rsp_data_pkt(s, seq, rc, mod_len, off, n, &p, ref ? NULL : &room);
     if (err)
         return err;
-    if (n)
+    if (ref && ub__pkt_attach(p, data, n) != 0 && !(room = ub__pkt_put(p, n))) {
+        ub__pkt_free(p);
+        return UB_ENOBUFS;
+    }
+    if (room)
         memcpy(room, data, n);
     struct ub__pds_tx tx = {.dst = dst,
                             .mode = UB_PDS_RUD,
@@ -138,7 +148,7 @@ static bool rsp_send_one(struct ub__tl *s, const struct ub__addr *dst, const str
                          uint64_t now)
 {
     return rsp_may_go(s) && send_rsp_now(s, dst, r->stream, r->seq, r->rc, r->mod_len, r->data,
-                                         r->n, r->off, now) == 0;
+                                         r->n, r->off, false, now) == 0;
 }
 
 void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now)
@@ -306,7 +316,7 @@ bool ub__tgt_read_packet(struct ub__tl *s, const struct ub__addr *dst, uint16_t 
         if (rsp_ride(s, &r, data, len))
             return true;
     }
-    return send_rsp_now(s, dst, stream, seq, UB_SES_RC_OK, len, data, len, 0, now) == 0;
+    return send_rsp_now(s, dst, stream, seq, UB_SES_RC_OK, len, data, len, 0, true, now) == 0;
 }
 
 /* ---- READ responses ------------------------------------------------------------------------- */
@@ -345,7 +355,7 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
         struct ub__rspq *q = UB_CONTAINER_OF(s->rspq.next, struct ub__rspq, link);
         const struct ub__prsp *r = &q->r[0];
         if (!rsp_room(s) || (q->n == 1 ? send_rsp_now(s, &q->dst, r->stream, r->seq, r->rc,
-                                                      r->mod_len, r->data, r->n, r->off, now)
+                                                      r->mod_len, r->data, r->n, r->off, false, now)
                                        : ub__ses_prsp_send(s, &q->dst, q->r, q->n, now)))
             return false;
         ub__list_remove(&q->link);
@@ -374,7 +384,7 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
              * exec_msg answers them.) */
             const uint8_t *src = seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr) + j->off;
             int err = send_rsp_now(s, &m->src, m->stream, m->seq, UB_SES_RC_OK, (uint32_t)m->len,
-                                   src, n, (uint32_t)j->off, now);
+                                   src, n, (uint32_t)j->off, true, now);
             if (err)
                 return false;
             j->off += n;

@@ -1,7 +1,7 @@
 /*
- * Zero-copy request payloads (engine zc_min, ub__pkt_attach): large WRITE payloads, and the
- * data a rendezvous SEND's target READs, go to the device as references to the
- * application's buffer. Node 0's device is wrapped in a
+ * Zero-copy payloads (engine zc_min, ub__pkt_attach): large WRITE payloads, the data a
+ * rendezvous SEND's target READs, and a READ's data at its target go to the device as
+ * references to the application's buffer or segment. Node 0's device is wrapped in a
  * gathering device that does what the udp device does (the bytes are gathered at send, the
  * packet PDS keeps still refers to the buffer) and hands a flat copy to the loop fabric.
  * Checked: the datagrams are byte for byte those of the copying path; a lost packet is
@@ -387,12 +387,96 @@ static void test_rndv_flattened_at_completion(void **state)
     teardown_zc();
 }
 
+/* Node 1 READs len bytes from node 0's M0+4096 into its M1: node 0 sends the data. */
+static void read_from_0(uint32_t len)
+{
+    ub_tseg *ts = tnet_import_seg(&T, 1, S0, 1);
+    struct ub_sge sg = {M1, len, S1};
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = UB_OP_READ;
+    wr.flags = UB_WR_COMPLETE;
+    wr.sge = &sg;
+    wr.num_sge = 1;
+    wr.u.rma.tseg = ts;
+    wr.u.rma.addr = ub_tseg_base(ts) + 4096;
+    assert_int_equal(ub_post_jetty_send(T.jetty[1], &wr, NULL), 0);
+    struct ub_cr cr;
+    assert_int_equal(tnet_wait(&T, 1, &cr), 1);
+    assert_int_equal(cr.status, UB_CR_SUCCESS);
+}
+
+/* A READ's data leaves its target by reference, byte for byte what the copies were. */
+static void test_read_same_bytes(void **state)
+{
+    (void)state;
+    uint32_t len = 200 * 1024, sent = 0, zc = 0;
+    uint64_t digest = 0;
+    for (int copy = 0; copy < 2; copy++) {
+        setup_zc(copy ? "0" : "2048");
+        uint32_t zc0 = G->zc, sent0 = G->sent;
+        uint64_t d0 = G->digest;
+        read_from_0(len);
+        settle();
+        assert_memory_equal(M1, M0 + 4096, len);
+        if (!copy) {
+            sent = G->sent - sent0;
+            zc = G->zc - zc0;
+            digest = G->digest ^ d0;
+            assert_true(zc >= 22); /* 200 KiB in 9 000-byte packets */
+        } else {
+            assert_int_equal(G->zc, zc0);
+            assert_int_equal(G->sent - sent0, sent);
+            assert_true((G->digest ^ d0) == digest);
+        }
+        teardown_zc();
+    }
+    print_message("  %u datagrams, %u with attached READ data: identical\n", sent, zc);
+}
+
+/* ACKs lost: the READ completes while its target still holds the data for retransmission;
+ * unregistering the segment copies that in, and the retransmissions after the memory is
+ * overwritten carry the original bytes. */
+static void test_read_unregistered(void **state)
+{
+    (void)state;
+    setup_zc("2048");
+    uint32_t len = 30000;
+    G->drop_acks = true;
+    read_from_0(len);
+    struct ub__pds *pds = T.ctx[0]->eng.pds;
+    assert_true(ub__pds_outstanding(pds, &T.ctx[1]->dev->local, UB_PDS_RUD) >= 3);
+    uint64_t flat = pds->st.zc_flattened;
+    assert_int_equal(ub_seg_unregister(S0), 0);
+    assert_true(pds->st.zc_flattened >= flat + 3);
+    assert_int_equal(ub__pds_flatten_range(pds, M0, MEM), 0); /* nothing attached left */
+    uint8_t *orig = malloc(len);
+    assert_non_null(orig);
+    memcpy(orig, M0 + 4096, len);
+    memset(M0 + 4096, POISON, len);
+    uint64_t retx = pds->st.retx_pkts;
+    for (int i = 0; i < 2000 && pds->st.retx_pkts < retx + 3; i++)
+        tnet_step(&T, 10000);
+    assert_true(pds->st.retx_pkts >= retx + 3);
+    assert_int_equal(G->poisoned, 0);
+    G->drop_acks = false;
+    settle();
+    assert_int_equal(G->poisoned, 0);
+    assert_memory_equal(M1, orig, len);
+    free(orig);
+    teardown_zc();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_same_bytes_as_copied),         cmocka_unit_test(test_retransmission),
-        cmocka_unit_test(test_flattened_at_completion),      cmocka_unit_test(test_rndv_same_bytes),
+        cmocka_unit_test(test_same_bytes_as_copied),
+        cmocka_unit_test(test_retransmission),
+        cmocka_unit_test(test_flattened_at_completion),
+        cmocka_unit_test(test_rndv_same_bytes),
         cmocka_unit_test(test_rndv_flattened_at_completion),
+        cmocka_unit_test(test_read_same_bytes),
+        cmocka_unit_test(test_read_unregistered),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(M0);
