@@ -269,6 +269,32 @@ static void test_retransmission(void **state)
 }
 
 /*
+ * With node 0's held packets flattened: overwrites src's len bytes, lets PDS resend (ACKs
+ * still lost), then lets the ACKs through; no datagram may have read src again (no attached
+ * payload, no POISON) and node 1 must hold the original bytes.
+ */
+static void poison_and_resend(uint8_t *src, uint32_t len)
+{
+    struct ub__pds *pds = T.ctx[0]->eng.pds;
+    uint8_t *orig = malloc(len);
+    assert_non_null(orig);
+    memcpy(orig, src, len);
+    memset(src, POISON, len); /* the memory is the application's again */
+    uint64_t retx = pds->st.retx_pkts;
+    uint32_t zc = G->zc;
+    for (int i = 0; i < 2000 && pds->st.retx_pkts < retx + 3; i++)
+        tnet_step(&T, 10000);
+    assert_true(pds->st.retx_pkts >= retx + 3);
+    assert_int_equal(G->zc, zc);
+    assert_int_equal(G->poisoned, 0);
+    G->drop_acks = false;
+    settle();
+    assert_int_equal(G->poisoned, 0);
+    assert_memory_equal(M1, orig, len);
+    free(orig);
+}
+
+/*
  * ACKs lost: the response completes the WRITE while PDS still holds its packets. They are
  * flattened at completion; the application then overwrites its buffer, and the
  * retransmissions that follow carry the original bytes, none from the buffer.
@@ -290,22 +316,7 @@ static void test_flattened_at_completion(void **state)
     assert_true(ub__pds_outstanding(pds, dst, UB_PDS_RUD) >= 3);
     assert_int_equal(pds->st.zc_flattened, 3);
     assert_int_equal(ub__pds_flatten(pds, dst, UB_PDS_RUD, 0), 0); /* nothing attached left */
-    uint8_t *orig = malloc(24000);
-    assert_non_null(orig);
-    memcpy(orig, M0 + 4096, 24000);
-    memset(M0 + 4096, POISON, 24000); /* the buffer is the application's again */
-    uint64_t retx = pds->st.retx_pkts;
-    uint32_t zc = G->zc;
-    for (int i = 0; i < 2000 && pds->st.retx_pkts < retx + 3; i++)
-        tnet_step(&T, 10000);
-    assert_true(pds->st.retx_pkts >= retx + 3);
-    assert_int_equal(G->zc, zc);
-    assert_int_equal(G->poisoned, 0);
-    G->drop_acks = false;
-    settle();
-    assert_int_equal(G->poisoned, 0);
-    assert_memory_equal(M1, orig, 24000);
-    free(orig);
+    poison_and_resend(M0 + 4096, 24000);
     teardown_zc();
 }
 
@@ -370,20 +381,7 @@ static void test_rndv_flattened_at_completion(void **state)
     struct ub__pds *pds = T.ctx[0]->eng.pds;
     assert_true(pds->st.zc_flattened >= 1);
     assert_int_equal(ub__pds_flatten(pds, &T.ctx[1]->dev->local, UB_PDS_RUD, 0), 0);
-    uint8_t *orig = malloc(len);
-    assert_non_null(orig);
-    memcpy(orig, M0 + 4096, len);
-    memset(M0 + 4096, POISON, len);
-    uint64_t retx = pds->st.retx_pkts;
-    for (int i = 0; i < 2000 && pds->st.retx_pkts < retx + 3; i++)
-        tnet_step(&T, 10000);
-    assert_true(pds->st.retx_pkts >= retx + 3);
-    assert_int_equal(G->poisoned, 0);
-    G->drop_acks = false;
-    settle();
-    assert_int_equal(G->poisoned, 0);
-    assert_memory_equal(M1, orig, len);
-    free(orig);
+    poison_and_resend(M0 + 4096, len);
     teardown_zc();
 }
 
@@ -450,20 +448,7 @@ static void test_read_unregistered(void **state)
     assert_int_equal(ub_seg_unregister(S0), 0);
     assert_true(pds->st.zc_flattened >= flat + 3);
     assert_int_equal(ub__pds_flatten_range(pds, M0, MEM), 0); /* nothing attached left */
-    uint8_t *orig = malloc(len);
-    assert_non_null(orig);
-    memcpy(orig, M0 + 4096, len);
-    memset(M0 + 4096, POISON, len);
-    uint64_t retx = pds->st.retx_pkts;
-    for (int i = 0; i < 2000 && pds->st.retx_pkts < retx + 3; i++)
-        tnet_step(&T, 10000);
-    assert_true(pds->st.retx_pkts >= retx + 3);
-    assert_int_equal(G->poisoned, 0);
-    G->drop_acks = false;
-    settle();
-    assert_int_equal(G->poisoned, 0);
-    assert_memory_equal(M1, orig, len);
-    free(orig);
+    poison_and_resend(M0 + 4096, len);
     teardown_zc();
 }
 
