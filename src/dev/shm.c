@@ -523,7 +523,8 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t n)
     uint32_t nfull = 0, refused = 0, k = 0;
     for (; k < n; k++) {
         struct ub__pkt *p = pkts[k];
-        if (p->len > s->cfg.mtu) {
+        uint32_t len = ub__pkt_total_len(p); /* an attached payload is copied in below */
+        if (len > s->cfg.mtu) {
             /* Refused, not dropped: the caller keeps this one and the rest. */
             s->st.tx_too_big++;
             if (k == 0)
@@ -551,7 +552,7 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t n)
                 continue;
             }
         }
-        if (p->len > cur->mtu) {
+        if (len > cur->mtu) {
             s->st.tx_peer_too_big++;
             ub__pkt_free(p);
             continue;
@@ -578,23 +579,26 @@ static int shm_send(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t n)
         }
         struct shm_slot *sl = slot_at(cur->slots, cur->tail, cur->mask, cur->slot_size);
         ub__critpath_tx(&s->dev);
-        sl->m.len = p->len;
+        sl->m.len = len;
         sl->m.src = s->dev.local.port;
         sl->m.path = p->path;
         sl->m.ecn = p->ecn;
         uint32_t body = 0;
-        if (ub__shm_delta_fits(p->len))
-            body = ub__shm_delta_encode(&cur->delta, p->data, p->len, (uint8_t *)(sl + 1),
-                                        &sl->m.mask);
+        if (!p->xlen && ub__shm_delta_fits(len))
+            body =
+                ub__shm_delta_encode(&cur->delta, p->data, len, (uint8_t *)(sl + 1), &sl->m.mask);
         sl->m.enc = body != 0;
-        if (!body)
+        if (!body) {
             memcpy(sl + 1, p->data, p->len);
+            if (p->xlen) /* the payload straight from where it lives: one copy, not two */
+                memcpy((uint8_t *)(sl + 1) + p->len, p->xdata, p->xlen);
+        }
         s->st.tx_delta += body != 0;
         atomic_store_explicit(&sl->seq, (uint32_t)(cur->tail + 1), memory_order_release);
         cur->tail++;
         cur->full = 0;
         s->st.tx_pkts++;
-        s->st.tx_bytes += p->len;
+        s->st.tx_bytes += len;
         ub__pkt_free(p);
     }
     ub__shm_publish(s, cur);
@@ -810,6 +814,7 @@ static uint32_t shm_num_paths(const struct ub__dev *dev)
 
 static const struct ub__dev_ops shm_ops = {
     .name = "shm",
+    .gather = true, /* an attached payload is copied into the slot with the headers */
     .send = shm_send,
     .recv = shm_recv,
     .fd = shm_fd,

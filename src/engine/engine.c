@@ -560,9 +560,12 @@ static bool parked_peer(const struct ub__engine *e, const struct ub__pkt *p)
     return false;
 }
 
-/* Keeps p (refused, or for a parked peer) in held; false when held is full. */
+/* Keeps p (refused, or for a parked peer) in held; false when held is full. On the link
+ * path PDS counts a packet handed out as done with, so its request may end while it waits
+ * here: an attached payload is copied in now, before its buffer can go back. */
 static bool hold(struct ub__engine *e, struct ub__pkt *p)
 {
+    ub__pkt_flatten(p);
     if (!ub__ring_count(&e->held) || p->ts < e->held_min_ts)
         e->held_min_ts = p->ts;
     return ub__ring_push(&e->held, p);

@@ -678,6 +678,37 @@ static void test_requeue(void **state)
     ub__engine_fini(&e);
 }
 
+/*
+ * A refused shm packet with an attached payload is held flat: on the link path PDS counts it
+ * done with once handed out, so its request may end (and its buffer go back) while it waits.
+ */
+static void test_requeue_flattens(void **state)
+{
+    (void)state;
+    struct ub__engine e;
+    struct ub__engine_cfg ec = {.seed = 1};
+    assert_int_equal(ub__engine_init(&e, &ec), 0);
+    struct ub__pkt *p = ub__pkt_alloc(&e.pool);
+    assert_non_null(p);
+    uint8_t src[3000];
+    memset(src, 0x5a, sizeof(src));
+    memset(ub__pkt_put(p, 16), 0x11, 16);
+    assert_int_equal(ub__pkt_attach(p, src, sizeof(src)), 0);
+    memset(&p->addr, 0, sizeof(p->addr));
+    p->addr.family = UB_AF_SHM;
+    p->addr.port = 9;
+    assert_int_equal(ub__engine_requeue(&e, &p, 1), 0);
+    assert_int_equal(p->xlen, 0);
+    assert_int_equal(p->len, 16 + sizeof(src));
+    memset(src, 0, sizeof(src)); /* the buffer is its owner's again */
+    struct ub__pkt *out[2];
+    assert_int_equal(ub__engine_output(&e, out, 2, 0), 1);
+    assert_ptr_equal(out[0], p);
+    assert_int_equal(out[0]->data[16 + 2999], 0x5a);
+    ub__pkt_free(out[0]);
+    ub__engine_fini(&e);
+}
+
 /* An engine of the link path and its shm peer (port 9), to which a datagram (byte b) was
  * refused twice, the second time past UB_ENGINE_HOLD_MAX_NS: the peer is parked. Returns the
  * time of that output. */
@@ -1147,6 +1178,7 @@ int main(void)
         cmocka_unit_test(test_dgram_bytes),
         cmocka_unit_test(test_send_errors),
         cmocka_unit_test(test_requeue),
+        cmocka_unit_test(test_requeue_flattens),
         cmocka_unit_test(test_requeue_link_parks),
         cmocka_unit_test(test_parked_backlog_bounded),
         cmocka_unit_test(test_link_batch_fits_held),
