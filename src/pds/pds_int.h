@@ -317,7 +317,6 @@ void ub__pds_on_link(struct ub__pds *pds, struct ub__pkt *pkt, const struct ub__
                      uint64_t now);
 /* Up to max queued LINK packets, each reported acknowledged as it leaves. */
 uint32_t ub__pds_link_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, uint64_t now);
-uint32_t ub__pds_link_flatten(struct ub__pds *pds, uint64_t cookie);
 
 /* pds.c */
 /* p, whose headers parsed as d, goes up as it is, without a PDC (UUD, LINK). */
@@ -334,25 +333,6 @@ static inline void ub__pds_list_append(struct ub__pkt **head, struct ub__pkt **t
     else
         *head = p;
     *tail = p;
-}
-/* Whether p's attached payload lies in [lo, lo + len) (all of it: it was taken from one
- * segment). */
-static inline bool ub__pds_attached_in(const struct ub__pkt *p, const void *lo, uint64_t len)
-{
-    uintptr_t a = (uintptr_t)p->xdata, b = (uintptr_t)lo;
-    return p->xlen && a >= b && a - b < len;
-}
-/* Flattens the packets from p on (through pkt->next) with attached payloads and this cookie;
- * returns how many. */
-static inline uint32_t ub__pds_flatten_list(struct ub__pkt *p, uint64_t cookie)
-{
-    uint32_t n = 0;
-    for (; p; p = p->next)
-        if (p->xlen && p->tag == cookie) {
-            ub__pkt_flatten(p);
-            n++;
-        }
-    return n;
 }
 uint64_t ub__pds_host_key(const struct ub__addr *a);
 /* The ipdc_by_dev key of a device: its host and its PDS incarnation. */

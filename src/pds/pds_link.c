@@ -162,13 +162,6 @@ uint32_t ub__pds_link_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t 
     return n;
 }
 
-uint32_t ub__pds_link_flatten(struct ub__pds *pds, uint64_t cookie)
-{
-    uint32_t n = ub__pds_flatten_list(pds->link_head, cookie);
-    pds->st.zc_flattened += n;
-    return n;
-}
-
 /* Whether a LINK packet from src (with the extension: has_ext) is taken; counted either way. */
 static bool link_accept(struct ub__pds *pds, const struct ub__addr *src, bool has_ext,
                         uint32_t dst_inc, uint32_t src_inc, uint64_t now)

@@ -176,31 +176,50 @@ struct ub__pds_ipdc *ub__pds_ipdc_find(const struct ub__pds *pds, const struct u
     return *collision ? NULL : c;
 }
 
-uint32_t ub__pds_flatten_range(struct ub__pds *pds, const void *lo, uint64_t len)
+/* Which attached payloads to flatten: a request's (its cookie), or, lo set, those lying in
+ * [lo, lo + len) (a segment's: each was taken from one, so its start decides). */
+struct zc_match {
+    uint64_t cookie;
+    const void *lo;
+    uint64_t len;
+};
+
+static uint32_t flatten_if(struct ub__pkt *p, const struct zc_match *m)
+{
+    if (!p || !p->xlen)
+        return 0;
+    uintptr_t a = (uintptr_t)p->xdata, b = (uintptr_t)m->lo;
+    if (m->lo ? a < b || a - b >= m->len : p->tag != m->cookie)
+        return 0;
+    ub__pkt_flatten(p);
+    return 1;
+}
+
+static uint32_t flatten_list(struct ub__pkt *p, const struct zc_match *m)
 {
     uint32_t n = 0;
+    for (; p; p = p->next)
+        n += flatten_if(p, m);
+    return n;
+}
+
+/* What c holds: kept for retransmission (its window) and queued. */
+static uint32_t flatten_pdc(struct ub__pds_ipdc *c, const struct zc_match *m)
+{
+    uint32_t n = 0;
+    for (uint32_t psn = c->una; psn != c->nxt; psn++)
+        n += flatten_if(slot_of(c, psn)->pkt, m);
+    return n + flatten_list(c->q_head, m);
+}
+
+uint32_t ub__pds_flatten_range(struct ub__pds *pds, const void *lo, uint64_t len)
+{
+    struct zc_match m = {.lo = lo, .len = len};
+    uint32_t n = flatten_list(pds->link_head, &m);
     uint64_t k;
     void *v;
-    for (struct ub__pkt *p = pds->link_head; p; p = p->next)
-        if (ub__pds_attached_in(p, lo, len)) {
-            ub__pkt_flatten(p);
-            n++;
-        }
-    for (uint32_t i = 0; (i = ub__hmap_next(&pds->ipdc_by_id, i, &k, &v)) != 0;) {
-        struct ub__pds_ipdc *c = v;
-        for (uint32_t psn = c->una; psn != c->nxt; psn++) {
-            struct ub__pkt *p = slot_of(c, psn)->pkt;
-            if (p && ub__pds_attached_in(p, lo, len)) {
-                ub__pkt_flatten(p);
-                n++;
-            }
-        }
-        for (struct ub__pkt *p = c->q_head; p; p = p->next)
-            if (ub__pds_attached_in(p, lo, len)) {
-                ub__pkt_flatten(p);
-                n++;
-            }
-    }
+    for (uint32_t i = 0; (i = ub__hmap_next(&pds->ipdc_by_id, i, &k, &v)) != 0;)
+        n += flatten_pdc(v, &m);
     pds->st.zc_flattened += n;
     return n;
 }
@@ -208,21 +227,16 @@ uint32_t ub__pds_flatten_range(struct ub__pds *pds, const void *lo, uint64_t len
 uint32_t ub__pds_flatten(struct ub__pds *pds, const struct ub__addr *dst, uint8_t mode,
                          uint64_t cookie)
 {
-    if (mode <= UB_PDS_ROD && ub__pds_link_peer(&pds->cfg, dst))
-        return ub__pds_link_flatten(pds, cookie);
-    bool collision;
-    struct ub__pds_ipdc *c = ub__pds_ipdc_find(pds, dst, mode, &collision);
+    struct zc_match m = {.cookie = cookie};
     uint32_t n = 0;
-    if (!c) /* none, or being torn down: its packets are freed without being read */
-        return 0;
-    for (uint32_t psn = c->una; psn != c->nxt; psn++) {
-        struct ub__pkt *p = slot_of(c, psn)->pkt;
-        if (p && p->xlen && p->tag == cookie) {
-            ub__pkt_flatten(p);
-            n++;
-        }
+    if (mode <= UB_PDS_ROD && ub__pds_link_peer(&pds->cfg, dst)) {
+        n = flatten_list(pds->link_head, &m);
+    } else {
+        bool collision;
+        struct ub__pds_ipdc *c = ub__pds_ipdc_find(pds, dst, mode, &collision);
+        if (c) /* none, or being torn down: its packets are freed without being read */
+            n = flatten_pdc(c, &m);
     }
-    n += ub__pds_flatten_list(c->q_head, cookie);
     pds->st.zc_flattened += n;
     return n;
 }
