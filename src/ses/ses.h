@@ -660,6 +660,12 @@ int ub__ses_send_rdata(struct ub__tl *s, const struct ub__addr *dst, uint16_t st
  */
 bool ub__ses_attach(const struct ub__tl *s, struct ub__wr *w, struct ub__pkt *p, uint64_t off,
                     uint32_t n);
+/* Whether n bytes of payload are worth attaching rather than copying (engine zc_min). */
+static inline bool ub__ses_zc_size(const struct ub__tl *s, uint32_t n)
+{
+    uint32_t zc = s->eng->cfg.zc_min;
+    return zc && n >= zc;
+}
 /* Hands out this request's next packets; false when PDS or the pool is full. */
 bool ub__ses_wr_pump(struct ub__tl *s, struct ub__wr *w, uint64_t now);
 void ub__ses_wr_init_timer(struct ub__wr *w);

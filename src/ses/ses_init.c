@@ -611,8 +611,7 @@ void ub__ses_gather(const struct ub__wr *w, uint64_t off, uint8_t *dst, uint32_t
 /* Whether bytes [off, off + n) of w's payload should go by reference (engine zc_min). */
 static inline bool zc_worth(const struct ub__tl *s, const struct ub__wr *w, uint32_t n, bool attach)
 {
-    uint32_t zc = s->eng->cfg.zc_min;
-    return attach && zc && n >= zc && !w->is_inline;
+    return attach && ub__ses_zc_size(s, n) && !w->is_inline;
 }
 
 /* Attaches bytes [off, off + n) of w's payload to p when they lie in one SGE; false: they

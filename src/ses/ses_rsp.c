@@ -79,7 +79,7 @@ static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
     struct ub__engine *e = s->eng;
     struct ub__pkt *p;
     uint8_t *room = NULL;
-    bool ref = seg && e->cfg.zc_min && n >= e->cfg.zc_min;
+    bool ref = seg && ub__ses_zc_size(s, n);
     int err = ub__ses_rsp_data_pkt(s, seq, rc, mod_len, off, n, &p, ref ? NULL : &room);
     if (err)
         return err;
