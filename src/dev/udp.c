@@ -359,7 +359,7 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
     u->ecn_def = c.no_ecn ? 0 : (uint8_t)ECN_ECT0;
     u->tos = (uint8_t)((unsigned)c.dscp << 2 | u->ecn_def);
     int rc = 0;
-    u->ep_live = u->np > 1;
+    u->ep_live = u->np > RX_POLL_MAX; /* else poll(2) finds the readable sockets */
     u->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (u->epfd < 0)
         rc = errno_to_ub(errno);
@@ -824,10 +824,10 @@ static int udp_send(struct ub__dev *dev, struct ub__pkt **pkts, uint32_t n)
 /* ---- the rest of the vtable ------------------------------------------------------ */
 
 /*
- * The sockets join the epoll set only when somebody may sleep on it (or at open with several
- * paths, whose receive asks epoll). A socket in an epoll set calls into epoll for every
- * datagram that arrives and every sent one freed: over loopback 0.3-0.4 us of a busy-polling
- * ping-pong's half round trip, which never sleeps on the set. -1 if they cannot join.
+ * The sockets join the epoll set only when somebody may sleep on it (or at open with more
+ * than RX_POLL_MAX paths, whose receive then asks epoll). A socket in an epoll set calls into epoll
+ * for every datagram that arrives and every sent one freed: over loopback 0.3-0.4 us of a
+ * busy-polling ping-pong's half round trip, which never sleeps on the set. -1 if they cannot join.
  */
 static int udp_fd(struct ub__dev *dev)
 {

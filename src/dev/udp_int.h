@@ -6,10 +6,12 @@
 #define SOFTUB_DEV_UDP_INT_H
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/compiler.h"
@@ -37,8 +39,9 @@
 #define GRO_DIRECT      16    /* direct GRO receives: at most this many pool buffers per message */
 #define RX_PASSES       4     /* bound on round-robin passes over the sockets per recv */
 #define RX_UNCONN_EVERY 8     /* with a connected socket: single receives per path socket read */
-#define RX_EPOLL_EVERY  8     /* several paths, only socket 0 busy: its reads per epoll */
-#define CONN_IDLE       64    /* path socket datagrams in a row that retire the connected socket */
+#define RX_EPOLL_EVERY  8     /* several paths, only socket 0 busy: its reads per readiness check */
+#define RX_POLL_MAX     8  /* several paths, at most this many: poll(2) finds the readable ones */
+#define CONN_IDLE       64 /* path socket datagrams in a row that retire the connected socket */
 #define RING_EV         (UB_UDP_MAX_PATHS + 1) /* the packet ring's epoll data (evfd: MAX_PATHS) */
 #define ECN_MASK        3u
 #define ECN_ECT0        2u
@@ -108,10 +111,10 @@ struct udp_dev {
      * would slice a sender's feedback from many paths, and the balancers' loss inference
      * measured worse for it on a rate-limited test bed. */
     bool single, rx_hit, lone;
-    /* Several paths: the latest epoll found only socket 0 readable, where a peer's requests
-     * and (docs/pds.md, "Where ACKs go") the ACKs of ours arrive. Socket 0 is then read
-     * without asking epoll first (a system call less per datagram) but every RX_EPOLL_EVERY-th
-     * time, when epoll says again whether the others are quiet. */
+    /* Several paths: the latest readiness check (ready_socks) found only socket 0 readable,
+     * where a peer's requests and (docs/pds.md, "Where ACKs go") the ACKs of ours arrive.
+     * Socket 0 is then read without asking first (a system call less per datagram) but every
+     * RX_EPOLL_EVERY-th time, when the check says again whether the others are quiet. */
     bool sock0_only;
     uint32_t epoll_tick;
     /* One path: fds[1] may be connected to the first peer a lone packet went to (nsock 2).
@@ -248,6 +251,16 @@ static inline int sys_recvmsg1(int fd, struct mmsghdr *m)
         return -1;
     m->msg_len = (unsigned)r;
     return 1;
+}
+
+static inline int sys_poll0(struct pollfd *fds, unsigned n)
+{
+#ifdef SYS_ppoll
+    static const struct timespec zero = {0, 0};
+    return (int)syscall(SYS_ppoll, fds, n, &zero, NULL, (size_t)8);
+#else
+    return poll(fds, n, 0);
+#endif
 }
 
 static inline int sys_epoll_poll(int epfd, struct epoll_event *ev, int max)

@@ -209,11 +209,28 @@ static struct ub__pkt *recv_next(struct ub__dev *d, struct ub__pktpool *pool)
     return NULL;
 }
 
+static void send_lone_to(struct ub__dev *from, struct ub__pktpool *pool, const struct ub__addr *to,
+                         uint32_t seq)
+{
+    struct ub__pkt *p = mk(pool, to, seq, 64, 0);
+    assert_int_equal(ub__dev_send(from, &p, 1), 1);
+}
+
 static void send_lone(struct ub__dev *from, struct ub__pktpool *pool, const struct ub__dev *to,
                       uint32_t seq)
 {
-    struct ub__pkt *p = mk(pool, &to->local, seq, 64, 0);
-    assert_int_equal(ub__dev_send(from, &p, 1), 1);
+    send_lone_to(from, pool, &to->local, seq);
+}
+
+/* Receives one packet: seq, arrived on d's socket of that path. */
+static void expect_on_path(struct ub__dev *d, struct ub__pktpool *pool, uint32_t seq, uint16_t path)
+{
+    struct ub__pkt *p = recv_next(d, pool);
+    uint32_t got;
+    memcpy(&got, p->data, 4);
+    assert_int_equal(got, seq);
+    assert_int_equal(p->path, path);
+    ub__pkt_free(p);
 }
 
 /* Receives one packet and checks it came from `from` on path 0. */
@@ -370,7 +387,8 @@ static void test_connected(void **state)
  * The sockets of a one-path device join its epoll set only when fd() is first asked (a busy
  * poller never asks, and every datagram into a socket in an epoll set calls into epoll), and
  * then nothing is missed: what arrived before shows readable at once, on the path socket and
- * on the connected one alike. Several paths join at open (their receive asks epoll).
+ * on the connected one alike. So do the sockets of a device of up to RX_POLL_MAX (8) paths,
+ * whose receive asks poll(2) until then; more paths join at open (their receive asks epoll).
  */
 static void test_epoll_lazy(void **state)
 {
@@ -403,8 +421,22 @@ static void test_epoll_lazy(void **state)
     assert_int_equal(epoll_wait(fd, &ev, 1, 100), 1);
     expect_from(a, &pool, c, 4);
 
-    struct ub__dev *m = open_spec("127.0.0.1:0?paths=2");
+    /* Two paths: a datagram on path 1 is found by poll, then, once the fd was asked for,
+     * by epoll. More than eight paths: in the set from the start. */
+    struct ub__dev *m = open_spec("127.0.0.1:0?paths=2&gro=0");
+    assert_false(stats_of(m).epoll_live);
+    struct ub__addr m1;
+    assert_int_equal(ub__udp_path_addr(m, 1, &m1), 0);
+    send_lone_to(c, &pool, &m1, 5);
+    expect_on_path(m, &pool, 5, 1);
+    send_lone_to(c, &pool, &m1, 6);
+    fd = ub__dev_fd(m);
     assert_true(stats_of(m).epoll_live);
+    assert_int_equal(epoll_wait(fd, &ev, 1, 100), 1);
+    expect_on_path(m, &pool, 6, 1);
+    struct ub__dev *w = open_spec("127.0.0.1:0?paths=9");
+    assert_true(stats_of(w).epoll_live);
+    ub__dev_close(w);
     ub__dev_close(a);
     ub__dev_close(b);
     ub__dev_close(c);
