@@ -325,9 +325,11 @@ int ub__udp_open(const struct ub__udp_cfg *cfg, struct ub__dev **out)
     if (!cfg)
         return UB_EINVAL;
     struct ub__udp_cfg c = *cfg;
+    /* Bound to a loopback address, every peer is on this host: one link, nothing to spray
+     * over (more sockets only cost: docs/device-udp.md, "One socket per path"), and no
+     * Ethernet frame to fit. */
     if (!c.num_paths)
-        c.num_paths = UB_UDP_DEFAULT_PATHS;
-    /* Bound to a loopback address, every peer is on this host: no Ethernet frame to fit. */
+        c.num_paths = loopback_addr(&c.local) ? UB_UDP_LOOPBACK_PATHS : UB_UDP_DEFAULT_PATHS;
     if (!c.mtu)
         c.mtu = loopback_addr(&c.local) ? UB_UDP_LOOPBACK_MTU : UB_UDP_DEFAULT_MTU;
     if (!c.rcvbuf)

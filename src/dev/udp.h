@@ -60,6 +60,7 @@
 
 #define UB_UDP_MAX_PATHS       64
 #define UB_UDP_DEFAULT_PATHS   8
+#define UB_UDP_LOOPBACK_PATHS  1    /* ... bound to a loopback address: one link */
 #define UB_UDP_DEFAULT_MTU     1452 /* one 1500-byte Ethernet frame, IPv4 or IPv6 */
 #define UB_UDP_LOOPBACK_MTU    9000 /* ... bound to a loopback address: a jumbo frame */
 #define UB_UDP_MIN_MTU         64
@@ -76,7 +77,7 @@
  */
 struct ub__udp_cfg {
     struct ub__addr local;
-    uint32_t num_paths; /* 1..UB_UDP_MAX_PATHS; 0: 8 */
+    uint32_t num_paths; /* 1..UB_UDP_MAX_PATHS; 0: 8 (loopback: 1) */
     uint32_t mtu;       /* largest datagram send accepts; 0: UB_UDP_DEFAULT_MTU (loopback:
                            UB_UDP_LOOPBACK_MTU) */
     uint32_t rcvbuf;    /* SO_RCVBUF per socket, bytes; 0: UB_UDP_DEFAULT_SOCKBUF */

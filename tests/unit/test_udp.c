@@ -976,18 +976,19 @@ static void test_open_errors(void **state)
     assert_int_equal(count_fds(), fds0);
 }
 
-/* The MTU a device takes unless told: a jumbo frame's bound to a loopback address (every peer
- * on this host), an Ethernet frame's otherwise; an explicit one wins. */
-static void test_default_mtu(void **state)
+/* The MTU and paths a device takes unless told: bound to a loopback address (every peer on
+ * this host, one link) a jumbo frame's and one path, otherwise an Ethernet frame's and eight;
+ * explicit ones win. */
+static void test_loopback_defaults(void **state)
 {
     (void)state;
     static const struct {
         const char *spec;
-        uint32_t mtu;
+        uint32_t mtu, paths;
     } c[] = {
-        {"127.0.0.1:0", UB_UDP_LOOPBACK_MTU}, {"127.0.0.2:0", UB_UDP_LOOPBACK_MTU},
-        {"0.0.0.0:0", UB_UDP_DEFAULT_MTU},    {"127.0.0.1:0?mtu=1452", 1452},
-        {"[::1]:0", UB_UDP_LOOPBACK_MTU},     {"[::]:0", UB_UDP_DEFAULT_MTU},
+        {"127.0.0.1:0", UB_UDP_LOOPBACK_MTU, 1}, {"127.0.0.2:0", UB_UDP_LOOPBACK_MTU, 1},
+        {"0.0.0.0:0", UB_UDP_DEFAULT_MTU, 8},    {"127.0.0.1:0?mtu=1452&paths=3", 1452, 3},
+        {"[::1]:0", UB_UDP_LOOPBACK_MTU, 1},     {"[::]:0", UB_UDP_DEFAULT_MTU, 8},
     };
     for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
         struct ub__udp_cfg cfg;
@@ -998,6 +999,7 @@ static void test_default_mtu(void **state)
             continue; /* no IPv6 here */
         assert_int_equal(rc, 0);
         assert_int_equal(ub__dev_mtu(d), c[i].mtu);
+        assert_int_equal(ub__dev_num_paths(d), c[i].paths);
         ub__dev_close(d);
     }
 }
@@ -1067,7 +1069,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_parse),
         cmocka_unit_test(test_open_errors),
-        cmocka_unit_test(test_default_mtu),
+        cmocka_unit_test(test_loopback_defaults),
         cmocka_unit_test(test_send_errors),
         cmocka_unit_test(test_e2e_ipv4),
         cmocka_unit_test(test_e2e_ipv6),
