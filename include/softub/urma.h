@@ -166,6 +166,14 @@ struct ub_context_stats {
     /* Packets to and from shm peers without transport contexts (docs/pds.md, "The link
      * path"), and those dropped as meant for an earlier process under this shm id. */
     uint64_t tx_link, rx_link, rx_link_stale;
+    /* udp: the device's system calls that moved datagrams (a send: one sendto, sendmsg or
+     * sendmmsg; a receive: one recvmsg or recvmmsg that returned any), the GSO runs it sent
+     * (super-datagrams of two packets or more) with their packets, and the GRO runs it
+     * received with theirs. Packets per call is the batching (docs/device-udp.md). */
+    uint64_t udp_tx_calls, udp_gso_runs, udp_gso_pkts;
+    uint64_t udp_rx_calls, udp_gro_runs, udp_gro_pkts;
+    /* ACK packets this side sent as a target (a queued ACK rewritten counts once). */
+    uint64_t acks_tx;
 };
 int ub_context_stats(ub_context *ctx, struct ub_context_stats *out);
 

@@ -613,6 +613,7 @@ UB_EXPORT int ub_context_stats(ub_context *ctx, struct ub_context_stats *out)
         out->rx_link = ps->rx_link;
         out->rx_link_stale = ps->rx_link_stale;
         out->rx_malformed += ps->rx_malformed;
+        out->acks_tx = ps->acks_tx - ps->acks_coalesced;
     }
     out->num_paths = ub__dev_num_paths(ctx->dev);
     if (x->udp) {
@@ -621,6 +622,12 @@ UB_EXPORT int ub_context_stats(ub_context *ctx, struct ub_context_stats *out)
             out->dev_rx_drops = us.rx_kernel_drops + us.rx_truncated;
             out->tx_udp_pkts = us.tx_pkts;
             out->rx_udp_ring = us.rx_ring;
+            out->udp_tx_calls = us.tx_batches;
+            out->udp_gso_runs = us.tx_gso_msgs;
+            out->udp_gso_pkts = us.tx_gso_segs;
+            out->udp_rx_calls = us.rx_batches;
+            out->udp_gro_runs = us.rx_gro_msgs;
+            out->udp_gro_pkts = us.rx_gro_segs;
             for (uint32_t i = 0; i < us.num_paths && i < UB_STATS_MAX_PATHS; i++)
                 out->path_tx_pkts[i] = us.path[i].tx_pkts;
         }

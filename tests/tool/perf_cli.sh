@@ -127,9 +127,9 @@ json_check() {
 }
 
 # --json: one object with a results array
-json_check json '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\],"cpu_parted":[0-9]*,"transport":{"tx_pkts":[1-9][0-9]*,"rx_pkts":[0-9]*,"retransmits":[0-9]*,"rx_drops":[0-9]*,"retx_rto":[0-9]*,"retx_fast":[0-9]*,"retx_nack":[0-9]*,"retx_probe":[0-9]*,"rto_fired":[0-9]*,"rto_undone":[0-9]*,"rx_ce":[0-9]*,"acks_ecn_rx":[0-9]*,"tx_link":0,"rx_link":0}}$' atomic_lat
+json_check json '^{"tool":"softub-perf".*"results":\[{"bytes":8,.*"p99_99":[0-9.]*}\],"cpu_parted":[0-9]*,"transport":{"tx_pkts":[1-9][0-9]*,"rx_pkts":[0-9]*,"retransmits":[0-9]*,"rx_drops":[0-9]*,"retx_rto":[0-9]*,"retx_fast":[0-9]*,"retx_nack":[0-9]*,"retx_probe":[0-9]*,"rto_fired":[0-9]*,"rto_undone":[0-9]*,"rx_ce":[0-9]*,"acks_ecn_rx":[0-9]*,"tx_link":0,"rx_link":0,"udp_tx_calls":[1-9][0-9]*,"udp_gso_runs":[0-9]*,"udp_gso_pkts":[0-9]*,"udp_rx_calls":[1-9][0-9]*,"udp_gro_runs":[0-9]*,"udp_gro_pkts":[0-9]*,"acks_tx":[0-9]*}}$' atomic_lat
 # over shm the packets go on the link path (no transport contexts), and the JSON says so
-json_check json_shm '"retransmits":0,.*"tx_link":[1-9][0-9]*,"rx_link":[1-9][0-9]*}}$' send_lat -d shm
+json_check json_shm '"retransmits":0,.*"tx_link":[1-9][0-9]*,"rx_link":[1-9][0-9]*,"udp_tx_calls":0,.*"acks_tx":0}}$' send_lat -d shm
 # --window: the last N iterations' statistics beside the whole run's
 json_check json_window '"iterations":10,.*"window":{"iterations":4,"t_median":[0-9.]*,"p99":[0-9.]*,"p99_9":[0-9.]*}}\],' send_lat --window 4
 # --huge: 4 MiB operations on buffers of transparent huge pages (a hint the kernel may ignore)

@@ -54,6 +54,16 @@ static void test_every_op(void **state)
     assert_int_equal(st.num_paths, 8);
     for (uint32_t i = 0; i < 8; i++)
         assert_true(st.path_tx_pkts[i] > 0);
+    /* The device's system calls: each moved one datagram or more; the 1 MiB left in GSO
+     * runs of two packets or more; b acknowledged a's requests. */
+    assert_true(st.udp_tx_calls > 0 && st.udp_tx_calls < st.tx_udp_pkts);
+    assert_true(st.udp_gso_runs > 0 && st.udp_gso_pkts >= 2 * st.udp_gso_runs);
+    assert_true(st.udp_gso_pkts <= st.tx_udp_pkts);
+    assert_true(st.udp_rx_calls > 0 && st.udp_rx_calls <= st.rx_pkts);
+    struct ub_context_stats sb;
+    assert_int_equal(ub_context_stats(b.ctx, &sb), 0);
+    assert_true(sb.acks_tx > 0);
+    assert_true(sb.udp_gro_runs > 0 && sb.udp_gro_pkts >= 2 * sb.udp_gro_runs);
     char addr[64];
     assert_true(ub_context_addr(a.ctx, addr, sizeof(addr)) > 0);
     assert_true(strncmp(addr, "udp:127.0.0.1:", 14) == 0);
