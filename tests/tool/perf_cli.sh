@@ -104,6 +104,15 @@ if ! awk '/^ *[0-9]/ { found = 1; if ($2 != 500) bad = 1 } END { exit !found || 
     fails=$((fails + 1))
 fi
 run cq_mod_duration 5 write_bw -- write_bw -D 1 -s 64 -Q 100
+# The udp device's system calls in both sides' footers of a udp run, none over shm.
+re_udp='^ # udp system calls: sends [1-9][0-9]* \(GSO runs [0-9]+ of [0-9]+ packets\), receives [1-9][0-9]* \(GRO runs [0-9]+ of [0-9]+ packets\); ACKs sent [0-9]+$'
+if [ "$(cat "$WORK/write_bw.out" "$WORK/write_bw.srv" | grep -cE "$re_udp")" != 2 ] ||
+    grep -q 'udp system calls' "$WORK/shm_send_lat.out" "$WORK/shm_send_lat.srv"; then
+    echo "FAIL udp_footer"
+    fails=$((fails + 1))
+else
+    echo "ok   udp_footer"
+fi
 # -c: each side on CPUs of its own choosing (here: all it may use, as a list with ranges)
 CPUS=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
 run cpu 10 send_lat -c "$CPUS" -- send_lat -c "$CPUS" -n 10
