@@ -240,8 +240,10 @@ static int sock_options(const struct udp_dev *u, int fd)
            : setopt_int(fd, IPPROTO_IP, IP_TOS, u->tos) ||
                  setopt_int(fd, IPPROTO_IP, IP_RECVTOS, 1))
         return UB_EIO;
-    /* Best effort: only feeds the rx_kernel_drops counter. */
-    (void)setopt_int(fd, SOL_SOCKET, SO_RXQ_OVFL, 1);
+    /* Best effort: only feeds the rx_kernel_drops counter. Not beside the packet ring: the
+     * socket's count would include every datagram its filter leaves to the ring. */
+    if (!c->ring)
+        (void)setopt_int(fd, SOL_SOCKET, SO_RXQ_OVFL, 1);
     /* Before the bind: what the ring takes never queues here as well. */
     return c->ring ? ub__udp_ring_sock_filter(fd, v6) : 0;
 }
