@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include <softub/softub.h>
+#include "unit/wr_util.h"
 
 #define N_MEM      (2u << 20)
 #define N_TOKEN    0x7e57ull
@@ -128,19 +129,6 @@ static inline int node_wait(struct node *n, struct node *other, struct ub_cr *cr
         if (t_now() > end)
             return 0;
     }
-}
-
-static inline struct ub_wr t_rma(enum ub_opcode op, struct ub_sge *sg, ub_tseg *ts, uint64_t raddr)
-{
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = op;
-    wr.flags = UB_WR_COMPLETE;
-    wr.sge = sg;
-    wr.num_sge = sg ? 1 : 0;
-    wr.u.rma.tseg = ts;
-    wr.u.rma.addr = raddr;
-    return wr;
 }
 
 /* Posts wr on n and waits for its record; returns its status (or -1 on timeout). */

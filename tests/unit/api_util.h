@@ -15,6 +15,7 @@
 #include "api/api.h"
 #include "dev/impair.h"
 #include "dev/loop.h"
+#include "unit/wr_util.h"
 
 #define T_MAX_NODES 16
 
@@ -143,15 +144,8 @@ static inline void tnet_post_write(struct tnet *t, void *src, uint32_t len, ub_s
                                    ub_tseg *ts, uint64_t off, uint64_t user_ctx)
 {
     struct ub_sge sg = {src, len, seg};
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_WRITE;
-    wr.flags = UB_WR_COMPLETE;
+    struct ub_wr wr = t_rma(UB_OP_WRITE, &sg, ts, ub_tseg_base(ts) + off);
     wr.user_ctx = user_ctx;
-    wr.sge = &sg;
-    wr.num_sge = 1;
-    wr.u.rma.tseg = ts;
-    wr.u.rma.addr = ub_tseg_base(ts) + off;
     assert_int_equal(ub_post_jetty_send(t->jetty[0], &wr, NULL), 0);
 }
 

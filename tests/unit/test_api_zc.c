@@ -185,15 +185,9 @@ static void teardown_zc(void)
 /* Posts a WRITE of the SGEs sg[0..n) to offset off of node 1's memory. */
 static void post_write(struct ub_sge *sg, uint32_t n, uint64_t off, uint64_t user)
 {
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_WRITE;
-    wr.flags = UB_WR_COMPLETE;
+    struct ub_wr wr = t_rma(UB_OP_WRITE, sg, TS, ub_tseg_base(TS) + off);
     wr.user_ctx = user;
-    wr.sge = sg;
     wr.num_sge = n;
-    wr.u.rma.tseg = TS;
-    wr.u.rma.addr = ub_tseg_base(TS) + off;
     assert_int_equal(ub_post_jetty_send(T.jetty[0], &wr, NULL), 0);
 }
 
@@ -390,14 +384,7 @@ static void read_from_0(uint32_t len)
 {
     ub_tseg *ts = tnet_import_seg(&T, 1, S0, 1);
     struct ub_sge sg = {M1, len, S1};
-    struct ub_wr wr;
-    memset(&wr, 0, sizeof(wr));
-    wr.opcode = UB_OP_READ;
-    wr.flags = UB_WR_COMPLETE;
-    wr.sge = &sg;
-    wr.num_sge = 1;
-    wr.u.rma.tseg = ts;
-    wr.u.rma.addr = ub_tseg_base(ts) + 4096;
+    struct ub_wr wr = t_rma(UB_OP_READ, &sg, ts, ub_tseg_base(ts) + 4096);
     assert_int_equal(ub_post_jetty_send(T.jetty[1], &wr, NULL), 0);
     struct ub_cr cr;
     assert_int_equal(tnet_wait(&T, 1, &cr), 1);
