@@ -474,6 +474,7 @@ int ub_sim_softub_create(struct ub_sim *sim, const struct ub_sim_softub_cfg *cfg
                     /* Virtual payloads keep cc exact: PDS counts each packet's wire_len. */
                     .cc_algo = s->cfg.cc,
                     .lb_algo = s->cfg.lb,
+                    .spray_burst = s->cfg.spray_burst,
                 },
         };
         int rc = ub__engine_init(&h->eng, &ec);

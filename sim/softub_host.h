@@ -38,6 +38,7 @@ struct ub_sim_softub_cfg {
     bool trimming;         /* the fabric trims (PDS's NSCC and REPS adapt to it) */
     const char *cc;        /* PDS congestion control (NULL: PDS's default, NSCC) */
     const char *lb;        /* PDS load balancing (NULL: PDS's default, REPS) */
+    uint32_t spray_burst;  /* PDS bursts: bytes per path choice (0: every packet) */
     uint64_t base_rtt_ns;  /* the fabric's unloaded RTT, for NSCC (0: PDS's default) */
 };
 

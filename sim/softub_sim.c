@@ -30,7 +30,7 @@ struct opts {
     uint64_t interval_ns;
     uint64_t size, seed, queue, kmin, kmax, window, rto, until;
     uint64_t xoff, xon, headroom, credits, deadlock_us, llr_ns;
-    uint32_t mtu, paths, incast, loss_ppm, pool, root, stride;
+    uint32_t mtu, paths, incast, loss_ppm, pool, root, stride, spray_burst;
     bool trim, ecn, quiet, bdp_queue, virtual_payload, caqm;
     struct ub_sim_fail fails[16];
     uint32_t nfails;
@@ -63,6 +63,8 @@ static void usage(FILE *f)
            "  --rto-us US  --pool N (softub: buffers per engine)\n"
            "  --virtual-payload (softub: headers-only buffers)  --pds-cc NAME\n"
            "  --pds-lb reps|oblivious|bitmap|random|single (softub: PDS load balancing)\n"
+           "  --spray-burst BYTES (softub: bytes a path carries per balancer choice; 0: every "
+           "packet)\n"
            "  --fail-link T_US A B | --restore-link T_US A B | --degrade-link T_US A B GBPS\n"
            "  --fail-switch T_US NODE   (nodes: hosts 0..H-1, then switches)\n"
            "  --seed N (1)  --until-us US  --fct FILE  --ports FILE  --quiet\n"
@@ -175,6 +177,8 @@ static void parse(struct opts *o, int argc, char **argv)
             o->pds_cc = v;
         } else if (OPT("--pds-lb")) {
             o->pds_lb = v;
+        } else if (OPT("--spray-burst")) {
+            o->spray_burst = num32(v);
         } else if (OPT("--llr-ns")) {
             o->llr_ns = num(v);
         } else if (OPT("--stride")) {
@@ -433,6 +437,7 @@ int main(int argc, char **argv)
                   : o.caqm ? "caqm"
                            : NULL,
             .lb = o.pds_lb,
+            .spray_burst = o.spray_burst,
             .base_rtt_ns = base_rtt / UB_SIM_PS_PER_NS,
         };
         rc = ub_sim_softub_create(&sim, &sc, &stp);

@@ -72,6 +72,8 @@ static void usage(FILE *f)
                "                        NAME+rccc (receiver credits too) (nscc)\n"
                "      --lb NAME         load balancer: single oblivious random reps bitmap (reps)\n"
                "      --paths N         udp paths (source ports) (1)\n"
+               "      --burst BYTES     bytes on one path before the balancer chooses again\n"
+               "                        (0: every packet)\n"
                "      --mtu BYTES       largest datagram (udp: 9000 to a loopback peer, else\n"
                "                        the device's, 1452)\n"
                "      --udp-opts K=V&.. more udp device keys (docs/device-udp.md), e.g.\n"
@@ -160,20 +162,26 @@ static int parse(int argc, char **argv, struct opts *o)
         O_LOCAL,
         O_SPIN,
         O_HUGE,
-        O_WINDOW
+        O_WINDOW,
+        O_BURST
     };
-    static const struct option lo[] = {
-        {"port", 1, 0, 'p'},        {"bind", 1, 0, O_BIND},     {"local", 1, 0, O_LOCAL},
-        {"device", 1, 0, 'd'},      {"size", 1, 0, 's'},        {"all", 0, 0, 'a'},
-        {"max-size", 1, 0, O_MAX},  {"iters", 1, 0, 'n'},       {"duration", 1, 0, 'D'},
-        {"warmup", 1, 0, O_WARM},   {"jettys", 1, 0, 'q'},      {"tx-depth", 1, 0, 't'},
-        {"rx-depth", 1, 0, 'r'},    {"post-list", 1, 0, 'l'},   {"cq-mod", 1, 0, 'Q'},
-        {"inline", 1, 0, 'I'},      {"order", 1, 0, O_ORDER},   {"tm", 1, 0, O_TM},
-        {"cc", 1, 0, O_CC},         {"lb", 1, 0, O_LB},         {"paths", 1, 0, O_PATHS},
-        {"mtu", 1, 0, O_MTU},       {"udp-opts", 1, 0, O_UDPO}, {"event", 0, 0, 'e'},
-        {"bidir", 0, 0, 'b'},       {"json", 0, 0, O_JSON},     {"timeout", 1, 0, O_TIMEOUT},
-        {"help", 0, 0, 'h'},        {"spin", 0, 0, O_SPIN},     {"huge", 0, 0, O_HUGE},
-        {"window", 1, 0, O_WINDOW}, {"cpu", 1, 0, 'c'},         {0, 0, 0, 0}};
+    static const struct option lo[] = {{"port", 1, 0, 'p'},          {"bind", 1, 0, O_BIND},
+                                       {"local", 1, 0, O_LOCAL},     {"device", 1, 0, 'd'},
+                                       {"size", 1, 0, 's'},          {"all", 0, 0, 'a'},
+                                       {"max-size", 1, 0, O_MAX},    {"iters", 1, 0, 'n'},
+                                       {"duration", 1, 0, 'D'},      {"warmup", 1, 0, O_WARM},
+                                       {"jettys", 1, 0, 'q'},        {"tx-depth", 1, 0, 't'},
+                                       {"rx-depth", 1, 0, 'r'},      {"post-list", 1, 0, 'l'},
+                                       {"cq-mod", 1, 0, 'Q'},        {"inline", 1, 0, 'I'},
+                                       {"order", 1, 0, O_ORDER},     {"tm", 1, 0, O_TM},
+                                       {"cc", 1, 0, O_CC},           {"lb", 1, 0, O_LB},
+                                       {"paths", 1, 0, O_PATHS},     {"mtu", 1, 0, O_MTU},
+                                       {"udp-opts", 1, 0, O_UDPO},   {"event", 0, 0, 'e'},
+                                       {"bidir", 0, 0, 'b'},         {"json", 0, 0, O_JSON},
+                                       {"timeout", 1, 0, O_TIMEOUT}, {"help", 0, 0, 'h'},
+                                       {"spin", 0, 0, O_SPIN},       {"huge", 0, 0, O_HUGE},
+                                       {"window", 1, 0, O_WINDOW},   {"cpu", 1, 0, 'c'},
+                                       {"burst", 1, 0, O_BURST},     {0, 0, 0, 0}};
     struct perf_cfg *c = &o->cfg;
     uint64_t v;
     int ch;
@@ -258,6 +266,9 @@ static int parse(int argc, char **argv, struct opts *o)
             break;
         case O_PATHS:
             bad = parse_u32(optarg, &c->paths, 1, 64);
+            break;
+        case O_BURST:
+            bad = parse_u32(optarg, &c->burst, 0, UINT32_MAX);
             break;
         case O_MTU:
             bad = parse_u32(optarg, &c->mtu, 64, 65507);
@@ -381,7 +392,7 @@ static void banner(const struct opts *o, const char *peer)
     if (c->huge)
         printf(" buffers on transparent huge pages (--huge)\n");
     if (c->dev == DEV_UDP)
-        printf(" paths %u  cc %s  lb %s  mtu %u%s%s\n", c->paths ? c->paths : 1,
+        printf(" paths %u  burst %u  cc %s  lb %s  mtu %u%s%s\n", c->paths ? c->paths : 1, c->burst,
                c->cc[0] ? c->cc : "default", c->lb[0] ? c->lb : "default", c->mtu,
                c->bidir ? "  bidirectional" : "", c->mtu ? "" : " (device's)");
     if (perf_is_lat((enum perf_test)c->test)) {
@@ -685,13 +696,14 @@ static int client(struct opts *o)
                 "{\"tool\":\"softub-perf\",\"test\":\"%s\",\"device\":\"%s\",\"progress\":\"%s\","
                 "\"jettys\":%u,\"tx_depth\":%u,\"rx_depth\":%u,\"post_list\":%u,\"cq_mod\":%u,"
                 "\"inline\":%u,"
-                "\"paths\":%u,\"bidir\":%s,\"huge\":%s,%s\"results\":[",
+                "\"paths\":%u,\"burst\":%u,\"bidir\":%s,\"huge\":%s,%s\"results\":[",
                 perf_test_name(t), c->dev == DEV_SHM ? "shm" : "udp",
                 c->event  ? "event"
                 : c->spin ? "spin"
                           : "polling",
                 c->jettys, c->tx_depth, c->rx_depth, c->post_list, c->cq_mod, c->inline_sz,
-                c->paths ? c->paths : 1, c->bidir ? "true" : "false", c->huge ? "true" : "false",
+                c->paths ? c->paths : 1, c->burst, c->bidir ? "true" : "false",
+                c->huge ? "true" : "false",
                 lat ? (perf_is_half_rtt(t) ? "\"unit\":\"us\",\"latency\":\"half_rtt\","
                                            : "\"unit\":\"us\",\"latency\":\"rtt\",")
                     : "\"unit\":\"MB/s\",");

@@ -103,6 +103,12 @@ struct ub_context_attr {
      */
     const char *cc;
     const char *lb;
+    /*
+     * Bursts (docs/algorithms.md, "Bursts"): bytes of new packets that go on one path before
+     * the balancer chooses again, at most an N-th of the bytes in flight over N paths. 0 (or
+     * up to a packet): every packet is a choice, as UET's spraying.
+     */
+    uint32_t spray_burst;
 };
 #define UB_CMA_OFF  0xffffffffu
 #define UB_PACK_OFF 0xffffffffu

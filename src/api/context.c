@@ -144,6 +144,7 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
      * and congestion control's window (1.5 x rate x base RTT) must cover them. */
     if (x->kind == UB_CTX_UDP || x->kind == UB_CTX_MULTI)
         ec.pds.base_rtt_ns = UB_API_UDP_BASE_RTT_NS;
+    ec.pds.spray_burst = attr->spray_burst;
     if (x->kind != UB_CTX_LOOP) {
         ec.pds.pacer_burst = UB_API_PACER_BURST;
         ec.pds.pacer_burst_ns = UB_API_PACER_BURST_NS;

@@ -30,6 +30,9 @@ struct ub__lb_params {
     bool trimming;      /* the fabric trims (REPS freezes only then) */
     uint64_t seed;
     uint64_t reps_freeze_ns; /* REPS: how long a freeze lasts; 0 = 10 ms */
+    /* Bytes of new packets one EV carries before the balancer chooses again (a burst); up
+     * to one packet's size: every packet is a choice. docs/algorithms.md, "Bursts". */
+    uint32_t burst;
 };
 
 struct ub__lb_reps {
@@ -64,6 +67,8 @@ enum ub__lb_fb { UB_LB_FB_GOOD, UB_LB_FB_ECN, UB_LB_FB_NACK, UB_LB_FB_TIMEOUT };
 struct ub__lb {
     const struct ub__lb_algo *algo;
     struct ub__lb_params p;
+    uint16_t burst_ev;   /* the EV of the current burst ... */
+    uint32_t burst_left; /* ... and the bytes it still takes */
     struct ub__rng rng;
     union {
         struct ub__lb_rr rr;
@@ -98,10 +103,38 @@ static inline uint16_t ub__lb_next_ev(struct ub__lb *lb, uint64_t now)
 {
     return lb->p.ev_count == 1 ? 0 : lb->algo->next_ev(lb, now);
 }
-/* An ACK for a packet sent on ev; ecn: it was CE-marked. Inline, as every ACKed packet says. */
-static inline void ub__lb_on_ack(struct ub__lb *lb, uint16_t ev, bool ecn, uint64_t now)
+/*
+ * The EV of a new packet of len bytes: the current burst's while it has room for len, else
+ * the balancer's next, which starts a burst (*chosen: it did). Retransmissions ask
+ * ub__lb_next_ev: they go wherever the balancer says, outside any burst.
+ */
+static inline uint16_t ub__lb_next_ev_new(struct ub__lb *lb, uint32_t len, bool *chosen,
+                                          uint64_t now)
 {
-    if (lb->algo->feedback && lb->p.ev_count != 1)
+    *chosen = lb->burst_left < len;
+    if (!*chosen) {
+        lb->burst_left -= len;
+        return lb->burst_ev;
+    }
+    uint16_t ev = ub__lb_next_ev(lb, now);
+    lb->burst_ev = ev;
+    lb->burst_left = lb->p.burst > len ? lb->p.burst - len : 0;
+    return ev;
+}
+/*
+ * An ACK for a packet sent on ev; ecn: it was CE-marked; chosen: the balancer chose its EV
+ * (ub__lb_next_ev_new's *chosen; a retransmission's always is). A balancer hears of a good
+ * path once per choice, as if a burst were one packet: REPS recycles an EV for each time it
+ * handed it out, not for every packet of its bursts, which would pin it to the first EV it
+ * tried. A congested one it hears of always, and the burst on that EV ends. Inline, as every
+ * ACKed packet says.
+ */
+static inline void ub__lb_on_ack(struct ub__lb *lb, uint16_t ev, bool ecn, bool chosen,
+                                 uint64_t now)
+{
+    if (ecn && ev == lb->burst_ev)
+        lb->burst_left = 0;
+    if (lb->algo->feedback && lb->p.ev_count != 1 && (chosen || ecn))
         lb->algo->feedback(lb, ev, ecn ? UB_LB_FB_ECN : UB_LB_FB_GOOD, now);
 }
 /* A congestion NACK (not a trim) for a packet sent on ev. */

@@ -69,6 +69,10 @@ struct ub__pds_cfg {
     bool no_ev_loss;    /* turns off entropy-based loss detection (per-path order) */
     bool no_probe;      /* turns off tail-loss probes */
     uint32_t num_paths; /* entropy values to spray RUD over */
+    /* Bytes of new packets one entropy value carries before the balancer chooses again; 0 (or
+     * up to a packet): every packet is a choice (the fabric's spraying). Real devices send a
+     * path's consecutive packets in one system call (udp: a GSO super-datagram). */
+    uint32_t spray_burst;
     uint32_t
         start_psn; /* nonzero: every new initiator PDC starts here, not at a random PSN (tests) */
     /*

@@ -296,6 +296,7 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
         .single_ev = c->next_path,
         .trimming = pds->cfg.trimming,
         .seed = ub__rng_next(&pds->rng),
+        .burst = pds->cfg.spray_burst,
     };
     if ((*err = ub__lb_init(&c->lb, mode == UB_PDS_ROD ? &ub__lb_single : pds->lb_algo, &lp)) ||
         (*err = ccx_attach(c)) != 0) {
@@ -477,11 +478,16 @@ static size_t req_header_size(uint8_t mode)
     return mode == UB_PDS_RUDI ? UB_PDS_RUDI_SIZE : UB_PDS_REQ_SIZE;
 }
 
-/* The balancer's EV; a retransmission avoids the path its last copy took when it can. */
-static uint16_t pick_path(struct ub__pds_ipdc *c, bool retx, uint16_t prev, uint64_t now)
+/* The balancer's EV (a new packet's within a burst; *chosen: not the burst's); a
+ * retransmission avoids the path its last copy took when it can. */
+static uint16_t pick_path(struct ub__pds_ipdc *c, const struct ub__pkt *p, bool retx, uint16_t prev,
+                          bool *chosen, uint64_t now)
 {
+    if (!retx)
+        return ub__lb_next_ev_new(&c->lb, ub__pkt_wire_len(p), chosen, now);
+    *chosen = true;
     uint16_t ev = ub__lb_next_ev(&c->lb, now);
-    if (retx && ev == prev && c->lb.algo != &ub__lb_single && c->pds->cfg.num_paths > 1)
+    if (ev == prev && c->lb.algo != &ub__lb_single && c->pds->cfg.num_paths > 1)
         ev = ub__lb_next_ev(&c->lb, now); /* one more draw: O(1), the balancer's own choice */
     return ev;
 }
@@ -525,7 +531,9 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
     if (req_header(c, psn, retx, ar, s->pkt->data) != 0)
         return NULL; /* cannot happen: the fields come from our own state */
     caqm_stamp(c, s->pkt);
-    s->path = pick_path(c, retx, s->path, now);
+    bool chosen;
+    s->path = pick_path(c, s->pkt, retx, s->path, &chosen, now);
+    s->chosen = chosen;
     s->sent_ns = now;
     s->txseq = ++c->txseq;
     s->pkt->order = ++pds->tx_order;
@@ -711,7 +719,7 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *ac
     }
     uncount(c, s);
     *acked += ub__pkt_wire_len(s->pkt);
-    ub__lb_on_ack(&c->lb, s->path, ecn, now);
+    ub__lb_on_ack(&c->lb, s->path, ecn, s->chosen, now);
     s->state = SLOT_ACKED;
     if (own && s->own) {
         s->state = SLOT_COVERED;

@@ -17,6 +17,14 @@
 
 #define URI "udp://127.0.0.1:0?paths=8"
 
+static void pair_open_burst(struct node *a, struct node *b, const char *ua, const char *ub,
+                            uint32_t burst)
+{
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL, .spray_burst = burst};
+    assert_int_equal(node_open(a, ua, &ca), 0);
+    assert_int_equal(node_open(b, ub, &ca), 0);
+}
+
 static void pair_open(struct node *a, struct node *b, const char *ua, const char *ub)
 {
     struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
@@ -46,8 +54,9 @@ static void test_every_op(void **state)
 {
     (void)state;
     struct node a, b;
-    pair_open(&a, &b, URI, URI);
-    /* The 1 MiB: every one of the 8 entropy values (source ports) carried traffic. */
+    pair_open_burst(&a, &b, URI, URI, 1);
+    /* The 1 MiB, sprayed packet by packet: every one of the 8 entropy values (source ports)
+     * carried traffic. */
     every_op_1mib(&a, &b, 9);
     struct ub_context_stats st;
     assert_int_equal(ub_context_stats(a.ctx, &st), 0);
@@ -101,6 +110,23 @@ static void test_reads_one_packet(void **state)
 {
     (void)state;
     t_reads_one_packet_on("udp://127.0.0.1:0?paths=2");
+}
+
+/* Bursts (docs/algorithms.md): a context sprays packet by packet unless told otherwise.
+ * What bursts do is test_pds_cc's. */
+static void test_spray_bursts(void **state)
+{
+    (void)state;
+    static const uint32_t asked[] = {0, 1, 4096};
+    static const uint32_t got[] = {0, 1, 4096};
+    for (int i = 0; i < 3; i++) {
+        struct node a, b;
+        pair_open_burst(&a, &b, URI, URI, asked[i]);
+        assert_int_equal(a.ctx->eng.pds->cfg.spray_burst, got[i]);
+        every_op_1mib(&a, &b, (uint32_t)i);
+        node_close(&a);
+        node_close(&b);
+    }
 }
 
 static void test_ring(void **state)
@@ -451,6 +477,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_op),
         cmocka_unit_test(test_reads_one_packet),
+        cmocka_unit_test(test_spray_bursts),
         cmocka_unit_test(test_ring),
         cmocka_unit_test(test_ipv6),
         cmocka_unit_test(test_bad_uris),

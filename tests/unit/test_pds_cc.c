@@ -5,7 +5,8 @@
  * same events ends in the same state), ECN-marked ACKs cut the window at most once per base
  * RTT, the pacer spaces packets at exactly the rate (and, with a wider burst, keeps the rate
  * for a sender polled coarsely), the balancers steer away from a path that
- * CE-marks or drops, trimmed packets are NACKed, and equal seeds replay exactly.
+ * CE-marks or drops, bursts keep a path for their bytes, trimmed packets are NACKed, and equal
+ * seeds replay exactly.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -476,6 +477,65 @@ static void test_lb_steers_away(void **state)
     uint32_t b[4], a[4];
     steer("oblivious", UB_IMPAIR_PATH_CE, UB_IMPAIR_PPM, b, a);
     assert_int_equal(a[2], 1500 / 4);
+}
+
+/*
+ * Bursts (spray_burst): 1 500 packets over 4 paths, congestion control out, a packet window
+ * of `window`. Returns the packets per burst (spray_burst over the datagram size); fills
+ * the longest run of consecutive first copies on one path and the number of runs, both over
+ * packets 300 and later (the window full).
+ */
+static uint32_t burst_run(struct run *r, const char *lb, uint32_t window, uint32_t burst,
+                          uint32_t *longest, uint32_t *runs)
+{
+    struct ub__loopnet_cfg nc;
+    struct ub__engine_cfg ec;
+    cfg_default(&nc, &ec, 17);
+    ec.pds.lb_algo = lb;
+    ec.pds.cc_algo = "none";
+    ec.pds.window = window;
+    ec.pds.spray_burst = burst;
+    run_init(r, &nc, &ec);
+    offer(r, 1500, UB_PDS_RUD);
+    assert_true(ub__testbed_run(&r->tb, UB_NS_PER_S, 10000000));
+    assert_int_equal(r->ndeliv, 1500);
+    assert_int_equal(st(r, 0)->retx_pkts, 0);
+    *longest = 0;
+    *runs = 0;
+    for (uint32_t i = 300, len = 0; i < 1500; i++) {
+        len = i > 300 && r->path[i] == r->path[i - 1] ? len + 1 : 1;
+        *runs += len == 1;
+        *longest = UB_MAX(*longest, len);
+    }
+    uint32_t k = burst / wire_size(r);
+    ub__testbed_destroy(&r->tb);
+    return k;
+}
+
+static void test_spray_bursts(void **state)
+{
+    (void)state;
+    static struct run r;
+    uint32_t longest, runs;
+    /* Per packet: a new choice every packet (oblivious repeats an EV only across rounds). */
+    burst_run(&r, "oblivious", 256, 0, &longest, &runs);
+    assert_true(runs > 1000 && longest <= 2);
+    /* Bursts of k packets: runs of k, or 2k where two rounds meet on one EV; the paths still
+     * share alike. */
+    uint32_t k = burst_run(&r, "oblivious", 256, 4096, &longest, &runs);
+    printf("  bursts of %u packets: %u runs, the longest %u, per path %u/%u/%u/%u\n", k, runs,
+           longest, r.per_path[0], r.per_path[1], r.per_path[2], r.per_path[3]);
+    assert_true(k >= 8);
+    assert_true(longest >= k && longest <= 2 * k && runs <= 1200 / k + 1 && runs >= 1200 / (2 * k));
+    for (uint32_t i = 0; i < 4; i++)
+        assert_true(r.per_path[i] + 2 * k >= 1500 / 4 && r.per_path[i] <= 1500 / 4 + 2 * k);
+    /* REPS learns once per burst: every path keeps at least three quarters of an even share
+     * (learning from every packet of a burst, the least used path had 225 of 1 500). */
+    burst_run(&r, "reps", 256, 4096, &longest, &runs);
+    printf("  reps: per path %u/%u/%u/%u\n", r.per_path[0], r.per_path[1], r.per_path[2],
+           r.per_path[3]);
+    for (uint32_t i = 0; i < 4; i++)
+        assert_true(r.per_path[i] >= 3 * 1500 / 16);
 }
 
 /*
@@ -961,19 +1021,13 @@ static void test_dest_fc_penalty(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_window_follows_cc),
-        cmocka_unit_test(test_ecn_md_once_per_rtt),
-        cmocka_unit_test(test_ecn_echo),
-        cmocka_unit_test(test_pacing_exact),
-        cmocka_unit_test(test_pacing_burst),
-        cmocka_unit_test(test_pacing_burst_time),
-        cmocka_unit_test(test_lb_steers_away),
-        cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_trimmed_nacked),
-        cmocka_unit_test(test_shared_context),
-        cmocka_unit_test(test_caqm_echo),
-        cmocka_unit_test(test_dest_fc_penalty),
-        cmocka_unit_test(test_spurious_rto_undone),
+        cmocka_unit_test(test_window_follows_cc), cmocka_unit_test(test_ecn_md_once_per_rtt),
+        cmocka_unit_test(test_ecn_echo),          cmocka_unit_test(test_pacing_exact),
+        cmocka_unit_test(test_pacing_burst),      cmocka_unit_test(test_pacing_burst_time),
+        cmocka_unit_test(test_lb_steers_away),    cmocka_unit_test(test_spray_bursts),
+        cmocka_unit_test(test_determinism),       cmocka_unit_test(test_trimmed_nacked),
+        cmocka_unit_test(test_shared_context),    cmocka_unit_test(test_caqm_echo),
+        cmocka_unit_test(test_dest_fc_penalty),   cmocka_unit_test(test_spurious_rto_undone),
         cmocka_unit_test(test_rto_learns_stalls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
