@@ -132,9 +132,11 @@ static inline uint16_t ub__lb_next_ev_new(struct ub__lb *lb, uint32_t len, bool 
 static inline void ub__lb_on_ack(struct ub__lb *lb, uint16_t ev, bool ecn, bool chosen,
                                  uint64_t now)
 {
+    if (lb->p.ev_count == 1) /* one path: nothing to learn, no burst to end */
+        return;
     if (ecn && ev == lb->burst_ev)
         lb->burst_left = 0;
-    if (lb->algo->feedback && lb->p.ev_count != 1 && (chosen || ecn))
+    if (lb->algo->feedback && (chosen || ecn))
         lb->algo->feedback(lb, ev, ecn ? UB_LB_FB_ECN : UB_LB_FB_GOOD, now);
 }
 /* A congestion NACK (not a trim) for a packet sent on ev. */

@@ -62,7 +62,7 @@ struct ub__pds_slot {
     uint8_t cov;           /* covered once: a foreign OWN ACK says nothing new about it */
     uint8_t why;           /* what declared it lost: WHY_* */
     uint8_t cand;          /* detect_losses: already collected this round */
-    uint8_t chosen;        /* the balancer chose its path (not a burst's later packet) */
+    uint8_t in_burst;      /* its path was its burst's, not the balancer's choice */
     uint32_t pnext, pprev; /* SLOT_INFLIGHT: its path's FIFO (txseq order), slot indices */
 };
 

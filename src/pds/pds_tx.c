@@ -478,16 +478,21 @@ static size_t req_header_size(uint8_t mode)
     return mode == UB_PDS_RUDI ? UB_PDS_RUDI_SIZE : UB_PDS_REQ_SIZE;
 }
 
-/* The balancer's EV (a new packet's within a burst; *chosen: not the burst's); a
- * retransmission avoids the path its last copy took when it can. */
-static uint16_t pick_path(struct ub__pds_ipdc *c, const struct ub__pkt *p, bool retx, uint16_t prev,
-                          bool *chosen, uint64_t now)
+/* The balancer's EV, or a new packet's burst's (then s->in_burst); a retransmission avoids
+ * the path its last copy took when it can. */
+static uint16_t pick_path(struct ub__pds_ipdc *c, struct ub__pds_slot *s, bool retx, uint64_t now)
 {
-    if (!retx)
-        return ub__lb_next_ev_new(&c->lb, ub__pkt_wire_len(p), chosen, now);
-    *chosen = true;
+    if (!retx) {
+        if (!c->lb.p.burst) /* every packet chooses (s->in_burst is 0 since emit_new) */
+            return ub__lb_next_ev(&c->lb, now);
+        bool chosen;
+        uint16_t ev = ub__lb_next_ev_new(&c->lb, ub__pkt_wire_len(s->pkt), &chosen, now);
+        s->in_burst = !chosen;
+        return ev;
+    }
+    s->in_burst = 0;
     uint16_t ev = ub__lb_next_ev(&c->lb, now);
-    if (ev == prev && c->lb.algo != &ub__lb_single && c->pds->cfg.num_paths > 1)
+    if (ev == s->path && c->lb.algo != &ub__lb_single && c->pds->cfg.num_paths > 1)
         ev = ub__lb_next_ev(&c->lb, now); /* one more draw: O(1), the balancer's own choice */
     return ev;
 }
@@ -531,9 +536,7 @@ static struct ub__pkt *transmit(struct ub__pds_ipdc *c, uint32_t psn, bool retx,
     if (req_header(c, psn, retx, ar, s->pkt->data) != 0)
         return NULL; /* cannot happen: the fields come from our own state */
     caqm_stamp(c, s->pkt);
-    bool chosen;
-    s->path = pick_path(c, s->pkt, retx, s->path, &chosen, now);
-    s->chosen = chosen;
+    s->path = pick_path(c, s, retx, now);
     s->sent_ns = now;
     s->txseq = ++c->txseq;
     s->pkt->order = ++pds->tx_order;
@@ -719,7 +722,7 @@ static bool ack_one(struct ub__pds_ipdc *c, uint32_t psn, bool ecn, uint64_t *ac
     }
     uncount(c, s);
     *acked += ub__pkt_wire_len(s->pkt);
-    ub__lb_on_ack(&c->lb, s->path, ecn, s->chosen, now);
+    ub__lb_on_ack(&c->lb, s->path, ecn, !s->in_burst, now);
     s->state = SLOT_ACKED;
     if (own && s->own) {
         s->state = SLOT_COVERED;
