@@ -73,7 +73,7 @@ static void usage(FILE *f)
                "      --lb NAME         load balancer: single oblivious random reps bitmap (reps)\n"
                "      --paths N         udp paths (source ports) (1)\n"
                "      --burst BYTES     bytes on one path before the balancer chooses again\n"
-               "                        (0: every packet)\n"
+               "                        (0: 65000, a GSO send; 1: every packet)\n"
                "      --mtu BYTES       largest datagram (udp: 9000 to a loopback peer, else\n"
                "                        the device's, 1452)\n"
                "      --udp-opts K=V&.. more udp device keys (docs/device-udp.md), e.g.\n"

@@ -105,8 +105,10 @@ struct ub_context_attr {
     const char *lb;
     /*
      * Bursts (docs/algorithms.md, "Bursts"): bytes of new packets that go on one path before
-     * the balancer chooses again, at most an N-th of the bytes in flight over N paths. 0 (or
-     * up to a packet): every packet is a choice, as UET's spraying.
+     * the balancer chooses again, at most an N-th of the bytes in flight over N paths. 0: the
+     * context's default, 65 000 over udp (a GSO super-datagram: the kernel's cost is per
+     * send call and per socket) and every packet elsewhere; 1 (up to a packet): every packet
+     * is a choice, as UET sprays.
      */
     uint32_t spray_burst;
 };

@@ -105,11 +105,15 @@ static inline uint16_t ub__lb_next_ev(struct ub__lb *lb, uint64_t now)
 }
 /*
  * The EV of a new packet of len bytes: the current burst's while it has room for len, else
- * the balancer's next, which starts a burst (*chosen: it did). Retransmissions ask
+ * the balancer's next, which starts a burst (*chosen: it did). A burst is p.burst bytes, but
+ * at most an ev_count-th of flight (the bytes in flight before it): at least ev_count choices
+ * stay outstanding, as per-packet choices with a window of ev_count packets, so a balancer
+ * that learns from them (REPS) keeps as many paths in use, and a flow with little in flight
+ * (whose sender has CPU to spare) is sprayed nearly packet by packet. Retransmissions ask
  * ub__lb_next_ev: they go wherever the balancer says, outside any burst.
  */
-static inline uint16_t ub__lb_next_ev_new(struct ub__lb *lb, uint32_t len, bool *chosen,
-                                          uint64_t now)
+static inline uint16_t ub__lb_next_ev_new(struct ub__lb *lb, uint32_t len, uint64_t flight,
+                                          bool *chosen, uint64_t now)
 {
     *chosen = lb->burst_left < len;
     if (!*chosen) {
@@ -117,8 +121,11 @@ static inline uint16_t ub__lb_next_ev_new(struct ub__lb *lb, uint32_t len, bool 
         return lb->burst_ev;
     }
     uint16_t ev = ub__lb_next_ev(lb, now);
+    uint64_t b = flight / lb->p.ev_count;
+    if (b > lb->p.burst)
+        b = lb->p.burst;
     lb->burst_ev = ev;
-    lb->burst_left = lb->p.burst > len ? lb->p.burst - len : 0;
+    lb->burst_left = b > len ? (uint32_t)(b - len) : 0;
     return ev;
 }
 /*

@@ -488,7 +488,7 @@ static uint32_t build_batch(struct udp_dev *u, struct ub__pkt *const *pkts, cons
                nseg < GSO_MAX_SEGS) {
             const struct ub__pkt *q = pkts[list[i + nseg]];
             uint32_t qlen = ub__pkt_total_len(q);
-            if (qlen == 0 || qlen > plen || total + qlen > GSO_MAX_BYTES ||
+            if (qlen == 0 || qlen > plen || total + qlen > UB_UDP_GSO_MAX_BYTES ||
                 !same_dst(&q->addr, &p->addr) || ecn_of(u, q) != ecn)
                 break;
             u->txiov[k++] = (struct iovec){q->data, q->len};

@@ -68,8 +68,11 @@
 #define UB_UDP_DEFAULT_SOCKBUF (4u << 20)
 #define UB_UDP_MAX_SOCKBUF     (1u << 30)
 #define UB_UDP_BATCH           64 /* messages per sendmmsg / recvmmsg */
-#define UB_UDP_SPEC_MAX        256
-#define UB_UDP_RING_SMALL      548 /* ring=1: payloads up to this (576 bytes of IP) */
+/* Bytes of one GSO super-datagram (below the 64 KiB IP datagram limit, either family): also
+ * what a context over udp sprays on one path before choosing another (docs/device-udp.md). */
+#define UB_UDP_GSO_MAX_BYTES 65000
+#define UB_UDP_SPEC_MAX      256
+#define UB_UDP_RING_SMALL    548 /* ring=1: payloads up to this (576 bytes of IP) */
 
 /*
  * Zero fields take the defaults. local: family UB_AF_INET or UB_AF_INET6,

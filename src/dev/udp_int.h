@@ -33,7 +33,6 @@
 
 #define TX_WINDOW       256   /* packets sorted per socket at a time */
 #define GSO_MAX_SEGS    64    /* UDP_MAX_SEGMENTS of older kernels */
-#define GSO_MAX_BYTES   65000 /* below the 64 KiB IP datagram limit, either family */
 #define GRO_BUF_SIZE    65536 /* a coalesced receive never exceeds 64 KiB */
 #define GRO_STAGE       16    /* staging buffers: 1 MiB per device, only with GRO */
 #define GRO_DIRECT      16    /* direct GRO receives: at most this many pool buffers per message */

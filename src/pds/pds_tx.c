@@ -485,8 +485,11 @@ static uint16_t pick_path(struct ub__pds_ipdc *c, struct ub__pds_slot *s, bool r
     if (!retx) {
         if (!c->lb.p.burst) /* every packet chooses (s->in_burst is 0 since emit_new) */
             return ub__lb_next_ev(&c->lb, now);
+        /* In flight before it: the PSNs sent and not cumulatively acknowledged, this size. */
+        uint32_t len = ub__pkt_wire_len(s->pkt);
         bool chosen;
-        uint16_t ev = ub__lb_next_ev_new(&c->lb, ub__pkt_wire_len(s->pkt), &chosen, now);
+        uint16_t ev =
+            ub__lb_next_ev_new(&c->lb, len, (uint64_t)(c->nxt - 1 - c->una) * len, &chosen, now);
         s->in_burst = !chosen;
         return ev;
     }

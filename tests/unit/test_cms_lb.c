@@ -240,17 +240,23 @@ static void test_bitmap_skip(void **state)
     }
 }
 
-/* A new packet's EV; *chosen must say whether it started a burst. */
-static uint16_t next_new(struct ub__lb *lb, uint32_t len)
+/* A new packet's EV with flight bytes in flight; *chosen must say whether it started a burst. */
+static uint16_t next_new_in(struct ub__lb *lb, uint32_t len, uint64_t flight)
 {
     bool chosen;
     uint16_t before = lb->burst_ev;
     uint32_t left = lb->burst_left;
-    uint16_t ev = ub__lb_next_ev_new(lb, len, &chosen, 0);
+    uint16_t ev = ub__lb_next_ev_new(lb, len, flight, &chosen, 0);
     assert_int_equal(chosen, left < len);
     if (!chosen)
         assert_int_equal(ev, before);
     return ev;
+}
+
+/* ... with plenty in flight: bursts of the full size. */
+static uint16_t next_new(struct ub__lb *lb, uint32_t len)
+{
+    return next_new_in(lb, len, 1ull << 40);
 }
 
 /*
@@ -304,6 +310,20 @@ static void test_bursts(void **state)
     assert_int_equal(next_new(&lb, 1000), c[9]);
     assert_int_equal(next_new(&lb, 4000), c[10]);
     assert_int_equal(next_new(&lb, 1), c[11]);
+
+    /* A burst is at most an ev_count-th of what is in flight: 8 000 bytes over 8 EVs leave
+     * room for one 1 000-byte packet, 16 000 for two, 80 000 for the full 3 000. */
+    p = params(8, 11);
+    p.burst = 3000;
+    assert_int_equal(ub__lb_init(&lb, &ub__lb_oblivious, &p), 0);
+    assert_int_equal(next_new_in(&lb, 1000, 0), c[0]);
+    assert_int_equal(next_new_in(&lb, 1000, 8000), c[1]);
+    assert_int_equal(next_new_in(&lb, 1000, 16000), c[2]);
+    assert_int_equal(next_new_in(&lb, 1000, 16000), c[2]);
+    assert_int_equal(next_new_in(&lb, 1000, 80000), c[3]);
+    assert_int_equal(next_new_in(&lb, 1000, 0), c[3]); /* set when the burst began */
+    assert_int_equal(next_new_in(&lb, 1000, 0), c[3]);
+    assert_int_equal(next_new_in(&lb, 1000, 80000), c[4]);
 
     /* Without bursts (0, or a burst no larger than the packet) every new packet chooses. */
     static const uint32_t none[] = {0, 1000};
