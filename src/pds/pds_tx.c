@@ -296,7 +296,8 @@ struct ub__pds_ipdc *ub__pds_ipdc_get(struct ub__pds *pds, const struct ub__addr
         .single_ev = c->next_path,
         .trimming = pds->cfg.trimming,
         .seed = ub__rng_next(&pds->rng),
-        .burst = pds->cfg.spray_burst,
+        /* One path (or ROD's one): nothing to choose, no burst to keep. */
+        .burst = pds->cfg.num_paths > 1 && mode != UB_PDS_ROD ? pds->cfg.spray_burst : 0,
     };
     if ((*err = ub__lb_init(&c->lb, mode == UB_PDS_ROD ? &ub__lb_single : pds->lb_algo, &lp)) ||
         (*err = ccx_attach(c)) != 0) {
