@@ -165,23 +165,23 @@ static int parse(int argc, char **argv, struct opts *o)
         O_WINDOW,
         O_BURST
     };
-    static const struct option lo[] = {{"port", 1, 0, 'p'},          {"bind", 1, 0, O_BIND},
-                                       {"local", 1, 0, O_LOCAL},     {"device", 1, 0, 'd'},
-                                       {"size", 1, 0, 's'},          {"all", 0, 0, 'a'},
-                                       {"max-size", 1, 0, O_MAX},    {"iters", 1, 0, 'n'},
-                                       {"duration", 1, 0, 'D'},      {"warmup", 1, 0, O_WARM},
-                                       {"jettys", 1, 0, 'q'},        {"tx-depth", 1, 0, 't'},
-                                       {"rx-depth", 1, 0, 'r'},      {"post-list", 1, 0, 'l'},
-                                       {"cq-mod", 1, 0, 'Q'},        {"inline", 1, 0, 'I'},
-                                       {"order", 1, 0, O_ORDER},     {"tm", 1, 0, O_TM},
-                                       {"cc", 1, 0, O_CC},           {"lb", 1, 0, O_LB},
-                                       {"paths", 1, 0, O_PATHS},     {"mtu", 1, 0, O_MTU},
-                                       {"udp-opts", 1, 0, O_UDPO},   {"event", 0, 0, 'e'},
-                                       {"bidir", 0, 0, 'b'},         {"json", 0, 0, O_JSON},
-                                       {"timeout", 1, 0, O_TIMEOUT}, {"help", 0, 0, 'h'},
-                                       {"spin", 0, 0, O_SPIN},       {"huge", 0, 0, O_HUGE},
-                                       {"window", 1, 0, O_WINDOW},   {"cpu", 1, 0, 'c'},
-                                       {"burst", 1, 0, O_BURST},     {0, 0, 0, 0}};
+    static const struct option lo[] = {{"port", 1, 0, 'p'},       {"bind", 1, 0, O_BIND},
+                                       {"local", 1, 0, O_LOCAL},  {"device", 1, 0, 'd'},
+                                       {"size", 1, 0, 's'},       {"all", 0, 0, 'a'},
+                                       {"max-size", 1, 0, O_MAX}, {"iters", 1, 0, 'n'},
+                                       {"duration", 1, 0, 'D'},   {"warmup", 1, 0, O_WARM},
+                                       {"jettys", 1, 0, 'q'},     {"tx-depth", 1, 0, 't'},
+                                       {"rx-depth", 1, 0, 'r'},   {"post-list", 1, 0, 'l'},
+                                       {"cq-mod", 1, 0, 'Q'},     {"inline", 1, 0, 'I'},
+                                       {"order", 1, 0, O_ORDER},  {"tm", 1, 0, O_TM},
+                                       {"cc", 1, 0, O_CC},        {"lb", 1, 0, O_LB},
+                                       {"paths", 1, 0, O_PATHS},  {"burst", 1, 0, O_BURST},
+                                       {"mtu", 1, 0, O_MTU},      {"udp-opts", 1, 0, O_UDPO},
+                                       {"event", 0, 0, 'e'},      {"bidir", 0, 0, 'b'},
+                                       {"json", 0, 0, O_JSON},    {"timeout", 1, 0, O_TIMEOUT},
+                                       {"help", 0, 0, 'h'},       {"spin", 0, 0, O_SPIN},
+                                       {"huge", 0, 0, O_HUGE},    {"window", 1, 0, O_WINDOW},
+                                       {"cpu", 1, 0, 'c'},        {0, 0, 0, 0}};
     struct perf_cfg *c = &o->cfg;
     uint64_t v;
     int ch;

@@ -140,13 +140,13 @@ static int ctx_init(struct ub__ctx *x, const struct ub_context_attr *attr, uint6
         return UB_EINVAL;
     ec.pds.cc_algo = ctx->attr.cc; /* NULL: the transport's default */
     ec.pds.lb_algo = ctx->attr.lb;
-    /* Two kernel UDP stacks are in every round trip: tens of microseconds, not a NIC's 12,
-     * and congestion control's window (1.5 x rate x base RTT) must cover them. */
-    /* A path's packets in one send call: bursts of a GSO super-datagram (docs/algorithms.md,
-     * "Bursts"; over veth at MTU 1452 eight paths ran at half the rate of one, packet by
-     * packet). */
     if (x->kind == UB_CTX_UDP || x->kind == UB_CTX_MULTI) {
+        /* Two kernel UDP stacks are in every round trip: tens of microseconds, not a NIC's
+         * 12, and congestion control's window (1.5 x rate x base RTT) must cover them. */
         ec.pds.base_rtt_ns = UB_API_UDP_BASE_RTT_NS;
+        /* A path's packets leave in one send call: bursts of a GSO super-datagram
+         * (docs/algorithms.md, "Bursts"; over veth at MTU 1452, packet by packet, eight
+         * paths ran at half the rate of one). */
         ec.pds.spray_burst = UB_UDP_GSO_MAX_BYTES;
     }
     if (attr->spray_burst)
