@@ -712,8 +712,12 @@ static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
     u->nsock = 2;
     u->cpeer = *dst;
     /* The peer's datagrams queued before the connect wait in the path socket: read it
-     * first, and every time until it comes up empty, so they are not overtaken. */
+     * first, and every time until it comes up empty, so they are not overtaken. From now on
+     * it holds other peers' datagrams, read every RX_UNCONN_EVERY-th poll: singly, not with
+     * the eight buffers of a direct GRO receive prepared for each read that finds nothing
+     * (a bulk train from another peer is staged once, then read directly). */
     u->path0_hot = true;
+    u->bulk &= ~1ull;
     u->rr = 0;
 }
 
