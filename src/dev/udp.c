@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <arpa/inet.h>
+#include <linux/sock_diag.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
@@ -240,10 +241,6 @@ static int sock_options(const struct udp_dev *u, int fd)
            : setopt_int(fd, IPPROTO_IP, IP_TOS, u->tos) ||
                  setopt_int(fd, IPPROTO_IP, IP_RECVTOS, 1))
         return UB_EIO;
-    /* Best effort: only feeds the rx_kernel_drops counter. Not beside the packet ring: the
-     * socket's count would include every datagram its filter leaves to the ring. */
-    if (!c->ring)
-        (void)setopt_int(fd, SOL_SOCKET, SO_RXQ_OVFL, 1);
     /* Before the bind: what the ring takes never queues here as well. */
     return c->ring ? ub__udp_ring_sock_filter(fd, v6) : 0;
 }
@@ -722,8 +719,25 @@ static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
 }
 
 /* Its peer went quiet (udp_rx.c): the next lone packet may connect to another. */
+/*
+ * Datagrams the kernel dropped at socket fd (its receive buffer full, a bad checksum): the
+ * socket's own count (SO_MEMINFO), read when the statistics are asked for, so that drops at
+ * the end of a burst count as well (SO_RXQ_OVFL reported them only with a later datagram).
+ */
+static uint64_t sock_drops(int fd)
+{
+    uint32_t mi[SK_MEMINFO_VARS];
+    socklen_t len = sizeof(mi);
+    if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) != 0 ||
+        len <= SK_MEMINFO_DROPS * sizeof(mi[0]))
+        return 0;
+    return mi[SK_MEMINFO_DROPS];
+}
+
 void ub__udp_conn_close(struct udp_dev *u)
 {
+    if (!u->ring) /* its drops stay counted */
+        u->st.rx_kernel_drops += sock_drops(u->fds[1]);
     (void)epoll_ctl(u->epfd, EPOLL_CTL_DEL, u->fds[1], NULL);
     close(u->fds[1]);
     u->fds[1] = -1;
@@ -880,6 +894,10 @@ int ub__udp_stats(const struct ub__dev *dev, struct ub__udp_stats *out)
     out->gro = u->gro;
     out->ring = u->ring != NULL;
     out->epoll_live = u->ep_live;
+    /* Beside the packet ring a socket's count includes every datagram its filter leaves to
+     * the ring: only the ring's own drops (PACKET_STATISTICS, udp_ring.c) are known there. */
+    for (uint32_t s = 0; !u->ring && s < u->nsock; s++)
+        out->rx_kernel_drops += sock_drops(u->fds[s]);
     out->connected = u->nsock > u->np;
     if (out->connected) {
         out->peer = u->cpeer;

@@ -146,7 +146,8 @@ struct ub__udp_stats {
     uint64_t rx_copied;       /* packets copied out of staging (GRO trains, batches) */
     uint64_t rx_truncated;    /* datagrams (or GRO segments) larger than a pool buffer: dropped */
     uint64_t rx_pool_empty;   /* recv calls stopped by an empty pool */
-    uint64_t rx_kernel_drops; /* datagrams the kernel dropped (socket buffer full, SO_RXQ_OVFL) */
+    uint64_t rx_kernel_drops; /* datagrams the kernel dropped (socket buffer full: SO_MEMINFO;
+                                 ring=1: the ring full, PACKET_STATISTICS) */
     uint64_t rx_ce;           /* packets received with CE */
     uint64_t rx_errors;       /* recvmmsg errors other than EAGAIN */
     uint64_t tx_connected;    /* packets sent through the connected socket */

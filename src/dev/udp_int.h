@@ -27,9 +27,6 @@
 #ifndef UDP_GRO
 #define UDP_GRO 104
 #endif
-#ifndef SO_RXQ_OVFL
-#define SO_RXQ_OVFL 40
-#endif
 
 #define TX_WINDOW       256   /* packets sorted per socket at a time */
 #define GSO_MAX_SEGS    64    /* UDP_MAX_SEGMENTS of older kernels */
@@ -52,7 +49,7 @@ union udp_sa {
     struct sockaddr_in6 in6;
 };
 
-/* Room for UDP_SEGMENT + TOS on send; TOS + UDP_GRO + SO_RXQ_OVFL on receive. */
+/* Room for UDP_SEGMENT + TOS on send; TOS + UDP_GRO on receive. */
 union udp_ctrl {
     /* Aligned as a cmsghdr, whose flexible data member would make the union (and a struct
      * holding one, udp_one) a variable-sized type. */
@@ -153,7 +150,6 @@ struct udp_dev {
     bool ring_look;
     uint32_t rx_msgs;        /* messages the sockets gave (every receive call's, wrapping) */
     struct ub__udp_stats st; /* counters a turn updates, beside the above */
-    uint32_t ovfl[UB_UDP_MAX_PATHS]; /* last SO_RXQ_OVFL count seen per socket */
     struct ub__addr path_addr[UB_UDP_MAX_PATHS];
 
     /* Send scratch: one window sorted per socket, one sendmmsg batch. */

@@ -25,7 +25,7 @@ struct rx_meta {
     uint32_t gro_seg; /* 0: not coalesced */
 };
 
-static void parse_rx_cmsgs(struct udp_dev *u, uint32_t s, struct msghdr *h, struct rx_meta *m)
+static void parse_rx_cmsgs(struct msghdr *h, struct rx_meta *m)
 {
     m->ecn = 0;
     m->gro_seg = 0;
@@ -40,12 +40,6 @@ static void parse_rx_cmsgs(struct udp_dev *u, uint32_t s, struct msghdr *h, stru
             int v;
             memcpy(&v, CMSG_DATA(c), sizeof(v));
             m->gro_seg = v > 0 ? (uint32_t)v : 0;
-        } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
-            /* The socket's cumulative drop count when this datagram was queued. */
-            uint32_t v;
-            memcpy(&v, CMSG_DATA(c), sizeof(v));
-            u->st.rx_kernel_drops += (uint32_t)(v - u->ovfl[s]);
-            u->ovfl[s] = v;
         }
     }
 }
@@ -259,7 +253,7 @@ static void stage_fill(struct udp_dev *u, uint32_t s, uint32_t want, struct ub__
     for (uint32_t j = 0; j < (uint32_t)r; j++) {
         struct msghdr *h = &u->rxmsg[j].msg_hdr;
         struct rx_meta m;
-        parse_rx_cmsgs(u, s, h, &m);
+        parse_rx_cmsgs(h, &m);
         if (h->msg_flags & MSG_TRUNC) {
             u->st.rx_truncated++;
             continue;
@@ -325,7 +319,7 @@ static uint32_t gro_direct(struct udp_dev *u, uint32_t s, struct ub__pkt **out, 
         struct ub__pkt **bufs = &u->rxpkt[j * k];
         struct msghdr *h = &u->rxmsg[j].msg_hdr;
         struct rx_meta m;
-        parse_rx_cmsgs(u, s, h, &m);
+        parse_rx_cmsgs(h, &m);
         uint32_t len = u->rxmsg[j].msg_len, used = 0;
         uint32_t seg = m.gro_seg && m.gro_seg < len ? m.gro_seg : len;
         full |= seg == room;
@@ -412,7 +406,7 @@ static uint32_t recv_sock(struct udp_dev *u, uint32_t s, struct ub__pkt **out, u
         struct ub__pkt *p = u->rxpkt[j];
         struct msghdr *h = &u->rxmsg[j].msg_hdr;
         struct rx_meta m;
-        parse_rx_cmsgs(u, s, h, &m);
+        parse_rx_cmsgs(h, &m);
         if (h->msg_flags & MSG_TRUNC) {
             u->st.rx_truncated++;
             ub__pkt_free(p);
@@ -496,7 +490,7 @@ static uint32_t recv_single(struct udp_dev *u, uint32_t s, struct ub__pkt **out,
     u->rx1_pkt = NULL; /* handed out or freed below; the second buffer unless a train took it */
     u->st.rx_batches++;
     struct rx_meta m;
-    parse_rx_cmsgs(u, s, h, &m);
+    parse_rx_cmsgs(h, &m);
     uint32_t len = o->msg.msg_len;
     if (h->msg_flags & MSG_TRUNC) {
         u->st.rx_truncated++;
