@@ -718,7 +718,6 @@ static void conn_open(struct udp_dev *u, const struct ub__addr *dst)
     u->rr = 0;
 }
 
-/* Its peer went quiet (udp_rx.c): the next lone packet may connect to another. */
 /*
  * Datagrams the kernel dropped at socket fd (its receive buffer full, a bad checksum): the
  * socket's own count (SO_MEMINFO), read when the statistics are asked for, so that drops at
@@ -734,6 +733,7 @@ static uint64_t sock_drops(int fd)
     return mi[SK_MEMINFO_DROPS];
 }
 
+/* Its peer went quiet (udp_rx.c): the next lone packet may connect to another. */
 void ub__udp_conn_close(struct udp_dev *u)
 {
     if (!u->ring) /* its drops stay counted */
