@@ -102,7 +102,7 @@ int ub__drive_send(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
     /* Nothing to hand out (an idle poll): ub__engine_output would return 0. */
     if (!queued && pds == UB_PDS_OUT_NONE)
         return 0;
-    struct ub__pkt *batch[UB_DRIVE_BATCH];
+    struct ub__pkt *batch[UB_DRIVE_TX_BATCH];
     /* A ping-pong's answer over shm, alone: without the rounds of ub__engine_output (which
      * also keeps a parked peer's packets back). */
     if (!queued && pds == UB_PDS_OUT_LINK_ONE && !e->held_parked &&
@@ -110,12 +110,12 @@ int ub__drive_send(struct ub__engine *e, struct ub__dev *dev, uint64_t now,
         return (int)hand_out(e, dev, batch, 1, st);
     int moved = 0;
     for (;;) {
-        uint32_t n = ub__engine_output(e, batch, UB_DRIVE_BATCH, now);
+        uint32_t n = ub__engine_output(e, batch, UB_DRIVE_TX_BATCH, now);
         if (n == 0)
             break;
         uint32_t sent = hand_out(e, dev, batch, n, st);
         moved += (int)sent;
-        if (sent < n || n < UB_DRIVE_BATCH)
+        if (sent < n || n < UB_DRIVE_TX_BATCH)
             break; /* the device is full (try again next round), or the engine is empty */
     }
     return moved;
