@@ -290,8 +290,8 @@ int ub__lb_init(struct ub__lb *lb, const struct ub__lb_algo *algo,
 /* Path feedback other than a clean ACK; a bad word on the burst's EV ends the burst. */
 static void feedback(struct ub__lb *lb, uint16_t ev, enum ub__lb_fb fb, uint64_t now)
 {
-    if (fb != UB_LB_FB_GOOD && ev == lb->burst_ev)
-        lb->burst_left = 0;
+    if (fb != UB_LB_FB_GOOD)
+        ub__lb_burst_bad(lb, ev);
     if (lb->algo->feedback)
         lb->algo->feedback(lb, ev, fb, now);
 }

@@ -103,6 +103,12 @@ static inline uint16_t ub__lb_next_ev(struct ub__lb *lb, uint64_t now)
 {
     return lb->p.ev_count == 1 ? 0 : lb->algo->next_ev(lb, now);
 }
+/* Bad news (a mark, a NACK, a congested trim, a timeout) about ev: a burst on it ends. */
+static inline void ub__lb_burst_bad(struct ub__lb *lb, uint16_t ev)
+{
+    if (ev == lb->burst_ev)
+        lb->burst_left = 0;
+}
 /*
  * The EV of a new packet of len bytes: the current burst's while it has room for len, else
  * the balancer's next, which starts a burst (*chosen: it did). A burst is p.burst bytes, but
@@ -141,8 +147,8 @@ static inline void ub__lb_on_ack(struct ub__lb *lb, uint16_t ev, bool ecn, bool 
 {
     if (lb->p.ev_count == 1) /* one path: nothing to learn, no burst to end */
         return;
-    if (ecn && ev == lb->burst_ev)
-        lb->burst_left = 0;
+    if (ecn)
+        ub__lb_burst_bad(lb, ev);
     if (lb->algo->feedback && (chosen || ecn))
         lb->algo->feedback(lb, ev, ecn ? UB_LB_FB_ECN : UB_LB_FB_GOOD, now);
 }

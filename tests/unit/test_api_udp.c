@@ -27,9 +27,7 @@ static void pair_open_burst(struct node *a, struct node *b, const char *ua, cons
 
 static void pair_open(struct node *a, struct node *b, const char *ua, const char *ub)
 {
-    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
-    assert_int_equal(node_open(a, ua, &ca), 0);
-    assert_int_equal(node_open(b, ub, &ca), 0);
+    pair_open_burst(a, b, ua, ub, 0);
 }
 
 /* Every operation from a to b, then a 1 MiB WRITE (its bytes seeded by seed), all checked. */
