@@ -528,6 +528,13 @@ uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, 
             ((struct ub__pds_tpdc *)(uintptr_t)p->tag)->ack_q = NULL;
             p->tag = 0;
         }
+        if (p->flags & UB_PDS_PKT_SERVICE) {
+            /* The time it was held counts until now: an ACK queued behind a round's worth of
+             * arrivals would otherwise add their processing to the initiator's RTT sample. */
+            p->flags &= (uint8_t)~UB_PDS_PKT_SERVICE;
+            uint64_t held = now > p->ts ? (now - p->ts) / UB_PDS_SERVICE_TIME_NS : 0;
+            ub__st16(p->data + UB_PDS_ACK_SERVICE_OFF, (uint16_t)UB_MIN(held, 0xffffu));
+        }
         pkts[n++] = p;
     }
     while (n < max && (p = pds->out_head) != NULL) {

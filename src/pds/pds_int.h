@@ -47,6 +47,8 @@ enum { SLOT_FREE = 0, SLOT_INFLIGHT, SLOT_LOST, SLOT_ACKED, SLOT_COVERED };
  * (.own). */
 #define UB_PDS_PKT_ACK_REQ 0x01u
 #define UB_PDS_PKT_OWN     0x02u
+/* An ACK_CC whose service time counts until it leaves (ub__pds_pull), from ts. */
+#define UB_PDS_PKT_SERVICE 0x04u
 
 /* One PSN in flight at the initiator. The packet holds the full PDS header. */
 struct ub__pds_slot {
@@ -188,7 +190,9 @@ struct ub__pds_ipdc {
 struct ub__pds_tpdc {
     struct ub__timer ack_timer;
     struct ub__pkt *ack_q; /* ack_coalesce: its ACK still in the control queue (tag = this) */
-    struct ub__list lru;   /* pds->tpdc_lru, least recently active first */
+    uint64_t ack_q_bm;     /* ... its SACK bitmap and the bitmap's base PSN (choose_base) */
+    uint32_t ack_q_base;
+    struct ub__list lru; /* pds->tpdc_lru, least recently active first */
     struct ub__pds *pds;
     struct ub__addr peer;     /* where ACKs go: the source of the latest packet */
     uint64_t key;             /* in pds->tpdc_by_key: (host, incarnation, spdcid, mode) */

@@ -207,6 +207,47 @@ static const struct ub__addr *ack_dest(struct ub__pds_tpdc *t)
 }
 
 /*
+ * The first of the 64 PSNs the next ACK reports selectively: from the first hole, or ending at
+ * the latest arrival. Coalescing must not drop what the queued ACK reports: PSNs received out
+ * of order and reported by no other ACK would look lost to the initiator's inference (a
+ * device of several paths hands a round over socket by socket, so its PSNs arrive in strides
+ * and the latest arrival runs far ahead of the first hole). So the queued ACK keeps its base
+ * while the latest arrival fits in its bitmap; otherwise, if the new bitmap would leave out
+ * PSNs it reports as held, it leaves as it is (ack_q cleared) and the new ACK reports from just
+ * past it.
+ */
+static uint32_t sack_base(struct ub__pds_tpdc *t)
+{
+    uint32_t base = t->rcv_nxt;
+    if (ub__seq_diff(t->last_psn, base) >= 64)
+        base = t->last_psn - 63;
+    if (!t->ack_q)
+        return base;
+    uint32_t qb = t->ack_q_base;
+    uint64_t keep = t->ack_q_bm; /* still held: above the new cumulative ACK */
+    int32_t gone = ub__seq_diff(t->rcv_nxt, qb);
+    if (gone >= 64)
+        keep = 0;
+    else if (gone > 0)
+        keep &= ~0ull << gone;
+    if (!keep)
+        return base;
+    int32_t at = ub__seq_diff(t->last_psn, qb);
+    if (at >= 0 && at < 64)
+        return gone > 0 ? t->rcv_nxt : qb;
+    int32_t d = ub__seq_diff(base, qb); /* keep's bit i is PSN qb + i, the new bit i - d */
+    bool lost = d >= 64 || d <= -64 || (d > 0 && (keep & ((1ull << d) - 1))) ||
+                (d < 0 && (keep >> (64 + d)));
+    if (!lost)
+        return base;
+    t->ack_q->tag = 0; /* it leaves as it is: a new ACK reports the rest */
+    t->ack_q = NULL;
+    if (at >= 64 && ub__seq_lt(base, qb + 64))
+        base = qb + 64;
+    return base;
+}
+
+/*
  * Sends the ACK of the PDC's latest state. pin: an ACK that answers its trigger (last_psn) on
  * its own (a request with K, or a duplicate): never rewritten by a later one, it carries the
  * response cached for that PSN if there is one. A pinned ACK may still absorb an unpinned one
@@ -217,6 +258,7 @@ static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
     struct ub__pds *pds = t->pds;
     ub__timer_cancel(pds->timers, &t->ack_timer);
     uint8_t pend = dest_fc_pend(pds);
+    uint32_t base = sack_base(t);
     /* Coalescing: the ACK still queued for this PDC is rewritten with the newer state. */
     struct ub__pkt *p = t->ack_q;
     uint32_t old_len = p ? p->len : 0;
@@ -251,10 +293,6 @@ static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
     a->dpdcid = t->ispdcid;
     a->cc_type = UB_PDS_CC_NSCC;
     a->mpr = (uint8_t)(pds->cfg.mp_range / UB_PDS_MPR_UNIT);
-    /* The 64 PSNs reported selectively: from the first hole, or ending at the latest arrival. */
-    uint32_t base = t->rcv_nxt;
-    if (ub__seq_diff(t->last_psn, base) >= 64)
-        base = t->last_psn - 63;
     uint64_t bm = sack_bits(t, base, mask);
 #ifdef UB_PDS_CHECK_DETECT
     {
@@ -302,6 +340,10 @@ static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
     p->addr = *ack_dest(t);
     p->path = t->reply_path;
     p->flags |= UB_PKT_F_ANY_PATH;
+    if (a->cc_type == UB_PDS_CC_NSCC || a->cc_type == UB_PDS_CC_CAQM) {
+        p->flags |= UB_PDS_PKT_SERVICE;
+        p->ts = t->trig_at;
+    }
     t->unacked = 0;
     t->retx_seen = false;
     if (t->ecn_seen)
@@ -310,6 +352,8 @@ static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
     pds->st.acks_tx++;
     if (t->ack_q) {
         pds->st.acks_coalesced++;
+        t->ack_q_base = base;
+        t->ack_q_bm = bm;
         if (pin) { /* it leaves as it is now: a later ACK is a new packet */
             p->tag = 0;
             t->ack_q = NULL;
@@ -321,8 +365,11 @@ static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
         return;
     }
     p->tag = (uint64_t)(uintptr_t)t;
-    if (ub__pds_ctl_push(pds, p))
+    if (ub__pds_ctl_push(pds, p)) {
         t->ack_q = p;
+        t->ack_q_base = base;
+        t->ack_q_bm = bm;
+    }
 }
 
 static void send_ack(struct ub__pds_tpdc *t, uint64_t now)

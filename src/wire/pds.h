@@ -166,6 +166,9 @@
 #define UB_PDS_MAX_SIZE       UB_PDS_ACK_CCX_SIZE
 #define UB_PDS_CCX_STATE_SIZE 16
 
+/* Where an ACK_CC's NSCC or CAQM service time sits (the CC state word's top 16 bits). */
+#define UB_PDS_ACK_SERVICE_OFF 24
+
 /* ---- field limits -------------------------------------------------------- */
 #define UB_PDS_PSN_OFFSET_MAX 0x0fffu   /* 12-bit SYN psn_offset */
 #define UB_PDS_CREDIT_MAX     0xffffffu /* 24-bit credits */

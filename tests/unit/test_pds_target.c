@@ -282,6 +282,36 @@ static void test_ack_coalesce(void **state)
     }
 }
 
+/*
+ * An ACK's service time (how long the target held it after its trigger arrived, which the
+ * initiator takes off its RTT sample) counts until the ACK leaves, not until it was written:
+ * a trigger that arrived at 5 us, its ACK taken from the output at 15 us, says 10 us.
+ */
+static void test_ack_service_time(void **state)
+{
+    (void)state;
+    struct krig a, b;
+    rig_open(&a, 21);
+    rig_open_cfg(&b, 22, true);
+    struct ub__addr aa = inet(1000), ba = inet(2000);
+    struct ub__pkt *p = next_req_ar(&a, &ba, 1, true);
+    p->addr = aa;
+    struct ub__wire_dgram d;
+    assert_int_equal(ub__wire_parse_datagram(&d, p->data, p->len, 0), 0);
+    assert_int_equal(ub__pds_input(b.k.pds, p, &d, 5000), 1);
+    ub__pkt_free(p);
+    struct ub__pkt *out[4];
+    assert_int_equal(ub__pds_pull(b.k.pds, out, 4, 15000), 1);
+    assert_int_equal(ub__wire_parse_datagram(&d, out[0]->data, out[0]->len, 0), 0);
+    assert_int_equal(d.pds.type, UB_PDS_TYPE_ACK_CC);
+    assert_int_equal(d.pds.u.ack.cc.nscc.service_time, 10000 / 16);
+    assert_int_equal(out[0]->flags & 0x1f, 0); /* none of PDS's own bits left on it */
+    ub__pkt_free(out[0]);
+    drain(&a);
+    rig_close(&a);
+    rig_close(&b);
+}
+
 /* The ACK trigger of a parsed ACK. */
 static uint32_t trig_of(const struct ub__wire_dgram *d)
 {
@@ -428,9 +458,8 @@ static void test_ack_twin_survives(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_key_check),
-        cmocka_unit_test(test_ack_coalesce),
-        cmocka_unit_test(test_ack_own_pinned),
+        cmocka_unit_test(test_key_check),         cmocka_unit_test(test_ack_coalesce),
+        cmocka_unit_test(test_ack_service_time),  cmocka_unit_test(test_ack_own_pinned),
         cmocka_unit_test(test_ack_twin_survives),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
