@@ -529,11 +529,14 @@ uint32_t ub__pds_pull(struct ub__pds *pds, struct ub__pkt **pkts, uint32_t max, 
             p->tag = 0;
         }
         if (p->flags & UB_PDS_PKT_SERVICE) {
-            /* The time it was held counts until now: an ACK queued behind a round's worth of
-             * arrivals would otherwise add their processing to the initiator's RTT sample. */
+            /* Its service time (units of 16 ns, saturating; written as 0) counts until now:
+             * an ACK queued behind a round's arrivals would otherwise add their processing to
+             * the initiator's RTT sample. */
             p->flags &= (uint8_t)~UB_PDS_PKT_SERVICE;
-            uint64_t held = now > p->ts ? (now - p->ts) / UB_PDS_SERVICE_TIME_NS : 0;
-            ub__st16(p->data + UB_PDS_ACK_SERVICE_OFF, (uint16_t)UB_MIN(held, 0xffffu));
+            if (now > p->ts) {
+                uint64_t held = (now - p->ts) / UB_PDS_SERVICE_TIME_NS;
+                ub__st16(p->data + UB_PDS_ACK_SERVICE_OFF, (uint16_t)UB_MIN(held, 0xffffu));
+            }
         }
         pkts[n++] = p;
     }

@@ -253,7 +253,7 @@ static uint32_t sack_base(struct ub__pds_tpdc *t)
  * response cached for that PSN if there is one. A pinned ACK may still absorb an unpinned one
  * queued before it (the newer state says everything the older did).
  */
-static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
+static void send_ack_x(struct ub__pds_tpdc *t, bool pin)
 {
     struct ub__pds *pds = t->pds;
     ub__timer_cancel(pds->timers, &t->ack_timer);
@@ -314,15 +314,13 @@ static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
     a->sack_bitmap = bm;
     /*
      * NSCC state: PSNs held beyond the first hole (saturating), the wire bytes accepted so far
-     * (24 bits, wrapping: the initiator takes ub__cc_rcvd_bytes_delta), and how long the ACK was
-     * held after its triggering packet arrived (units of 16 ns, saturating), which the
-     * initiator takes off its RTT sample, and the destination flow-control penalty.
+     * (24 bits, wrapping: the initiator takes ub__cc_rcvd_bytes_delta), and the destination
+     * flow-control penalty. How long the ACK was held after its triggering packet arrived,
+     * which the initiator takes off its RTT sample, is written as it leaves (ub__pds_pull).
      */
     a->cc.nscc.rcv_cwnd_pend = pend;
     a->cc.nscc.ooo_count = (uint16_t)UB_MIN(t->held, 0xffffu);
     a->cc.nscc.rcvd_bytes = (uint32_t)(t->rcvd_bytes & UB_PDS_RCVD_BYTES_MAX);
-    uint64_t held_ns = now > t->trig_at ? now - t->trig_at : 0;
-    a->cc.nscc.service_time = (uint16_t)UB_MIN(held_ns / UB_PDS_SERVICE_TIME_NS, 0xffffu);
     caqm_echo(t, a);
     if (pds->rccc_npend) /* RCCC: pending credit for that host rides here */
         ub__pds_rccc_ack_out(pds, &t->peer, a);
@@ -372,9 +370,9 @@ static void send_ack_x(struct ub__pds_tpdc *t, bool pin, uint64_t now)
     }
 }
 
-static void send_ack(struct ub__pds_tpdc *t, uint64_t now)
+static void send_ack(struct ub__pds_tpdc *t)
 {
-    send_ack_x(t, false, now);
+    send_ack_x(t, false);
 }
 
 void ub__pds_dlv_own(struct ub__pds *pds)
@@ -424,7 +422,8 @@ static void note_clear(struct ub__pds_tpdc *t, const struct ub__pds_req *r)
 
 static void ack_timer_fire(struct ub__timer *tm, uint64_t now)
 {
-    send_ack(UB_CONTAINER_OF(tm, struct ub__pds_tpdc, ack_timer), now);
+    (void)now;
+    send_ack(UB_CONTAINER_OF(tm, struct ub__pds_tpdc, ack_timer));
 }
 
 /* ---- the context table ---------------------------------------------------------- */
@@ -685,7 +684,7 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
         caqm_note(t, d);
         if (rsp_cached(t, psn))
             pds->st.acks_rsp_resent++;
-        send_ack_x(t, true, now);
+        send_ack_x(t, true);
         return;
     }
     if (ahead >= (int32_t)pds->cfg.mp_range) {
@@ -738,7 +737,7 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
     pds->dlv_t = NULL;
     /* The upcall may not free t (only our own code does), so t is still valid here. */
     if (pds->dlv_own) {
-        send_ack_x(t, true, now);
+        send_ack_x(t, true);
         return;
     }
     bool gap = !in_order || t->held != 0; /* held counts the bits set: the bitmap is not empty */
@@ -747,7 +746,7 @@ void ub__pds_on_req(struct ub__pds *pds, struct ub__pkt *p, const struct ub__wir
         every = UB_PDS_LOSSLESS_ACK_EVERY;
     if ((r->flags & UB_PDS_REQ_F_AR) || t->unacked >= every || gap || retx || t->ecn_seen ||
         t->caqm_c)
-        send_ack(t, now);
+        send_ack(t);
     else if (!ub__timer_armed(&t->ack_timer))
         ub__timer_arm(pds->timers, &t->ack_timer, now + pds->cfg.ack_delay_ns);
 }
@@ -789,7 +788,7 @@ void ub__pds_on_ctrl(struct ub__pds *pds, const struct ub__pkt *p, const struct 
             t->trig_at = now;
             t->rcv_nxt = k->psn + 1; /* the CLOSE takes its PSN */
             t->peer = p->addr;
-            send_ack(t, now);
+            send_ack(t);
             pds->st.pdc_closed++;
             ub__pds_tpdc_free(t, true, now);
             return;
@@ -803,7 +802,7 @@ void ub__pds_on_ctrl(struct ub__pds *pds, const struct ub__pkt *p, const struct 
         struct ub__pds_tpdc *t = ub__hmap_get(&pds->tpdc_by_id, k->dpdcid);
         if (t && t->ispdcid == k->spdcid) {
             t->trig_at = now;
-            send_ack(t, now);
+            send_ack(t);
         }
         return;
     }
@@ -851,7 +850,7 @@ int ub__pds_on_trimmed(struct ub__pds *pds, const struct ub__pkt *p, uint64_t no
                 t->last_psn = q->psn;
                 t->trig_at = now;
                 t->retx_seen = retx;
-                send_ack_x(t, true, now);
+                send_ack_x(t, true);
                 return 1;
             }
         }
