@@ -23,7 +23,7 @@ fails=0
 start_server() {
     local log=$1 line fd
     shift
-    exec {fd}< <(timeout 30 "$PERF" "$@" --bind 127.0.0.1 -p 0 --timeout 5000 2>&1)
+    exec {fd}< <(timeout 30 "$PERF" "$@" --bind 127.0.0.1 -p 0 --timeout "${SRV_TIMEOUT:-5000}" 2>&1)
     SRV=$!
     PORT=""
     if IFS= read -r -t 10 -u "$fd" line; then
@@ -160,6 +160,43 @@ else
 fi
 wait "$SRV" || true
 SRV=""
+
+# A client stopped in the middle of a run (its control connection still open): the server
+# gives up once nothing has come for its --timeout (here 400 ms; it looks at its packet count
+# an eighth of that apart), not later.
+dead_peer() {
+    local cli t0 t1 ticks=0 i
+    if ! SRV_TIMEOUT=400 start_server "$WORK/dead.srv" write_bw; then
+        echo "FAIL dead_peer: the server did not start"
+        fails=$((fails + 1))
+        return
+    fi
+    "$PERF" write_bw -D 20 -s 1024 -p "$PORT" 127.0.0.1 >/dev/null 2>&1 & # ends by itself
+    cli=$!
+    # In the run once the client has used 0.2 s of CPU (it busy-polls; bounded: 20 s).
+    for ((i = 0; i < 2000 && ticks < 20; i++)); do
+        ticks=$(awk '{ print $14 }' "/proc/$cli/stat" 2>/dev/null || echo 0)
+        read -r -t 0.01 <> <(:) || true
+    done
+    t0=$(date +%s%N)
+    kill -STOP "$cli" 2>/dev/null || true
+    local rc=0
+    wait "$SRV" || rc=$?
+    t1=$(date +%s%N)
+    kill -9 "$cli" 2>/dev/null || true
+    wait "$cli" 2>/dev/null || true
+    wait "$LOGGER" || true
+    SRV=""
+    local ms=$(((t1 - t0) / 1000000))
+    if [ "$rc" != 0 ] && grep -q "nothing received for 400 ms: giving up" "$WORK/dead.srv" &&
+        [ "$ms" -lt 5000 ]; then
+        echo "ok   dead_peer (gave up after $ms ms)"
+    else
+        echo "FAIL dead_peer: rc $rc after $ms ms; $(cat "$WORK/dead.srv")"
+        fails=$((fails + 1))
+    fi
+}
+dead_peer
 
 if "$PERF" send_lat -c 0-x 127.0.0.1 >/dev/null 2>&1; then
     echo "FAIL: a malformed CPU list was accepted"
