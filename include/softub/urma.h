@@ -157,10 +157,11 @@ struct ub_context_stats {
     uint32_t num_paths;
     uint64_t path_tx_pkts[UB_STATS_MAX_PATHS]; /* udp: per entropy value (source port) */
     /* Single copy (cross-memory attach), docs/api.md "Single copy". Initiator: requests
-     * sent as single copy, and those the target refused (then sent as packets). Target:
-     * single copies executed, bytes moved, refused, failed at run time. */
+     * sent as single copy, and those the target refused or, tagged, matched to no buffer
+     * (then sent as packets). Target: single copies executed, bytes moved, refused, failed
+     * at run time, tagged ones that matched no buffer. */
     uint64_t cma_reqs, cma_fallbacks;
-    uint64_t cma_done, cma_bytes, cma_refused, cma_errors;
+    uint64_t cma_done, cma_bytes, cma_refused, cma_errors, cma_unexpected;
     /* Why the transport retransmitted (`retransmits` is their sum): after an RTO, fast
      * (SACK and out-of-order evidence), on a NACK, as a tail-loss probe. RTOs fired, and
      * those the originals' late acknowledgements showed spurious (the peer was slow). */

@@ -645,6 +645,7 @@ UB_EXPORT int ub_context_stats(ub_context *ctx, struct ub_context_stats *out)
     out->cma_done = st->cma_done;
     out->cma_bytes = st->cma_bytes;
     out->cma_refused = st->cma_refused;
+    out->cma_unexpected = st->cma_unexpected;
     out->cma_errors = st->cma_errors + st->cma_expired;
     if (x->shm) {
         struct ub__shm_stats ss;

@@ -1,6 +1,6 @@
 /*
- * Single copy (cross-memory attach) for large RMA and large untagged messages between
- * processes of one host.
+ * Single copy (cross-memory attach) for large RMA and large messages between processes of
+ * one host.
  *
  * Who copies: always the target, the owner of the segment. A WRITE of at least
  * `cma_min` bytes to a shm peer goes as one request packet whose payload describes the
@@ -13,7 +13,10 @@
  * memory is, exactly as on the packet path, with one round trip and one copy. An untagged
  * SEND or SEND_IMM of at least `cma_min` bytes goes the same way instead of as an eager part
  * and a rendezvous READ: once its turn has come and a receive buffer is bound to it, the
- * target pulls the message straight into that buffer's elements and then records it.
+ * target pulls the message straight into that buffer's elements and then records it. A
+ * tagged one is matched in send order and pulled into the buffer it matched; one that
+ * matches nothing is answered CMA_UNEXPECTED without executing (ses_msg.c bind_tagged): the
+ * initiator sends it again as packets, which can wait for a buffer as no descriptor can.
  *
  * Descriptor (the request's payload, big endian):
  *   valid_until(64) | nseg(16) | rsv(48) | nseg x (address(64) | length(64))
@@ -75,7 +78,7 @@ bool ub__ses_cma_choose(struct ub__tl *s, const struct ub__wr *w)
     if (!s->cma.peer || !w->len || w->len < s->cma_min)
         return false;
     if (w->opcode != UB_OP_WRITE && w->opcode != UB_OP_WRITE_IMM && w->opcode != UB_OP_READ &&
-        w->opcode != UB_OP_SEND && w->opcode != UB_OP_SEND_IMM)
+        w->opcode != UB_OP_SEND && w->opcode != UB_OP_SEND_IMM && w->opcode != UB_OP_TSEND)
         return false;
     if (w->os && w->os->no_cma)
         return false;
@@ -121,7 +124,8 @@ bool ub__tgt_cma_allowed(struct ub__tl *s, struct ub__rxmsg *m)
 uint8_t ub__tgt_cma_parse(struct ub__tl *s, struct ub__rxmsg *m, const uint8_t *p, uint32_t n)
 {
     (void)s;
-    if (m->op != UB_SES_OP_WRITE && m->op != UB_SES_OP_READ && m->op != UB_SES_OP_SEND)
+    if (m->op != UB_SES_OP_WRITE && m->op != UB_SES_OP_READ && m->op != UB_SES_OP_SEND &&
+        m->op != UB_SES_OP_TAGGED_SEND)
         return UB_SES_RC_UNSUPPORTED_OP;
     if (n < UB_SES_CMA_HDR)
         return UB_SES_RC_UNSUPPORTED_SIZE;
@@ -261,7 +265,7 @@ bool ub__ses_cma_pump(struct ub__tl *s, uint64_t now)
         struct ub__rxmsg *m = j->m;
         uint8_t rc = UB_SES_RC_OK;
         uint8_t *base = NULL; /* a message: into its receive buffer */
-        if (m->op == UB_SES_OP_SEND) {
+        if (m->op == UB_SES_OP_SEND || m->op == UB_SES_OP_TAGGED_SEND) {
             if (!m->rb) /* its JFR was destroyed meanwhile (ub__ses_jfr_flush) */
                 rc = UB_SES_RC_CANCELLED;
         } else {

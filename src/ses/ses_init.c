@@ -385,14 +385,18 @@ static void rndv_token(struct ub__tl *s, struct ub__wr *w)
     s->st.rndv_sent++;
 }
 
-/* An untagged message goes whole (single copy, or packets) or, past eager_max, as an eager
- * part whose rest the target READs (rendezvous). */
+/* A message goes whole (single copy, or packets) or, past eager_max, as an eager part whose
+ * rest the target READs (rendezvous; a tagged one that matched no buffer parks its eager
+ * part until one does). */
 static void send_shape(struct ub__tl *s, struct ub__wr *w)
 {
-    w->ses_op = w->deferrable ? UB_SES_OP_DEFER_SEND : UB_SES_OP_SEND;
+    bool tagged = w->opcode == UB_OP_TSEND;
+    w->ses_op = tagged          ? UB_SES_OP_TAGGED_SEND
+                : w->deferrable ? UB_SES_OP_DEFER_SEND
+                                : UB_SES_OP_SEND;
     w->eager = 0;
     if (!w->cma && w->len > s->eager_max) {
-        w->ses_op = UB_SES_OP_RNDV_SEND;
+        w->ses_op = tagged ? UB_SES_OP_RNDV_TSEND : UB_SES_OP_RNDV_SEND;
         w->eager = s->eager_max;
         rndv_token(s, w);
     }
@@ -515,14 +519,9 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
         w->deferrable = !(jfs->attr.flags & UB_JFS_F_RNR_RETRY);
         break;
     case UB_OP_TSEND:
-        /* Small: eager (an unmatched one is buffered at the target). Large: rendezvous (an
-         * unmatched one parks its eager part; the rest is READ once a buffer matches). */
-        w->ses_op = UB_SES_OP_TAGGED_SEND;
+        /* Small: eager (an unmatched one is buffered at the target). Large: single copy to a
+         * shm peer, else rendezvous (send_shape). */
         w->tag = wr->u.send.tag;
-        if (len > s->eager_max) {
-            w->ses_op = UB_SES_OP_RNDV_TSEND;
-            w->eager = s->eager_max;
-        }
         break;
     default:
         w->ses_op = UB_SES_OP_FETCHING_ATOMIC;
@@ -567,14 +566,12 @@ int ub__ses_post(ub_jfs *jfs, const struct ub_wr *wr, uint64_t now)
     os->next_seq++;
     os->outstanding++;
     w->os = os;
-    /* Large RMA or a large untagged message to a shm peer: one copy, by the target. */
+    /* Large RMA or a large message to a shm peer: one copy, by the target. */
     w->cma = w->len >= s->cma_min && ub__ses_cma_choose(s, w);
     if (w->cma)
         s->st.cma_reqs++;
-    if (op == UB_OP_SEND || op == UB_OP_SEND_IMM)
+    if (is_msg(op))
         send_shape(s, w);
-    else if (w->eager)
-        rndv_token(s, w);
     if (pend_put(s, os, w)) {
         ostream_put(os);
         w->os = NULL;
@@ -1123,17 +1120,18 @@ void ub__ses_rsp_in(struct ub__tl *s, const struct ub__ses_rsp_in *in, uint64_t 
         ub__timer_arm(&s->eng->timers, &w->rnr_timer, now + UB_MIN(wait, UB_SES_RNR_MAX_WAIT_NS));
         return;
     }
-    if (r->rc == UB_SES_RC_CMA_REFUSED) {
+    if (r->rc == UB_SES_RC_CMA_REFUSED || r->rc == UB_SES_RC_CMA_UNEXPECTED) {
         if (!w->cma) { /* a refusal re-delivered after the packet resend began */
             s->st.rx_stale_rsp++;
             return;
         }
-        /* The target cannot copy (not executed): the same transaction again, as packets,
-         * and packets on this stream from now on. */
+        /* Not executed: the same transaction again, as packets. The target cannot copy:
+         * packets on this stream from now on; a tagged message matched no buffer: this one
+         * only (as packets an unmatched one is buffered, or parked by rendezvous). */
         w->cma = false;
-        if (w->os)
+        if (w->os && r->rc == UB_SES_RC_CMA_REFUSED)
             w->os->no_cma = true;
-        if (w->opcode == UB_OP_SEND || w->opcode == UB_OP_SEND_IMM)
+        if (is_msg(w->opcode))
             send_shape(s, w); /* packets: whole, or rendezvous past eager_max */
         s->st.cma_fallbacks++;
         restart(s, w, now);

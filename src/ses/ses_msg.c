@@ -121,8 +121,13 @@ bool ub__tgt_bind_untagged(struct ub__rxmsg *m)
     return m->rb != NULL;
 }
 
-/* Tagged: matches m against posted buffers (in posting order), or queues it as unexpected. */
-static void bind_tagged(struct ub__rxmsg *m)
+/*
+ * Tagged: matches m against posted buffers (in posting order), or queues it as unexpected.
+ * A single copy that matches nothing is not bound at all (false): it is answered
+ * CMA_UNEXPECTED and comes again as packets, in its place in the send order (its copy could
+ * not wait for a buffer: the initiator's descriptor expires).
+ */
+static bool bind_tagged(struct ub__rxmsg *m)
 {
     ub_jfr *jfr = m->jfr;
     struct ub__list *it;
@@ -133,15 +138,23 @@ static void bind_tagged(struct ub__rxmsg *m)
             ub__list_remove(&rb->link);
             m->rb = rb;
             m->bind = BIND_BUF;
+            if (m->cma && m->len > rb->cap)
+                m->rc = UB_SES_RC_TOO_LONG; /* the buffer is consumed with a length error */
             /* Bytes that arrived before it was matched (holes are filled by later packets). */
             if (m->stage && m->got && m->len <= rb->cap)
                 ub__tgt_rbuf_place(rb, 0, m->stage, m->wire_len);
-            return;
+            return true;
         }
+    }
+    if (m->cma) {
+        m->bind = BIND_NONE;
+        m->cma_unexp = true;
+        return false;
     }
     m->bind = BIND_UNEXP;
     ub__list_push_back(&jfr->unexpected, &m->ulink);
     m->on_unexp = true;
+    return true;
 }
 
 /* Tagged messages of one stream to one JFR are matched in send order. */
@@ -152,7 +165,8 @@ void ub__tgt_bind_tagged_in_order(struct ub__tl *s, struct ub__rxmsg *m, uint64_
         m->bind = BIND_WAIT;
         return;
     }
-    bind_tagged(m);
+    if (!bind_tagged(m))
+        return;
     q->next++;
     /* Successors that arrived early can now be matched. */
     for (bool more = true; more;) {
@@ -162,9 +176,10 @@ void ub__tgt_bind_tagged_in_order(struct ub__tl *s, struct ub__rxmsg *m, uint64_
         for (uint32_t i = 0; (i = ub__hmap_next(&m->ts->msgs, i, &k, &v)) != 0;) {
             struct ub__rxmsg *x = v;
             if (x->bind == BIND_WAIT && x->jfr == m->jfr && x->send_seq == q->next) {
-                bind_tagged(x);
-                q->next++;
-                more = true;
+                if (bind_tagged(x)) {
+                    q->next++;
+                    more = true;
+                }
                 break;
             }
         }

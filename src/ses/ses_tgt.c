@@ -348,6 +348,14 @@ static uint64_t amo_apply(ub_seg *seg, uint64_t addr, uint8_t amo, uint64_t comp
 static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg *m, uint64_t now)
 {
     ub_context *ctx = s->ctx;
+    if (m->cma_unexp) {
+        /* A tagged single copy that matched no buffer: not executed; the initiator sends it
+         * again as packets, which take its place in the matching order. */
+        s->st.cma_unexpected++;
+        ub__tgt_rsp_val(s, &m->src, m->stream, m->seq, UB_SES_RC_CMA_UNEXPECTED, 0, false, 0, m->pk,
+                        now);
+        return true;
+    }
     if (m->rc != UB_SES_RC_OK) {
         if ((m->op == UB_SES_OP_SEND || m->op == UB_SES_OP_TAGGED_SEND ||
              (m->op == UB_SES_OP_WRITE && m->jfr)) &&
@@ -643,10 +651,10 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
             m->jfr = NULL;
             break;
         }
-        if (tagged) {
+        if (tagged && !m->cma_refuse) {
             ub__tgt_bind_tagged_in_order(s, m, now);
             m->staged = m->bind != BIND_BUF;
-        } else if (!m->cma_refuse) { /* refused: sent again as packets, bound then */
+        } else if (!tagged && !m->cma_refuse) { /* refused: sent again as packets, bound then */
             m->bind = ub__tgt_bind_untagged(m) ? BIND_BUF : BIND_RNR;
             if (m->bind == BIND_BUF && m->len > m->rb->cap)
                 m->rc = UB_SES_RC_TOO_LONG;

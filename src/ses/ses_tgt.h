@@ -73,6 +73,7 @@ struct ub__rxmsg {
     ub_jfr *jfr;
     uint64_t operand, compare;
     bool cma_refuse;    /* answer CMA_REFUSED, not executed: resend */
+    bool cma_unexp;     /* tagged, no buffer matched: answer CMA_UNEXPECTED, not executed */
     pid_t cma_pid;      /* the initiator's process */
     uint64_t cma_until; /* CLOCK_MONOTONIC time after which nothing is copied any more */
     uint32_t cma_nseg;
