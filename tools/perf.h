@@ -12,11 +12,12 @@
 #include <softub/softub.h>
 
 #define PERF_MAGIC     0x50455246u /* "PERF" */
-#define PERF_VERSION   5u
+#define PERF_VERSION   6u
 #define PERF_MAX_JETTY 64u
 #define PERF_MIN_SWEEP 2u
 #define PERF_MAX_SIZE  (8u << 20)
 #define PERF_TOKEN     0x5eedf00dull
+#define PERF_TAG       0x7a66ull /* --tagged: every message's tag, and every buffer's */
 #define PERF_CTL_MAX   65536u
 /* udp MTU towards a loopback peer unless --mtu is given (docs/benchmarks.md; usage()). */
 #define PERF_LOOPBACK_MTU 9000u
@@ -61,6 +62,7 @@ struct perf_cfg {
     uint32_t mtu;       /* --mtu: the engine's largest datagram (0: the device's) */
     uint32_t warmup;    /* lat: unmeasured iterations first */
     uint32_t burst;     /* --burst: ub_context_attr.spray_burst (0: the context's default) */
+    uint32_t tagged;    /* --tagged: send tests as tagged sends into tag-matching JFRs */
     char cc[16], lb[16];
     char server_ip[64]; /* the address the client reached the server at (udp binds there) */
     char udp_opts[96];  /* --udp-opts: extra keys for the udp URI (docs/device-udp.md) */

@@ -83,6 +83,7 @@ static int post_recv(struct perf_ep *e, uint32_t j)
     rw.user_ctx = j;
     rw.sge = &sg;
     rw.num_sge = 1;
+    rw.tag = PERF_TAG;
     int rc = ub_post_jetty_recv(e->jetty[j], &rw, NULL);
     if (rc == 0)
         e->recv_posted++;
@@ -171,6 +172,7 @@ int perf_setup(struct perf_ep *e)
         ja.jfr.depth = c->rx_depth;
         ja.jfr.max_sge = 1;
         ja.jfr.jfc = e->jfc;
+        ja.jfr.tag_matching = c->tagged != 0;
         if ((rc = ub_jetty_create(e->ctx, &ja, &e->jetty[j])) != 0)
             return fail("ub_jetty_create", rc);
         for (uint32_t i = 0; i < c->rx_depth; i++)
@@ -504,6 +506,10 @@ static void build(struct perf_ep *e, struct ub_wr *wr, struct ub_sge *sg, enum u
         break;
     case UB_OP_SEND:
         wr->tjetty = e->tj[j];
+        if (e->cfg.tagged) {
+            wr->opcode = UB_OP_TSEND;
+            wr->u.send.tag = PERF_TAG;
+        }
         break;
     default: /* FADD on the peer's first word (one per jetty) */
         wr->sge = NULL;

@@ -74,6 +74,8 @@ static void usage(FILE *f)
                "      --paths N         udp paths (source ports) (1)\n"
                "      --burst BYTES     bytes on one path before the balancer chooses again\n"
                "                        (0: 65000, a GSO send; 1: every packet)\n"
+               "      --tagged          send tests: tagged sends into tag-matching receive\n"
+               "                        queues (as ucx_perftest's tag_lat and tag_bw)\n"
                "      --mtu BYTES       largest datagram (udp: 9000 to a loopback peer, else\n"
                "                        the device's, 1452)\n"
                "      --udp-opts K=V&.. more udp device keys (docs/device-udp.md), e.g.\n"
@@ -163,25 +165,44 @@ static int parse(int argc, char **argv, struct opts *o)
         O_SPIN,
         O_HUGE,
         O_WINDOW,
-        O_BURST
+        O_BURST,
+        O_TAGGED
     };
-    static const struct option lo[] = {{"port", 1, 0, 'p'},       {"bind", 1, 0, O_BIND},
-                                       {"local", 1, 0, O_LOCAL},  {"device", 1, 0, 'd'},
-                                       {"size", 1, 0, 's'},       {"all", 0, 0, 'a'},
-                                       {"max-size", 1, 0, O_MAX}, {"iters", 1, 0, 'n'},
-                                       {"duration", 1, 0, 'D'},   {"warmup", 1, 0, O_WARM},
-                                       {"jettys", 1, 0, 'q'},     {"tx-depth", 1, 0, 't'},
-                                       {"rx-depth", 1, 0, 'r'},   {"post-list", 1, 0, 'l'},
-                                       {"cq-mod", 1, 0, 'Q'},     {"inline", 1, 0, 'I'},
-                                       {"order", 1, 0, O_ORDER},  {"tm", 1, 0, O_TM},
-                                       {"cc", 1, 0, O_CC},        {"lb", 1, 0, O_LB},
-                                       {"paths", 1, 0, O_PATHS},  {"burst", 1, 0, O_BURST},
-                                       {"mtu", 1, 0, O_MTU},      {"udp-opts", 1, 0, O_UDPO},
-                                       {"event", 0, 0, 'e'},      {"bidir", 0, 0, 'b'},
-                                       {"json", 0, 0, O_JSON},    {"timeout", 1, 0, O_TIMEOUT},
-                                       {"help", 0, 0, 'h'},       {"spin", 0, 0, O_SPIN},
-                                       {"huge", 0, 0, O_HUGE},    {"window", 1, 0, O_WINDOW},
-                                       {"cpu", 1, 0, 'c'},        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"port", 1, 0, 'p'},
+                                       {"bind", 1, 0, O_BIND},
+                                       {"local", 1, 0, O_LOCAL},
+                                       {"device", 1, 0, 'd'},
+                                       {"size", 1, 0, 's'},
+                                       {"all", 0, 0, 'a'},
+                                       {"max-size", 1, 0, O_MAX},
+                                       {"iters", 1, 0, 'n'},
+                                       {"duration", 1, 0, 'D'},
+                                       {"warmup", 1, 0, O_WARM},
+                                       {"jettys", 1, 0, 'q'},
+                                       {"tx-depth", 1, 0, 't'},
+                                       {"rx-depth", 1, 0, 'r'},
+                                       {"post-list", 1, 0, 'l'},
+                                       {"cq-mod", 1, 0, 'Q'},
+                                       {"inline", 1, 0, 'I'},
+                                       {"order", 1, 0, O_ORDER},
+                                       {"tm", 1, 0, O_TM},
+                                       {"cc", 1, 0, O_CC},
+                                       {"lb", 1, 0, O_LB},
+                                       {"paths", 1, 0, O_PATHS},
+                                       {"burst", 1, 0, O_BURST},
+                                       {"mtu", 1, 0, O_MTU},
+                                       {"udp-opts", 1, 0, O_UDPO},
+                                       {"event", 0, 0, 'e'},
+                                       {"bidir", 0, 0, 'b'},
+                                       {"json", 0, 0, O_JSON},
+                                       {"timeout", 1, 0, O_TIMEOUT},
+                                       {"help", 0, 0, 'h'},
+                                       {"spin", 0, 0, O_SPIN},
+                                       {"huge", 0, 0, O_HUGE},
+                                       {"window", 1, 0, O_WINDOW},
+                                       {"cpu", 1, 0, 'c'},
+                                       {"tagged", 0, 0, O_TAGGED},
+                                       {0, 0, 0, 0}};
     struct perf_cfg *c = &o->cfg;
     uint64_t v;
     int ch;
@@ -291,6 +312,9 @@ static int parse(int argc, char **argv, struct opts *o)
         case O_HUGE:
             c->huge = 1;
             break;
+        case O_TAGGED:
+            c->tagged = 1;
+            break;
         case O_JSON:
             o->json = true;
             break;
@@ -353,6 +377,10 @@ static int parse(int argc, char **argv, struct opts *o)
         fprintf(stderr, "softub-perf: -b is for bandwidth tests\n");
         return -1;
     }
+    if (c->tagged && t != T_SEND_LAT && t != T_SEND_BW) {
+        fprintf(stderr, "softub-perf: --tagged is for send_lat and send_bw\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -389,6 +417,8 @@ static void banner(const struct opts *o, const char *peer)
            : c->order == 2 ? "so"
                            : "no",
            c->tm ? "rod" : "rud");
+    if (c->tagged)
+        printf(" tagged sends into tag-matching receive queues (--tagged)\n");
     if (c->huge)
         printf(" buffers on transparent huge pages (--huge)\n");
     if (c->dev == DEV_UDP)
@@ -696,14 +726,15 @@ static int client(struct opts *o)
                 "{\"tool\":\"softub-perf\",\"test\":\"%s\",\"device\":\"%s\",\"progress\":\"%s\","
                 "\"jettys\":%u,\"tx_depth\":%u,\"rx_depth\":%u,\"post_list\":%u,\"cq_mod\":%u,"
                 "\"inline\":%u,"
-                "\"paths\":%u,\"burst\":%u,\"bidir\":%s,\"huge\":%s,%s\"results\":[",
+                "\"paths\":%u,\"burst\":%u,\"bidir\":%s,\"huge\":%s,\"tagged\":%s,%s"
+                "\"results\":[",
                 perf_test_name(t), c->dev == DEV_SHM ? "shm" : "udp",
                 c->event  ? "event"
                 : c->spin ? "spin"
                           : "polling",
                 c->jettys, c->tx_depth, c->rx_depth, c->post_list, c->cq_mod, c->inline_sz,
                 c->paths ? c->paths : 1, c->burst, c->bidir ? "true" : "false",
-                c->huge ? "true" : "false",
+                c->huge ? "true" : "false", c->tagged ? "true" : "false",
                 lat ? (perf_is_half_rtt(t) ? "\"unit\":\"us\",\"latency\":\"half_rtt\","
                                            : "\"unit\":\"us\",\"latency\":\"rtt\",")
                     : "\"unit\":\"MB/s\",");

@@ -104,6 +104,9 @@ if ! awk '/^ *[0-9]/ { found = 1; if ($2 != 500) bad = 1 } END { exit !found || 
     fails=$((fails + 1))
 fi
 run cq_mod_duration 5 write_bw -- write_bw -D 1 -s 64 -Q 100
+# --tagged: tagged sends into tag-matching receive queues (the server takes it from the client)
+run tagged_lat 10 send_lat -- send_lat --tagged -n 20
+run shm_tagged_bw 5 send_bw -- send_bw -d shm --tagged -n 50 -s 1048576
 # The udp device's system calls in both sides' footers of a udp run, none over shm.
 re_udp='^ # udp system calls: sends [1-9][0-9]* \(GSO runs [0-9]+ of [0-9]+ packets\), receives [1-9][0-9]* \(GRO runs [0-9]+ of [0-9]+ packets\); ACKs sent [0-9]+$'
 if [ "$(cat "$WORK/write_bw.out" "$WORK/write_bw.srv" | grep -cE "$re_udp")" != 2 ] ||
@@ -144,6 +147,7 @@ json_check json_window '"iterations":10,.*"window":{"iterations":4,"t_median":[0
 # --huge: 4 MiB operations on buffers of transparent huge pages (a hint the kernel may ignore)
 json_check json_huge '"huge":true,.*"results":\[{"bytes":4194304,' write_bw -d shm -s 4194304 --huge
 json_check json_cq_mod '"post_list":1,"cq_mod":4,.*"results":\[{"bytes":8,"iterations":10,' write_bw -s 8 -Q 4
+json_check json_tagged '"huge":false,"tagged":true,.*"results":\[{"bytes":8,"iterations":10,' send_bw -s 8 --tagged
 
 # a mismatched test is refused by the server, and the client says so
 if ! start_server "$WORK/mm.srv" read_lat; then
@@ -200,6 +204,11 @@ dead_peer
 
 if "$PERF" send_lat -c 0-x 127.0.0.1 >/dev/null 2>&1; then
     echo "FAIL: a malformed CPU list was accepted"
+    fails=$((fails + 1))
+fi
+
+if "$PERF" write_bw --tagged 127.0.0.1 -p 1 >/dev/null 2>&1; then
+    echo "FAIL: --tagged was accepted for a test without sends"
     fails=$((fails + 1))
 fi
 
