@@ -98,11 +98,11 @@ static inline void node_close(struct node *n)
     memset(n, 0, sizeof(*n));
 }
 
-/* Posts receive buffer i (of N_RECV_BUF bytes in the second MiB) to jfr. */
-static inline int node_post_recv(struct node *n, ub_jfr *jfr, uint32_t i, uint64_t tag,
-                                 uint64_t ignore)
+/* Posts receive buffer i of `size` bytes (the i-th such slot of the second MiB) to jfr. */
+static inline int node_post_recv_of(struct node *n, ub_jfr *jfr, uint32_t i, uint32_t size,
+                                    uint64_t tag, uint64_t ignore)
 {
-    struct ub_sge sg = {n->mem + N_RECV_OFF + (size_t)i * N_RECV_BUF, N_RECV_BUF, n->seg};
+    struct ub_sge sg = {n->mem + N_RECV_OFF + (size_t)i * size, size, n->seg};
     struct ub_rwr rw;
     memset(&rw, 0, sizeof(rw));
     rw.user_ctx = i;
@@ -111,6 +111,13 @@ static inline int node_post_recv(struct node *n, ub_jfr *jfr, uint32_t i, uint64
     rw.tag = tag;
     rw.ignore = ignore;
     return ub_post_recv(jfr, &rw, NULL);
+}
+
+/* Posts receive buffer i (of N_RECV_BUF bytes in the second MiB) to jfr. */
+static inline int node_post_recv(struct node *n, ub_jfr *jfr, uint32_t i, uint64_t tag,
+                                 uint64_t ignore)
+{
+    return node_post_recv_of(n, jfr, i, N_RECV_BUF, tag, ignore);
 }
 
 /*

@@ -31,14 +31,7 @@ static void tsend(struct node *a, const struct peer *p, uint64_t tag, uint32_t o
 
 static void trecv(struct node *b, uint32_t i, uint64_t tag)
 {
-    struct ub_sge sg = {b->mem + N_RECV_OFF + (size_t)i * RBUF, RBUF, b->seg};
-    struct ub_rwr rw;
-    memset(&rw, 0, sizeof(rw));
-    rw.user_ctx = i;
-    rw.sge = &sg;
-    rw.num_sge = 1;
-    rw.tag = tag;
-    assert_int_equal(ub_post_recv(b->tjfr, &rw, NULL), 0);
+    assert_int_equal(node_post_recv_of(b, b->tjfr, i, RBUF, tag, 0), 0);
 }
 
 /* a's next record: the send of `seed`, successful. */
