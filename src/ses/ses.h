@@ -57,36 +57,38 @@
  * READ of the rest: a round trip more). A target buffers at most this much of an unexpected
  * tagged message; an untagged one without a buffer is deferred, its bytes dropped. 64 KiB
  * is Open MPI's eager limit over TCP too; at 16 KiB a 32 KiB SEND took twice as long. */
-#define UB_SES_EAGER_MAX         65536
-#define UB_SES_RSP_TIMEOUT_NS    2000000000ull /* default response bound per transaction */
-#define UB_SES_DEFER_TIMEOUT_NS  1000000000ull /* default bound on a deferred message */
-#define UB_SES_DEFER_MAX         4096          /* deferred messages remembered per JFR (then RNR) */
-#define UB_SES_PKT_BUDGET        512 /* packets queued in PDS per peer before the pump waits */
-#define UB_SES_POOL_RESERVE      256 /* pool buffers the pump leaves for ACKs and responses */
-#define UB_SES_PUMP_BUSY         8   /* busy peers a pump pass passes over without asking */
-#define UB_SES_MAX_MSG           0xffffffffull
-#define UB_SES_RC_RNR            0x30 /* vendor return code: receiver not ready */
-#define UB_SES_RC_DEFERRED       0x31 /* vendor: no buffer; wait for DEFER_RTR (deferrable send) */
-#define UB_SES_RC_PENDING        0x32 /* vendor: rendezvous accepted; the target READs later */
-#define UB_SES_RC_CMA_REFUSED    0x33 /* vendor: no single copy here; not executed: resend */
-#define UB_SES_RC_CMA_EXPIRED    0x34 /* vendor: single copy not done before its valid-until time */
-#define UB_SES_RC_CMA_UNEXPECTED 0x35 /* vendor: tagged single copy, no buffer matched: resend */
-#define UB_SES_CMA_MIN           16384 /* default: RMA or message from this size, to shm */
-#define UB_SES_CMA_HDR           16    /* descriptor: valid_until(64) | nseg(16) | rsv(48) */
-#define UB_SES_CMA_SEG           16    /* then per initiator segment: address(64) | length(64) */
-#define UB_SES_CMA_MAX_SEG       64    /* segments a descriptor may name */
-#define UB_SES_CMA_CHUNK         (4u << 20)  /* bytes per system call at the target */
-#define UB_SES_CMA_BUDGET        (32u << 20) /* bytes copied per pump call */
-#define UB_SES_CMA_NS_PER_BYTE   4           /* response bound grows by this per byte (250 MB/s) */
-#define UB_SES_PACK_MAX          1024 /* default: requests with at most this many payload bytes pack */
-#define UB_SES_PACK_RECS         64   /* records per packed packet, at most */
-#define UB_SES_PACK_LEN          2    /* record length prefix */
-#define UB_SES_PACK_SCAN         256  /* queued requests a pack looks through for members */
-#define UB_SES_OS_WINDOW         1024 /* initiator: most slots of a stream's request window */
-#define UB_SES_MSG_CACHE         128  /* target: freed messages kept for reuse */
-#define UB_SES_PRSP_DATA         64   /* response data bytes (READ, atomic) that pack, at most */
-#define UB_SES_RIDE_DATA         512  /* READ data bytes that ride on an ACK, at most */
-#define UB_SES_PACK_COOKIE       (1ull << 32) /* PDS cookie of a pack: this bit | pack id (32) */
+#define UB_SES_EAGER_MAX        65536
+#define UB_SES_RSP_TIMEOUT_NS   2000000000ull /* default response bound per transaction */
+#define UB_SES_DEFER_TIMEOUT_NS 1000000000ull /* default bound on a deferred message */
+#define UB_SES_DEFER_MAX        4096          /* deferred messages remembered per JFR (then RNR) */
+#define UB_SES_PKT_BUDGET       512 /* packets queued in PDS per peer before the pump waits */
+#define UB_SES_POOL_RESERVE     256 /* pool buffers the pump leaves for ACKs and responses */
+#define UB_SES_PUMP_BUSY        8   /* busy peers a pump pass passes over without asking */
+#define UB_SES_MAX_MSG          0xffffffffull
+#define UB_SES_RC_RNR           0x30  /* vendor return code: receiver not ready */
+#define UB_SES_RC_DEFERRED      0x31  /* vendor: no buffer; wait for DEFER_RTR (deferrable send) */
+#define UB_SES_RC_PENDING       0x32  /* vendor: rendezvous accepted; the target READs later */
+#define UB_SES_RC_CMA_REFUSED   0x33  /* vendor: no single copy here; not executed: resend */
+#define UB_SES_RC_CMA_EXPIRED   0x34  /* vendor: single copy not done before its valid-until time */
+#define UB_SES_CMA_MIN          16384 /* default: RMA or message from this size, to shm */
+#define UB_SES_CMA_HDR          16    /* descriptor: valid_until(64) | nseg(16) | rsv(48) */
+#define UB_SES_CMA_SEG          16    /* then per initiator segment: address(64) | length(64) */
+#define UB_SES_CMA_MAX_SEG      64    /* segments a descriptor may name */
+#define UB_SES_CMA_CHUNK        (4u << 20)  /* bytes per system call at the target */
+#define UB_SES_CMA_BUDGET       (32u << 20) /* bytes copied per pump call */
+#define UB_SES_CMA_NS_PER_BYTE  4           /* response bound grows by this per byte (250 MB/s) */
+#define UB_SES_PACK_MAX         1024 /* default: requests with at most this many payload bytes pack */
+#define UB_SES_PACK_RECS        64   /* records per packed packet, at most */
+#define UB_SES_PACK_LEN         2    /* record length prefix */
+#define UB_SES_PACK_SCAN        256  /* queued requests a pack looks through for members */
+#define UB_SES_OS_WINDOW        1024 /* initiator: most slots of a stream's request window */
+#define UB_SES_MSG_CACHE        128  /* target: freed messages kept for reuse */
+#define UB_SES_PRSP_DATA        64   /* response data bytes (READ, atomic) that pack, at most */
+#define UB_SES_RIDE_DATA        512  /* READ data bytes that ride on an ACK, at most */
+#define UB_SES_PACK_COOKIE      (1ull << 32) /* PDS cookie of a pack: this bit | pack id (32) */
+/* Vendor return code: a tagged single copy that matched no buffer; not executed: resent as
+ * packets (ses_msg.c bind_tagged). */
+#define UB_SES_RC_CMA_UNEXPECTED 0x35
 
 /* The largest datagram the transaction layer makes: a request of the largest payload its
  * 14-bit length field carries (a response's header is shorter). */
@@ -388,7 +390,7 @@ struct ub__ses_stats {
     uint64_t rndv_sent, rndv_served_pkts, rndv_done, dup_bytes;
     uint64_t deferred_sent, rtr_sent, rtr_rx, defer_restarts, rsp_timeouts, peer_failed;
     uint64_t cma_reqs;            /* initiator: requests sent as single copy */
-    uint64_t cma_fallbacks;       /* initiator: refused by the target, sent again as packets */
+    uint64_t cma_fallbacks;       /* initiator: refused or unmatched, sent again as packets */
     uint64_t cma_done, cma_bytes; /* target: single copies executed, bytes moved */
     uint64_t cma_refused, cma_errors, cma_expired; /* target: refused, failed, too late */
     uint64_t cma_unexpected; /* target: tagged single copies that matched no buffer (resent) */
