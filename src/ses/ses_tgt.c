@@ -651,10 +651,12 @@ static struct ub__rxmsg *msg_new(struct ub__tl *s, struct ub__tstream *ts,
             m->jfr = NULL;
             break;
         }
-        if (tagged && !m->cma_refuse) {
+        if (m->cma_refuse)
+            break; /* sent again as packets, bound then */
+        if (tagged) {
             ub__tgt_bind_tagged_in_order(s, m, now);
             m->staged = m->bind != BIND_BUF;
-        } else if (!tagged && !m->cma_refuse) { /* refused: sent again as packets, bound then */
+        } else {
             m->bind = ub__tgt_bind_untagged(m) ? BIND_BUF : BIND_RNR;
             if (m->bind == BIND_BUF && m->len > m->rb->cap)
                 m->rc = UB_SES_RC_TOO_LONG;
