@@ -127,24 +127,32 @@ bool ub__tgt_bind_untagged(struct ub__rxmsg *m)
  * CMA_UNEXPECTED and comes again as packets, in its place in the send order (its copy could
  * not wait for a buffer: the initiator's descriptor expires).
  */
-static bool bind_tagged(struct ub__rxmsg *m)
+struct ub__rbuf *ub__tgt_first_match(ub_jfr *jfr, uint64_t tag)
 {
-    ub_jfr *jfr = m->jfr;
     struct ub__list *it;
     UB_LIST_FOR_EACH(it, &jfr->posted)
     {
         struct ub__rbuf *rb = UB_CONTAINER_OF(it, struct ub__rbuf, link);
-        if (tag_match(rb, m->mkey)) {
-            ub__list_remove(&rb->link);
-            m->rb = rb;
-            m->bind = BIND_BUF;
-            if (m->cma && m->len > rb->cap)
-                m->rc = UB_SES_RC_TOO_LONG; /* the buffer is consumed with a length error */
-            /* Bytes that arrived before it was matched (holes are filled by later packets). */
-            if (m->stage && m->got && m->len <= rb->cap)
-                ub__tgt_rbuf_place(rb, 0, m->stage, m->wire_len);
-            return true;
-        }
+        if (tag_match(rb, tag))
+            return rb;
+    }
+    return NULL;
+}
+
+static bool bind_tagged(struct ub__rxmsg *m)
+{
+    ub_jfr *jfr = m->jfr;
+    struct ub__rbuf *rb = ub__tgt_first_match(jfr, m->mkey);
+    if (rb) {
+        ub__list_remove(&rb->link);
+        m->rb = rb;
+        m->bind = BIND_BUF;
+        if (m->cma && m->len > rb->cap)
+            m->rc = UB_SES_RC_TOO_LONG; /* the buffer is consumed with a length error */
+        /* Bytes that arrived before it was matched (holes are filled by later packets). */
+        if (m->stage && m->got && m->len <= rb->cap)
+            ub__tgt_rbuf_place(rb, 0, m->stage, m->wire_len);
+        return true;
     }
     if (m->cma) {
         m->bind = BIND_NONE;

@@ -755,13 +755,13 @@ static void msg_outlives(struct ub__tl *s, struct ub__tstream *ts, struct ub__rx
 }
 
 /* A fast path's receive record: the request q (tail flags tf), the next of its stream's sends
- * to jfr (sq), recorded in jfr's first posted buffer. */
+ * to jfr (sq), recorded in rb, a buffer posted to jfr (tagged: with the message's tag). */
 static UB_ALWAYS_INLINE void fast_record(struct ub__tl *s, ub_jfr *jfr, struct ub__send_seq *sq,
-                                         enum ub_cr_opcode op, const struct ub__ses_std *q,
-                                         const struct ub__addr *src, uint8_t tf)
+                                         struct ub__rbuf *rb, enum ub_cr_opcode op,
+                                         const struct ub__ses_std *q, const struct ub__addr *src,
+                                         uint8_t tf)
 {
     sq->next++;
-    struct ub__rbuf *rb = UB_CONTAINER_OF(jfr->posted.next, struct ub__rbuf, link);
     ub__list_remove(&rb->link);
     struct ub_cr *cr = ub__tgt_recv_cr(jfr);
     cr->status = UB_CR_SUCCESS;
@@ -772,17 +772,27 @@ static UB_ALWAYS_INLINE void fast_record(struct ub__tl *s, ub_jfr *jfr, struct u
         cr->flags = UB_CR_F_IMM;
         cr->imm_data = q->header_data;
     }
+    if (q->opcode == UB_SES_OP_TAGGED_SEND) {
+        cr->flags |= UB_CR_F_TAG;
+        cr->tag = q->mem_key;
+    }
     ub__tgt_recv_done(s, jfr, rb, cr, src, (tf & UB_SES_TAIL_S) != 0);
 }
 
+static UB_ALWAYS_INLINE struct ub__rbuf *first_posted(ub_jfr *jfr)
+{
+    return UB_CONTAINER_OF(jfr->posted.next, struct ub__rbuf, link);
+}
+
 /*
- * The usual message taken whole, without a message record from the cache: an untagged SEND
- * whose first posted buffer of its JFR holds it in one piece, the next of its stream's sends
- * to that JFR. The caller checked that it is one packet whose turn has come (nothing waits
- * in its stream and its order is met). What msg_new, place, on_complete and exec_msg do for
- * such a message, with the same effects (test_api_fast plays ping-pongs both ways and
- * compares the bytes sent and the records). false: not such a message, and nothing was
- * changed (the JFR and send-order entry looked up are what msg_new would look up, too).
+ * The usual message taken whole, without a message record from the cache: a SEND whose
+ * buffer holds it in one piece (untagged: its JFR's first posted one; tagged: the first
+ * posted one its tag matches), the next of its stream's sends to that JFR. The caller
+ * checked that it is one packet whose turn has come (nothing waits in its stream and its
+ * order is met). What msg_new, place, on_complete and exec_msg do for such a message, with
+ * the same effects (test_api_fast plays ping-pongs both ways and compares the bytes sent and
+ * the records). false: not such a message, and nothing was changed (the JFR, send-order
+ * entry and buffer looked up are what msg_new would look up, too).
  */
 static UB_ALWAYS_INLINE bool fast_send(struct ub__tl *s, struct ub__tstream *ts,
                                        const struct ub__addr *src, const struct ub__ext *x,
@@ -791,16 +801,19 @@ static UB_ALWAYS_INLINE bool fast_send(struct ub__tl *s, struct ub__tstream *ts,
 {
     uint8_t tf = (uint8_t)(t->aux >> 24);
     uint32_t len = q->request_length;
+    bool tagged = q->opcode == UB_SES_OP_TAGGED_SEND;
     ub_jfr *jfr = jfr_by_id(s, ub__ses_std_key(q));
-    if (!jfr || jfr->attr.tag_matching || ub__list_empty(&jfr->posted))
+    if (!jfr || jfr->attr.tag_matching != tagged || ub__list_empty(&jfr->posted))
         return false;
     struct ub__send_seq *sq = ub__send_seq_of(&ts->ss, jfr->id);
-    struct ub__rbuf *rb = UB_CONTAINER_OF(jfr->posted.next, struct ub__rbuf, link);
+    struct ub__rbuf *rb = first_posted(jfr);
+    if (UB_UNLIKELY(tagged) && !(rb = ub__tgt_first_match(jfr, q->mem_key)))
+        return false;
     if (!sq || sq->next != t->send_seq || len > rb->cap || !rb->num_sge || len > rb->sge[0].len)
         return false;
     if (len)
         memcpy(rb->sge[0].addr, payload, len);
-    fast_record(s, jfr, sq, UB_CR_OP_RECV, q, src, tf);
+    fast_record(s, jfr, sq, rb, UB_CR_OP_RECV, q, src, tf);
     ub__tgt_respond_in(s, ts, src, x->stream, x->order_seq, (tf & UB_SES_TAIL_A) != 0, UB_SES_RC_OK,
                        len, false, 0, now);
     return true;
@@ -834,7 +847,7 @@ static UB_ALWAYS_INLINE bool fast_write(struct ub__tl *s, struct ub__tstream *ts
     if (len)
         memcpy(seg->addr + (q->buffer_offset - (uint64_t)(uintptr_t)seg->addr), payload, len);
     if (jfr) {
-        fast_record(s, jfr, sq, UB_CR_OP_RECV_WRITE_IMM, q, src, tf);
+        fast_record(s, jfr, sq, first_posted(jfr), UB_CR_OP_RECV_WRITE_IMM, q, src, tf);
     } else {
         s->st.executed++;
         s->ctx->writes_placed++;
@@ -913,7 +926,8 @@ static UB_ALWAYS_INLINE bool fast_req(struct ub__tl *s, struct ub__tstream *ts,
                                       const uint8_t *payload, uint32_t payload_len,
                                       const struct ub__ses_tail *t, uint64_t now)
 {
-    bool send = q->opcode == UB_SES_OP_SEND || q->opcode == UB_SES_OP_DEFER_SEND;
+    bool send = q->opcode == UB_SES_OP_SEND || q->opcode == UB_SES_OP_DEFER_SEND ||
+                q->opcode == UB_SES_OP_TAGGED_SEND;
     bool write = q->opcode == UB_SES_OP_WRITE;
     bool amo = a && q->opcode == UB_SES_OP_FETCHING_ATOMIC;
     bool read = q->opcode == UB_SES_OP_READ && !payload_len;

@@ -130,6 +130,8 @@ void ub__tgt_stage_put(struct ub__tl *s, struct ub__rxmsg *m, uint64_t off, cons
                        uint32_t n);
 /* Binds an untagged message (or WRITE_IMM) to a buffer in send order; false: none free. */
 bool ub__tgt_bind_untagged(struct ub__rxmsg *m);
+/* The first buffer posted to the tag-matching jfr (in posting order) that takes tag, or NULL. */
+struct ub__rbuf *ub__tgt_first_match(ub_jfr *jfr, uint64_t tag);
 /* Tagged messages of one stream to one JFR are matched in send order. */
 void ub__tgt_bind_tagged_in_order(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
 /* The receive record of m (its buffer goes back to the JFR's free list). */

@@ -6,7 +6,9 @@
  * must put the same bytes on the wire in the same order and hand the application the same records,
  * received bytes and memory; the first must have taken the fast paths. Held output is on (loop
  * contexts do not hold by default), without its watchdog: a post that answers a round is what the
- * fast send path serves.
+ * fast send path serves. Then the same with tagged messages into tag-matching receive queues
+ * (every message a TSEND, with one of three tags, into buffers of which every other one takes
+ * any tag and the rest only tag 1, so that a message may have to pass buffers by).
  */
 #include "unit/api_util.h"
 #include "pds/pds.h"
@@ -72,7 +74,7 @@ static void wait_recv(struct tnet *t, struct run *r, uint32_t i)
 }
 
 /* Ping k from `from`: its kind and size cycle through the cases the fast path must match. */
-static void ping(struct tnet *t, struct side *sd, uint32_t from, uint32_t k)
+static void ping(struct tnet *t, struct side *sd, uint32_t from, uint32_t k, bool tagged)
 {
     struct side *s = &sd[from];
     uint32_t len = (uint32_t[]){8, 1, 64, 100, 0, 24}[k % 6];
@@ -128,13 +130,36 @@ static void ping(struct tnet *t, struct side *sd, uint32_t from, uint32_t k)
         break;
     }
     }
+    if (tagged) { /* a tag-matching queue takes tagged messages only */
+        memset(&wr.u, 0, sizeof(wr.u));
+        wr.opcode = UB_OP_TSEND;
+        wr.imm_data = 0;
+        wr.u.send.tag = k % 3;
+    }
     assert_int_equal(ub_post_jetty_send(t->jetty[from], &wr, NULL), 0);
+}
+
+/* Posts node i's receive buffer k (of 16, 1 KiB each); tagged: every other one takes any tag,
+ * the rest tag 1 only. */
+static void post_buf(struct tnet *t, struct side *sd, uint32_t i, uint64_t k, bool tagged)
+{
+    struct ub_sge sg = {sd[i].mem + (k % 16) * 1024, 1024, sd[i].seg};
+    struct ub_rwr rw;
+    memset(&rw, 0, sizeof(rw));
+    rw.sge = &sg;
+    rw.num_sge = 1;
+    rw.user_ctx = k;
+    if (tagged) {
+        rw.tag = 1;
+        rw.ignore = k % 2 ? 0 : ~0ull;
+    }
+    assert_int_equal(ub_post_jetty_recv(t->jetty[i], &rw, NULL), 0);
 }
 
 /* Node i takes ping k (the message, its first bytes into out) and gives the buffer it
  * consumed back. */
 static void take(struct tnet *t, struct run *r, struct side *sd, uint32_t i, uint32_t k,
-                 uint8_t *out)
+                 uint8_t *out, bool tagged)
 {
     wait_recv(t, r, i);
     const struct ub_cr *c = &r->cr[i][r->ncr[i] - 1];
@@ -142,19 +167,13 @@ static void take(struct tnet *t, struct run *r, struct side *sd, uint32_t i, uin
     uint8_t *buf = sd[i].mem + (c->user_ctx % 16) * 1024;
     const uint8_t *at = write ? sd[i].mem + 50000 + (k % 8) * 128 : buf;
     memcpy(out, at, c->length < 128 ? c->length : 128);
-    struct ub_sge sg = {buf, 1024, sd[i].seg};
-    struct ub_rwr rw;
-    memset(&rw, 0, sizeof(rw));
-    rw.sge = &sg;
-    rw.num_sge = 1;
-    rw.user_ctx = c->user_ctx;
-    assert_int_equal(ub_post_jetty_recv(t->jetty[i], &rw, NULL), 0);
+    post_buf(t, sd, i, c->user_ctx, tagged);
 }
 
-static void play(struct run *r, bool fast)
+static void play(struct run *r, bool fast, bool tagged)
 {
     struct tnet t;
-    tnet_init(&t, 2, 0, true, false);
+    tnet_init(&t, 2, 0, true, tagged);
     ub__loopnet_set_tap(ub__loopnet_impl(t.net), tap, &r->wire);
     struct side sd[2];
     for (uint32_t i = 0; i < 2; i++) {
@@ -171,15 +190,8 @@ static void play(struct run *r, bool fast)
         sd[i].peer_seg = tnet_import_seg(&t, i, sd[1 - i].seg, 77);
     }
     for (uint32_t k = 0; k < 16; k++)
-        for (uint32_t i = 0; i < 2; i++) {
-            struct ub_sge sg = {sd[i].mem + k * 1024, 1024, sd[i].seg};
-            struct ub_rwr rw;
-            memset(&rw, 0, sizeof(rw));
-            rw.sge = &sg;
-            rw.num_sge = 1;
-            rw.user_ctx = k;
-            assert_int_equal(ub_post_jetty_recv(t.jetty[i], &rw, NULL), 0);
-        }
+        for (uint32_t i = 0; i < 2; i++)
+            post_buf(&t, sd, i, k, tagged);
     for (uint32_t k = 0; k < PINGS; k++) {
         /* A lossy stretch: a drop every 7th packet each way, then a reordering one. */
         if (k == PINGS / 3) {
@@ -193,14 +205,14 @@ static void play(struct run *r, bool fast)
         }
         if (k % 25 == 24) { /* several in flight: some out of order under the reordering */
             for (uint32_t j = 0; j < BURST; j++)
-                ping(&t, sd, 0, 4 * (PINGS + j)); /* SEND: k % 4 == 0 */
+                ping(&t, sd, 0, 4 * (PINGS + j), tagged); /* SEND: k % 4 == 0 */
             for (uint32_t j = 0; j < BURST; j++)
-                take(&t, r, sd, 1, 4 * (PINGS + j), r->burst[(k / 25) * BURST + j]);
+                take(&t, r, sd, 1, 4 * (PINGS + j), r->burst[(k / 25) * BURST + j], tagged);
         }
-        ping(&t, sd, 0, k);
-        take(&t, r, sd, 1, k, r->got[1][k]);
-        ping(&t, sd, 1, k); /* the answer: the round that took the ping held its output */
-        take(&t, r, sd, 0, k, r->got[0][k]);
+        ping(&t, sd, 0, k, tagged);
+        take(&t, r, sd, 1, k, r->got[1][k], tagged);
+        ping(&t, sd, 1, k, tagged); /* the answer: the round that took the ping held its output */
+        take(&t, r, sd, 0, k, r->got[0][k], tagged);
     }
     /* Everything settles: every send completes on both sides. */
     for (int i = 0; i < 20000; i++) {
@@ -222,16 +234,17 @@ static void play(struct run *r, bool fast)
     tnet_fini(&t);
 }
 
-static void test_same_on_the_wire(void **state)
+static void same_on_the_wire(bool tagged)
 {
-    (void)state;
     static struct run a, b;
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
     a.wire.b = malloc(MAX_OUT);
     b.wire.b = malloc(MAX_OUT);
     assert_non_null(a.wire.b);
     assert_non_null(b.wire.b);
-    play(&a, true);
-    play(&b, false);
+    play(&a, true, tagged);
+    play(&b, false, tagged);
     print_message("fast: %u datagrams, %lu emitted as sent, %lu messages taken whole; general: "
                   "%u datagrams\n",
                   a.wire.pkts, (unsigned long)a.direct, (unsigned long)a.taken, b.wire.pkts);
@@ -265,6 +278,10 @@ static void test_same_on_the_wire(void **state)
             assert_int_equal(x->length, y->length);
             assert_int_equal(x->user_ctx, y->user_ctx);
             assert_int_equal(x->imm_data, y->imm_data);
+            assert_int_equal(x->flags, y->flags);
+            assert_int_equal(x->tag, y->tag);
+            if (tagged && x->opcode == UB_CR_OP_RECV) /* the buffer took the message's tag */
+                assert_true(x->tag == 1 || x->user_ctx % 2 == 0);
         }
     }
     assert_memory_equal(a.got, b.got, sizeof(a.got));
@@ -281,10 +298,23 @@ static void test_same_on_the_wire(void **state)
     free(b.wire.b);
 }
 
+static void test_same_on_the_wire(void **state)
+{
+    (void)state;
+    same_on_the_wire(false);
+}
+
+static void test_same_on_the_wire_tagged(void **state)
+{
+    (void)state;
+    same_on_the_wire(true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_on_the_wire),
+        cmocka_unit_test(test_same_on_the_wire_tagged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
