@@ -152,6 +152,25 @@ run_softub() {
     return 0
 }
 
+# Tagged sends into tag-matching queues (softub-perf --tagged): what UCX's tag_lat and tag_bw
+# measure, beside the targets' rows (which keep send_lat and write_bw).
+run_softub_tagged() {
+    local tr=$1 dev=$2 v
+    local S=(--bind "$HOST" -p PORT --timeout 10000)
+    local C=(-p PORT --timeout 10000 -d "$dev" --tagged)
+    if pair "$tr-lat" tcp "$PERF" send_lat "${S[@]}" -- "$PERF" send_lat "${C[@]}" -s 8 -n "$LAT_N" --warmup 1000 --window 2048 "$HOST"; then
+        read -r a b < <(lat_cols "$WORK/$tr-lat.out") && put "$tr" p50 "$a" && put "$tr" p999 "$b"
+        put "$tr" p999w "$(lat_window_p999 "$WORK/$tr-lat.out")"
+    fi
+    if pair "$tr-bw64" tcp "$PERF" send_bw "${S[@]}" -- "$PERF" send_bw "${C[@]}" -s 65536 -n "$BW64_N" "$HOST"; then
+        read -r v _ < <(bw_cols "$WORK/$tr-bw64.out") && put "$tr" bw64 "$v"
+    fi
+    if pair "$tr-bw1m" tcp "$PERF" send_bw "${S[@]}" -- "$PERF" send_bw "${C[@]}" -s 1048576 -n "$BW1M_N" -t 32 "$HOST"; then
+        read -r v _ < <(bw_cols "$WORK/$tr-bw1m.out") && put "$tr" bw1m "$v"
+    fi
+    return 0
+}
+
 run_raw() {
     if pair raw-lat udp "$RAW" -p PORT -n "$LAT_N" -w 1000 -- "$RAW" -p PORT -n "$LAT_N" -w 1000 "$HOST"; then
         read -r a b < <(lat_cols "$WORK/raw-lat.out") && put raw p50 "$a" && put raw p999 "$b"
@@ -233,6 +252,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
     log "compare: fi tcp";         place fi-tcp;     run_fi fi-tcp tcp
     log "compare: fi udp;ofi_rxd"; place fi-rxd;     run_fi fi-rxd "udp;ofi_rxd"
     log "compare: softub shm";     place softub-shm; run_softub softub-shm shm
+    log "compare: softub shm, tagged"; place softub-shm-tag; run_softub_tagged softub-shm-tag shm
     log "compare: UCX shm";        place ucx-shm;    run_ucx ucx-shm "posix,cma,self"
     log "compare: fi shm";         place fi-shm;     run_fi fi-shm shm
 done
@@ -270,7 +290,7 @@ table() {
     echo "| transport | 8 B lat p50 (us) | 8 B lat p99.9 (us) | 64 KiB BW (MB/s) | 1 MiB BW (MB/s) | 8 B rate (Mpps) |"
     echo "|---|---:|---:|---:|---:|---:|"
     local tr
-    for tr in raw softub-udp softub-ring ucx-tcp fi-tcp fi-rxd softub-shm ucx-shm fi-shm; do
+    for tr in raw softub-udp softub-ring ucx-tcp fi-tcp fi-rxd softub-shm softub-shm-tag ucx-shm fi-shm; do
         local label=$tr
         case $tr in
         raw) label="raw UDP ping-pong (floor)" ;;
@@ -280,6 +300,7 @@ table() {
         fi-tcp) label="fi_pingpong tcp" ;;
         fi-rxd) label="fi_pingpong udp;ofi_rxd" ;;
         softub-shm) label="**softub shm**" ;;
+        softub-shm-tag) label="**softub shm, tagged** (--tagged)" ;;
         ucx-shm) label="UCX shm (posix,cma)" ;;
         fi-shm) label="fi_pingpong shm" ;;
         esac
@@ -288,7 +309,8 @@ table() {
     echo
     echo "Latency is half a round trip (softub send_lat, UCX tag_lat, raw ping-pong; * = fi_pingpong's"
     echo "average, it has no percentiles). Bandwidth: softub write_bw, UCX tag_bw (MiB/s converted"
-    echo "to MB/s). Rate: softub write_bw 8 B with post lists of 32, UCX tag_bw 8 B."
+    echo "to MB/s). Rate: softub write_bw 8 B with post lists of 32, UCX tag_bw 8 B. The tagged"
+    echo "row is softub send_lat and send_bw --tagged: tagged sends, as UCX's tag_lat and tag_bw."
     echo "A sample spanning one of the host's gaps is late by it: with r gaps/s per CPU, a ping-pong"
     echo "of round trip d has about 2 r d of its samples hit, so p99.9 shows the gaps once 2 r d"
     echo "passes 0.1 % (at 400/s: round trips above 1.25 us). ucx_perftest's percentiles cover only"
@@ -304,7 +326,7 @@ table() {
     echo "CPU placement before each transport's runs, per round (bench/c2c: ns per cache-line"
     echo "round trip between the two CPUs; figures are comparable where these are alike):"
     local t
-    for t in raw softub-udp softub-ring ucx-tcp fi-tcp fi-rxd softub-shm ucx-shm fi-shm; do
+    for t in raw softub-udp softub-ring ucx-tcp fi-tcp fi-rxd softub-shm softub-shm-tag ucx-shm fi-shm; do
         echo "- $t: $(all "$t" c2c)"
     done
     echo "The targets' ratios round by round (each round's runs are minutes apart, not more):"
@@ -368,6 +390,10 @@ table() {
     echo "| shm 1 MiB BW / UCX shm | $r | >= 0.8 | $(verdict "$r" ">=" 0.8) | $basis |"
     r=$(ratio "$(get softub-shm rate)" "$(get ucx-shm rate)")
     echo "| shm 8 B rate / UCX shm | $r | - | - | the medians |"
+    r=$(ratio "$(get softub-shm-tag p50)" "$(get ucx-shm p50)")
+    echo "| shm tagged 8 B p50 / UCX shm (both tagged) | $r | - | - | the medians |"
+    r=$(ratio "$(get softub-shm-tag bw1m)" "$(get ucx-shm bw1m)")
+    echo "| shm tagged 1 MiB BW / UCX shm (both tagged) | $r | - | - | the medians |"
 }
 
 table | tee "${OUT:-/dev/null}"
