@@ -80,6 +80,10 @@ bool ub__ses_cma_choose(struct ub__tl *s, const struct ub__wr *w)
     if (w->opcode != UB_OP_WRITE && w->opcode != UB_OP_WRITE_IMM && w->opcode != UB_OP_READ &&
         w->opcode != UB_OP_SEND && w->opcode != UB_OP_SEND_IMM && w->opcode != UB_OP_TSEND)
         return false;
+    /* A tagged message up to eager_max goes eagerly: streamed, it outruns the copies, and
+     * unmatched it is buffered at once, where a single copy would be sent again. */
+    if (w->opcode == UB_OP_TSEND && w->len <= s->eager_max)
+        return false;
     if (w->os && w->os->no_cma)
         return false;
     uint32_t n = desc_segs(w);

@@ -1,15 +1,17 @@
 /*
  * Tagged messages by single copy, between two contexts of this process over shm:// (its own
- * memory is always within reach of process_vm_readv). A large tagged send that matches a
- * posted buffer is pulled by the target straight into it. One that matches nothing is
- * answered CMA_UNEXPECTED without being executed and goes again as packets (buffered, or
- * parked by rendezvous past the eager size), in its place in the matching order, while a
- * send behind it waits for that place; the stream keeps single copy for the next one.
+ * memory is always within reach of process_vm_readv). A tagged send past the eager size that
+ * matches a posted buffer is pulled by the target straight into it. One that matches nothing
+ * is answered CMA_UNEXPECTED without being executed and goes again as packets (a rendezvous,
+ * parked until a buffer matches), in its place in the matching order, while a send behind it
+ * waits for that place; the stream keeps single copy for the next one. One of the eager size
+ * or less goes as packets.
  */
 #include "unit/api_net_util.h"
 
-#define BIG  (200u << 10) /* past eager_max: rendezvous when on packets */
-#define MID  (48u << 10)  /* under eager_max: one eager message when on packets */
+#define BIG  (200u << 10) /* past eager_max: single copy, or rendezvous on packets */
+#define MID  (100u << 10) /* past eager_max too */
+#define EAG  (48u << 10)  /* under eager_max: one eager message, never a single copy */
 #define RBUF (256u << 10) /* receive buffer i at N_RECV_OFF + i * RBUF */
 
 static void tsend(struct node *a, const struct peer *p, uint64_t tag, uint32_t off, uint32_t len,
@@ -97,12 +99,15 @@ static void test_tagged_single_copy(void **state)
     assert_int_equal(stats(&a).cma_reqs, 2);
     assert_int_equal(stats(&b).cma_done, 2);
 
-    /* Nothing posted: both go again as packets, the first buffered (eager), the second
-     * parked (rendezvous, so its sender waits for the buffer); the second, sent before the
-     * first came again, waited for its place. Matched in send order once buffers come. */
+    /* Nothing posted: both go again as packets, each a rendezvous parked until a buffer
+     * matches (their senders wait); the second, sent before the first came again, waited
+     * for its place. Matched in send order once buffers come. */
     tsend(&a, &p, 9, 0, MID, 2);
     tsend(&a, &p, 9, 256u << 10, BIG, 3);
-    sent(&a, &b, 2);
+    for (int i = 0; i < 100000 && stats(&a).cma_fallbacks < 2; i++) {
+        ub_progress(a.ctx);
+        ub_progress(b.ctx);
+    }
     struct ub_context_stats sa = stats(&a), sb = stats(&b);
     assert_int_equal(sa.cma_reqs, 4);
     assert_int_equal(sa.cma_fallbacks, 2);
@@ -112,8 +117,16 @@ static void test_tagged_single_copy(void **state)
     trecv(&b, 2, 9);
     received(&b, &a, 1, 9, MID, 2);
     received(&b, &a, 2, 9, BIG, 3);
+    sent(&a, &b, 2);
     sent(&a, &b, 3);
     assert_int_equal(stats(&b).cma_done, 2);
+
+    /* Up to the eager size: packets, whether a buffer waits or not. */
+    trecv(&b, 1, 10);
+    tsend(&a, &p, 10, 0, EAG, 5);
+    sent(&a, &b, 5);
+    received(&b, &a, 1, 10, EAG, 5);
+    assert_int_equal(stats(&a).cma_reqs, 4);
 
     /* The stream still asks for single copy. */
     trecv(&b, 3, 11);
