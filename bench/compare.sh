@@ -127,12 +127,14 @@ bw_cols() { awk '/^ *[0-9]/ {print $4, $5; exit}' "$1"; }
 ucx_final() { awk -v c="$2" '/^ *[0-9]+ +[0-9.]+ +[0-9.]+/ {l = $0} END { if (l != "") { split(l, f, " "); print f[c] } }' "$1"; }
 mib_to_mb() { awk -v v="$1" 'BEGIN { if (v == "") print "-"; else printf "%.1f", v * 1.048576 }'; }
 
-# run_softub TRANSPORT DEVICE [OPTIONS OF BOTH SIDES...]
+# run_softub TRANSPORT DEVICE BW_TEST [OPTIONS OF BOTH SIDES...]: send_lat, BW_TEST at 64 KiB
+# and 1 MiB, and with write_bw the 8-byte rate. The tagged row passes send_bw --tagged: what
+# UCX's tag_lat and tag_bw measure, beside the targets' rows (send_lat and write_bw).
 run_softub() {
-    local tr=$1 dev=$2 v
+    local tr=$1 dev=$2 bw=$3 v
     local P=("$PERF")
-    local S=(--bind "$HOST" -p PORT --timeout 10000 "${@:3}")
-    local C=(-p PORT --timeout 10000 -d "$dev" "${@:3}")
+    local S=(--bind "$HOST" -p PORT --timeout 10000 "${@:4}")
+    local C=(-p PORT --timeout 10000 -d "$dev" "${@:4}")
     if [ "$dev" = udp ]; then C+=(--mtu "$SOFTUB_MTU"); fi
     # --window: ucx_perftest takes its percentiles over its last 2 048 iterations (its timing
     # queue); softub's over the same span are what its p99.9 is compared with.
@@ -140,33 +142,14 @@ run_softub() {
         read -r a b < <(lat_cols "$WORK/$tr-lat.out") && put "$tr" p50 "$a" && put "$tr" p999 "$b"
         put "$tr" p999w "$(lat_window_p999 "$WORK/$tr-lat.out")"
     fi
-    if pair "$tr-bw64" tcp "${P[@]}" write_bw "${S[@]}" -- "${P[@]}" write_bw "${C[@]}" -s 65536 -n "$BW64_N" "$HOST"; then
+    if pair "$tr-bw64" tcp "${P[@]}" "$bw" "${S[@]}" -- "${P[@]}" "$bw" "${C[@]}" -s 65536 -n "$BW64_N" "$HOST"; then
         read -r v _ < <(bw_cols "$WORK/$tr-bw64.out") && put "$tr" bw64 "$v"
     fi
-    if pair "$tr-bw1m" tcp "${P[@]}" write_bw "${S[@]}" -- "${P[@]}" write_bw "${C[@]}" -s 1048576 -n "$BW1M_N" -t 32 "$HOST"; then
+    if pair "$tr-bw1m" tcp "${P[@]}" "$bw" "${S[@]}" -- "${P[@]}" "$bw" "${C[@]}" -s 1048576 -n "$BW1M_N" -t 32 "$HOST"; then
         read -r v _ < <(bw_cols "$WORK/$tr-bw1m.out") && put "$tr" bw1m "$v"
     fi
-    if pair "$tr-rate" tcp "${P[@]}" write_bw "${S[@]}" -- "${P[@]}" write_bw "${C[@]}" -s 8 -n "$RATE_N" -t 512 -l 32 "$HOST"; then
+    if [ "$bw" = write_bw ] && pair "$tr-rate" tcp "${P[@]}" write_bw "${S[@]}" -- "${P[@]}" write_bw "${C[@]}" -s 8 -n "$RATE_N" -t 512 -l 32 "$HOST"; then
         read -r _ v < <(bw_cols "$WORK/$tr-rate.out") && put "$tr" rate "$v"
-    fi
-    return 0
-}
-
-# Tagged sends into tag-matching queues (softub-perf --tagged): what UCX's tag_lat and tag_bw
-# measure, beside the targets' rows (which keep send_lat and write_bw).
-run_softub_tagged() {
-    local tr=$1 dev=$2 v
-    local S=(--bind "$HOST" -p PORT --timeout 10000)
-    local C=(-p PORT --timeout 10000 -d "$dev" --tagged)
-    if pair "$tr-lat" tcp "$PERF" send_lat "${S[@]}" -- "$PERF" send_lat "${C[@]}" -s 8 -n "$LAT_N" --warmup 1000 --window 2048 "$HOST"; then
-        read -r a b < <(lat_cols "$WORK/$tr-lat.out") && put "$tr" p50 "$a" && put "$tr" p999 "$b"
-        put "$tr" p999w "$(lat_window_p999 "$WORK/$tr-lat.out")"
-    fi
-    if pair "$tr-bw64" tcp "$PERF" send_bw "${S[@]}" -- "$PERF" send_bw "${C[@]}" -s 65536 -n "$BW64_N" "$HOST"; then
-        read -r v _ < <(bw_cols "$WORK/$tr-bw64.out") && put "$tr" bw64 "$v"
-    fi
-    if pair "$tr-bw1m" tcp "$PERF" send_bw "${S[@]}" -- "$PERF" send_bw "${C[@]}" -s 1048576 -n "$BW1M_N" -t 32 "$HOST"; then
-        read -r v _ < <(bw_cols "$WORK/$tr-bw1m.out") && put "$tr" bw1m "$v"
     fi
     return 0
 }
@@ -245,14 +228,14 @@ place() { put "$1" c2c "$("$BUILD/bench/c2c" 2>/dev/null | awk '/ns per/ {print 
 for ((round = 1; round <= ROUNDS; round++)); do
     log "compare: round $round of $ROUNDS"
     log "compare: raw UDP";        place raw;        run_raw
-    log "compare: softub udp";     place softub-udp; run_softub softub-udp udp
+    log "compare: softub udp";     place softub-udp; run_softub softub-udp udp write_bw
     # The packet ring (docs/device-udp.md) needs CAP_NET_RAW: without it the row stays empty.
-    log "compare: softub udp, packet ring"; place softub-ring; run_softub softub-ring udp --udp-opts ring=1
+    log "compare: softub udp, packet ring"; place softub-ring; run_softub softub-ring udp write_bw --udp-opts ring=1
     log "compare: UCX tcp";        place ucx-tcp;    run_ucx ucx-tcp tcp
     log "compare: fi tcp";         place fi-tcp;     run_fi fi-tcp tcp
     log "compare: fi udp;ofi_rxd"; place fi-rxd;     run_fi fi-rxd "udp;ofi_rxd"
-    log "compare: softub shm";     place softub-shm; run_softub softub-shm shm
-    log "compare: softub shm, tagged"; place softub-shm-tag; run_softub_tagged softub-shm-tag shm
+    log "compare: softub shm";     place softub-shm; run_softub softub-shm shm write_bw
+    log "compare: softub shm, tagged"; place softub-shm-tag; run_softub softub-shm-tag shm send_bw --tagged
     log "compare: UCX shm";        place ucx-shm;    run_ucx ucx-shm "posix,cma,self"
     log "compare: fi shm";         place fi-shm;     run_fi fi-shm shm
 done
