@@ -190,7 +190,7 @@ struct ub__pds_ipdc {
 struct ub__pds_tpdc {
     struct ub__timer ack_timer;
     struct ub__pkt *ack_q; /* ack_coalesce: its ACK still in the control queue (tag = this) */
-    uint64_t ack_q_bm;     /* ... its SACK bitmap and the bitmap's base PSN (choose_base) */
+    uint64_t ack_q_bm;     /* ... its SACK bitmap and the bitmap's base PSN (sack_base) */
     uint32_t ack_q_base;
     struct ub__list lru; /* pds->tpdc_lru, least recently active first */
     struct ub__pds *pds;
