@@ -552,11 +552,12 @@ static void print_transport(const struct ub_context_stats *st)
                st->udp_tx_calls, st->udp_gso_runs, st->udp_gso_pkts, st->udp_rx_calls,
                st->udp_gro_runs, st->udp_gro_pkts, st->acks_tx);
     if (st->cma_reqs || st->cma_done)
-        printf(" # single copies: asked for %" PRIu64 " (sent again as packets %" PRIu64
-               "), done %" PRIu64 " (%" PRIu64 " bytes), refused %" PRIu64 ", failed %" PRIu64
+        printf(" # single copies (from %" PRIu64 " bytes): asked for %" PRIu64
+               " (sent again as packets %" PRIu64 "), done %" PRIu64 " (%" PRIu64
+               " bytes), refused %" PRIu64 ", failed %" PRIu64
                ", tagged with no buffer yet %" PRIu64 "\n",
-               st->cma_reqs, st->cma_fallbacks, st->cma_done, st->cma_bytes, st->cma_refused,
-               st->cma_errors, st->cma_unexpected);
+               st->cma_min, st->cma_reqs, st->cma_fallbacks, st->cma_done, st->cma_bytes,
+               st->cma_refused, st->cma_errors, st->cma_unexpected);
     if (st->tx_link || st->rx_link)
         printf(" # shm without transport contexts: packets sent %" PRIu64 ", received %" PRIu64
                ", stale dropped %" PRIu64 "\n",

@@ -82,7 +82,8 @@ struct ub_context_attr {
      * Single copy: WRITE, WRITE_IMM, READ, SEND and SEND_IMM of at least this many bytes to
      * a peer reached through shared memory are copied once, by the target, with cross-memory
      * attach (process_vm_readv/writev), when the kernel permits it both ways; otherwise
-     * packets. 0: 16384 bytes; UB_CMA_OFF: never (neither initiate nor serve). The environment
+     * packets. 0: measured at open, 16-64 KiB (ub_context_stats.cma_min says which);
+     * UB_CMA_OFF: never (neither initiate nor serve). The environment
      * variable SOFTUB_CMA=0 turns it off for every context of the process.
      */
     uint32_t cma_min;
@@ -183,6 +184,9 @@ struct ub_context_stats {
     uint64_t udp_rx_calls, udp_gro_runs, udp_gro_pkts;
     /* ACK packets this side sent as a target (a queued ACK rewritten counts once). */
     uint64_t acks_tx;
+    /* Single copy's threshold in effect, bytes (0: off): cma_min, or when that is 0 the one
+     * measured for this host at open (docs/api.md, "Single copy"). */
+    uint64_t cma_min;
 };
 int ub_context_stats(ub_context *ctx, struct ub_context_stats *out);
 

@@ -162,6 +162,14 @@ uint32_t ub__shm_take_gone(struct ub__dev *dev, uint16_t *ids, uint32_t max);
 int ub__shm_cma_read(pid_t pid, uint64_t remote, const struct iovec *iov, uint32_t iovcnt);
 int ub__shm_cma_write(pid_t pid, uint64_t remote, const struct iovec *iov, uint32_t iovcnt);
 
+/*
+ * What a single copy costs on this host before its first byte, in ns: the least of a few
+ * one-page process_vm_readv calls on this process (the system call, the pages pinned). 0 when
+ * the kernel refuses them. A few tens of microseconds; the threshold below which packets
+ * are faster follows from it (ub__ses_cma_auto_min).
+ */
+uint64_t ub__shm_cma_cost_ns(void);
+
 struct ub__shm_stats {
     uint64_t tx_pkts, tx_bytes;
     uint64_t tx_publishes;    /* tail stores: one per peer per send call */

@@ -70,7 +70,9 @@
 #define UB_SES_RC_PENDING       0x32  /* vendor: rendezvous accepted; the target READs later */
 #define UB_SES_RC_CMA_REFUSED   0x33  /* vendor: no single copy here; not executed: resend */
 #define UB_SES_RC_CMA_EXPIRED   0x34  /* vendor: single copy not done before its valid-until time */
-#define UB_SES_CMA_MIN          16384 /* default: RMA or message from this size, to shm */
+#define UB_SES_CMA_MIN          16384 /* single copy from this size at least (cma_auto_min) */
+#define UB_SES_CMA_AUTO_MAX     65536 /* and a measured threshold at most this (eager size) */
+#define UB_SES_CMA_BYTES_PER_NS 12    /* threshold: bytes per ns of a copy's fixed part */
 #define UB_SES_CMA_HDR          16    /* descriptor: valid_until(64) | nseg(16) | rsv(48) */
 #define UB_SES_CMA_SEG          16    /* then per initiator segment: address(64) | length(64) */
 #define UB_SES_CMA_MAX_SEG      64    /* segments a descriptor may name */
@@ -775,6 +777,9 @@ void ub__ses_rndv_failed(struct ub__tl *s, uint32_t read_id, uint64_t now);
 /* ---- ses_cma.c: single copy (both sides) ---- */
 /* Initiator: whether w (WRITE, WRITE_IMM, READ) goes by single copy. */
 bool ub__ses_cma_choose(struct ub__tl *s, const struct ub__wr *w);
+/* The single-copy threshold for a host whose single copy costs cost_ns before its first byte
+ * (ub__shm_cma_cost_ns; 0: unknown, UB_SES_CMA_MIN). */
+uint32_t ub__ses_cma_auto_min(uint64_t cost_ns);
 /* Initiator: appends w's descriptor (valid until `until`) at d; returns its size. */
 uint32_t ub__ses_cma_desc_len(const struct ub__wr *w);
 void ub__ses_cma_desc_put(const struct ub__wr *w, uint64_t until, uint8_t *d);

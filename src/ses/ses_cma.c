@@ -73,6 +73,19 @@ uint32_t ub__ses_cma_desc_len(const struct ub__wr *w)
     return UB_SES_CMA_HDR + UB_SES_CMA_SEG * desc_segs(w);
 }
 
+/*
+ * 12 bytes per ns of a copy's fixed part: where the lanes' two copies per byte have cost as
+ * much more (the crossing measured ~16 bytes per ns for latency, ~7 for bandwidth, docs/api.md
+ * "Single copy"). At least 16 KiB (at 8 KiB the lanes won on every host measured), at most
+ * 64 KiB (the eager size: past it a message in packets takes the rendezvous round trip).
+ */
+uint32_t ub__ses_cma_auto_min(uint64_t cost_ns)
+{
+    uint64_t n = UB_MIN(cost_ns, (uint64_t)UB_SES_CMA_AUTO_MAX) * UB_SES_CMA_BYTES_PER_NS;
+    n = (n + 4095) & ~(uint64_t)4095; /* whole pages */
+    return (uint32_t)UB_MAX((uint64_t)UB_SES_CMA_MIN, UB_MIN(n, (uint64_t)UB_SES_CMA_AUTO_MAX));
+}
+
 bool ub__ses_cma_choose(struct ub__tl *s, const struct ub__wr *w)
 {
     if (!s->cma.peer || !w->len || w->len < s->cma_min)

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <sys/uio.h>
 
+#include "ses/ses.h"
 #include "unit/api_net_util.h"
 
 #define C_BIG   (64u << 20)
@@ -423,7 +424,34 @@ static void test_cma_sgl_imm_small(void **state)
     struct ub_context_stats s2 = stats(&r);
     assert_int_equal(s2.cma_reqs, s1.cma_reqs);
     assert_true(s2.tx_shm_pkts > s1.tx_shm_pkts);
+    /* The threshold measured at open: a page short of it packets, at it single copy. */
+    uint32_t at = (uint32_t)s2.cma_min;
+    assert_true(at >= UB_SES_CMA_MIN && at <= UB_SES_CMA_AUTO_MAX && at % 4096 == 0);
+    print_message("  single copy from %u bytes here\n", at);
+    t_fill(r.mem, at, 9);
+    small.addr = r.mem;
+    small.len = at - 4096;
+    assert_int_equal(rma(&r, UB_OP_WRITE, &small, 1, r.ts, r.base, NULL), UB_CR_SUCCESS);
+    assert_int_equal(stats(&r).cma_reqs, s2.cma_reqs);
+    small.len = at;
+    assert_int_equal(rma(&r, UB_OP_WRITE, &small, 1, r.ts, r.base, NULL), UB_CR_SUCCESS);
+    assert_int_equal(stats(&r).cma_reqs, s2.cma_reqs + 1);
+    assert_true(ask(&r, 'c', 0, at, 9).ok);
     finish_run(&r);
+}
+
+/* The threshold from a host's cost of a single copy's fixed part: 12 bytes a ns, in whole
+ * pages, within [16 KiB, 64 KiB]. */
+static void test_cma_auto_min(void **state)
+{
+    (void)state;
+    assert_int_equal(ub__ses_cma_auto_min(0), 16384);    /* unknown */
+    assert_int_equal(ub__ses_cma_auto_min(1000), 16384); /* 12 000: the floor */
+    assert_int_equal(ub__ses_cma_auto_min(1365), 16384); /* 16 380: a page */
+    assert_int_equal(ub__ses_cma_auto_min(1366), 20480); /* 16 392: the next page */
+    assert_int_equal(ub__ses_cma_auto_min(2600), 32768); /* 31 200 */
+    assert_int_equal(ub__ses_cma_auto_min(5462), 65536);
+    assert_int_equal(ub__ses_cma_auto_min(UINT64_MAX), 65536);
 }
 
 /* An untagged message of 3 MiB from two SGEs into a receive buffer of two elements: one
@@ -593,6 +621,7 @@ static void test_cma_env_off(void **state)
     assert_int_equal(rma(&r, UB_OP_READ, &sg, 1, r.ts, r.base, NULL), UB_CR_SUCCESS);
     struct ub_context_stats s = stats(&r);
     assert_int_equal(s.cma_reqs, 0);
+    assert_int_equal(s.cma_min, 0); /* off */
     assert_int_equal(ask(&r, 's', 0, 0, 0).cma_done, 0);
     finish_run(&r);
 }
@@ -603,7 +632,7 @@ int main(void)
         cmocka_unit_test(test_cma_big),           cmocka_unit_test(test_cma_sgl_imm_small),
         cmocka_unit_test(test_cma_protection),    cmocka_unit_test(test_cma_fallback_target_off),
         cmocka_unit_test(test_cma_env_off),       cmocka_unit_test(test_cma_send),
-        cmocka_unit_test(test_cma_send_fallback),
+        cmocka_unit_test(test_cma_send_fallback), cmocka_unit_test(test_cma_auto_min),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -478,6 +478,11 @@ static void test_cma(void **state)
     expect_exit_ok(&ch);
     assert_int_equal(ub__shm_cma_read(pid, addr, &one, 1), UB_EUNREACH);
     free(buf);
+    /* A single copy's fixed part, timed on this process (always permitted): some ns, less
+     * than a second. */
+    uint64_t cost = ub__shm_cma_cost_ns();
+    print_message("  a one-page single copy: %" PRIu64 " ns\n", cost);
+    assert_true(cost > 0 && cost < 1000000000ull);
     ub__dev_close(p);
 }
 
