@@ -81,9 +81,10 @@ uint32_t ub__ses_cma_desc_len(const struct ub__wr *w)
  */
 uint32_t ub__ses_cma_auto_min(uint64_t cost_ns)
 {
-    uint64_t n = UB_MIN(cost_ns, (uint64_t)UB_SES_CMA_AUTO_MAX) * UB_SES_CMA_BYTES_PER_NS;
-    n = (n + 4095) & ~(uint64_t)4095; /* whole pages */
-    return (uint32_t)UB_MAX((uint64_t)UB_SES_CMA_MIN, UB_MIN(n, (uint64_t)UB_SES_CMA_AUTO_MAX));
+    if (cost_ns >= UB_SES_CMA_AUTO_MAX / UB_SES_CMA_BYTES_PER_NS)
+        return UB_SES_CMA_AUTO_MAX;
+    uint64_t n = (cost_ns * UB_SES_CMA_BYTES_PER_NS + 4095) & ~(uint64_t)4095; /* whole pages */
+    return (uint32_t)UB_MAX((uint64_t)UB_SES_CMA_MIN, n);
 }
 
 bool ub__ses_cma_choose(struct ub__tl *s, const struct ub__wr *w)
