@@ -837,11 +837,13 @@ static int client(struct opts *o)
                 ",\"udp_tx_calls\":%" PRIu64 ",\"udp_gso_runs\":%" PRIu64
                 ",\"udp_gso_pkts\":%" PRIu64 ",\"udp_rx_calls\":%" PRIu64
                 ",\"udp_gro_runs\":%" PRIu64 ",\"udp_gro_pkts\":%" PRIu64 ",\"acks_tx\":%" PRIu64
-                "}}\n",
+                ",\"cma_min\":%" PRIu64 ",\"cma_reqs\":%" PRIu64 ",\"cma_fallbacks\":%" PRIu64
+                ",\"cma_done\":%" PRIu64 ",\"cma_bytes\":%" PRIu64 "}}\n",
                 parted, st.tx_pkts, st.rx_pkts, st.retransmits, st.dev_rx_drops, st.retx_rto,
                 st.retx_fast, st.retx_nack, st.retx_probe, st.rto_fired, st.rto_undone, st.rx_ce,
                 st.acks_ecn_rx, st.tx_link, st.rx_link, st.udp_tx_calls, st.udp_gso_runs,
-                st.udp_gso_pkts, st.udp_rx_calls, st.udp_gro_runs, st.udp_gro_pkts, st.acks_tx);
+                st.udp_gso_pkts, st.udp_rx_calls, st.udp_gro_runs, st.udp_gro_pkts, st.acks_tx,
+                st.cma_min, st.cma_reqs, st.cma_fallbacks, st.cma_done, st.cma_bytes);
         if (js.buf)
             fputs(js.buf, stdout);
     } else {
