@@ -12,7 +12,7 @@
 #include <softub/softub.h>
 
 #define PERF_MAGIC     0x50455246u /* "PERF" */
-#define PERF_VERSION   6u
+#define PERF_VERSION   7u
 #define PERF_MAX_JETTY 64u
 #define PERF_MIN_SWEEP 2u
 #define PERF_MAX_SIZE  (8u << 20)
@@ -63,6 +63,7 @@ struct perf_cfg {
     uint32_t warmup;    /* lat: unmeasured iterations first */
     uint32_t burst;     /* --burst: ub_context_attr.spray_burst (0: the context's default) */
     uint32_t tagged;    /* --tagged: send tests as tagged sends into tag-matching JFRs */
+    uint32_t cma_min;   /* --cma-min: ub_context_attr.cma_min (0: measured; UB_CMA_OFF: off) */
     char cc[16], lb[16];
     char server_ip[64]; /* the address the client reached the server at (udp binds there) */
     char udp_opts[96];  /* --udp-opts: extra keys for the udp URI (docs/device-udp.md) */

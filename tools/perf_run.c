@@ -121,6 +121,7 @@ int perf_setup(struct perf_ep *e)
     ca.cc = c->cc[0] ? c->cc : NULL;
     ca.lb = c->lb[0] ? c->lb : NULL;
     ca.spray_burst = c->burst;
+    ca.cma_min = c->cma_min;
     uint32_t list = post_list_max(e);
     size_t wsz = list * sizeof(*e->wr), ssz = list * sizeof(*e->sg);
     uint8_t *scratch = calloc(1, wsz + ssz + POLL_BATCH * sizeof(*e->cr));

@@ -74,6 +74,8 @@ static void usage(FILE *f)
                "      --paths N         udp paths (source ports) (1)\n"
                "      --burst BYTES     bytes on one path before the balancer chooses again\n"
                "                        (0: 65000, a GSO send; 1: every packet)\n"
+               "      --cma-min BYTES   shm: single copy from this size on, or off (both sides;\n"
+               "                        default: the threshold measured for the host)\n"
                "      --tagged          send tests: tagged sends into tag-matching receive\n"
                "                        queues (as ucx_perftest's tag_lat and tag_bw)\n"
                "      --mtu BYTES       largest datagram (udp: 9000 to a loopback peer, else\n"
@@ -166,43 +168,22 @@ static int parse(int argc, char **argv, struct opts *o)
         O_HUGE,
         O_WINDOW,
         O_BURST,
-        O_TAGGED
+        O_TAGGED,
+        O_CMA_MIN
     };
-    static const struct option lo[] = {{"port", 1, 0, 'p'},
-                                       {"bind", 1, 0, O_BIND},
-                                       {"local", 1, 0, O_LOCAL},
-                                       {"device", 1, 0, 'd'},
-                                       {"size", 1, 0, 's'},
-                                       {"all", 0, 0, 'a'},
-                                       {"max-size", 1, 0, O_MAX},
-                                       {"iters", 1, 0, 'n'},
-                                       {"duration", 1, 0, 'D'},
-                                       {"warmup", 1, 0, O_WARM},
-                                       {"jettys", 1, 0, 'q'},
-                                       {"tx-depth", 1, 0, 't'},
-                                       {"rx-depth", 1, 0, 'r'},
-                                       {"post-list", 1, 0, 'l'},
-                                       {"cq-mod", 1, 0, 'Q'},
-                                       {"inline", 1, 0, 'I'},
-                                       {"order", 1, 0, O_ORDER},
-                                       {"tm", 1, 0, O_TM},
-                                       {"cc", 1, 0, O_CC},
-                                       {"lb", 1, 0, O_LB},
-                                       {"paths", 1, 0, O_PATHS},
-                                       {"burst", 1, 0, O_BURST},
-                                       {"mtu", 1, 0, O_MTU},
-                                       {"udp-opts", 1, 0, O_UDPO},
-                                       {"event", 0, 0, 'e'},
-                                       {"bidir", 0, 0, 'b'},
-                                       {"json", 0, 0, O_JSON},
-                                       {"timeout", 1, 0, O_TIMEOUT},
-                                       {"help", 0, 0, 'h'},
-                                       {"spin", 0, 0, O_SPIN},
-                                       {"huge", 0, 0, O_HUGE},
-                                       {"window", 1, 0, O_WINDOW},
-                                       {"cpu", 1, 0, 'c'},
-                                       {"tagged", 0, 0, O_TAGGED},
-                                       {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"port", 1, 0, 'p'},          {"bind", 1, 0, O_BIND},       {"local", 1, 0, O_LOCAL},
+        {"device", 1, 0, 'd'},        {"size", 1, 0, 's'},          {"all", 0, 0, 'a'},
+        {"max-size", 1, 0, O_MAX},    {"iters", 1, 0, 'n'},         {"duration", 1, 0, 'D'},
+        {"warmup", 1, 0, O_WARM},     {"jettys", 1, 0, 'q'},        {"tx-depth", 1, 0, 't'},
+        {"rx-depth", 1, 0, 'r'},      {"post-list", 1, 0, 'l'},     {"cq-mod", 1, 0, 'Q'},
+        {"inline", 1, 0, 'I'},        {"order", 1, 0, O_ORDER},     {"tm", 1, 0, O_TM},
+        {"cc", 1, 0, O_CC},           {"lb", 1, 0, O_LB},           {"paths", 1, 0, O_PATHS},
+        {"burst", 1, 0, O_BURST},     {"mtu", 1, 0, O_MTU},         {"udp-opts", 1, 0, O_UDPO},
+        {"event", 0, 0, 'e'},         {"bidir", 0, 0, 'b'},         {"json", 0, 0, O_JSON},
+        {"timeout", 1, 0, O_TIMEOUT}, {"help", 0, 0, 'h'},          {"spin", 0, 0, O_SPIN},
+        {"huge", 0, 0, O_HUGE},       {"window", 1, 0, O_WINDOW},   {"cpu", 1, 0, 'c'},
+        {"tagged", 0, 0, O_TAGGED},   {"cma-min", 1, 0, O_CMA_MIN}, {0, 0, 0, 0}};
     struct perf_cfg *c = &o->cfg;
     uint64_t v;
     int ch;
@@ -312,6 +293,14 @@ static int parse(int argc, char **argv, struct opts *o)
         case O_HUGE:
             c->huge = 1;
             break;
+        case O_CMA_MIN:
+            if (strcmp(optarg, "off") == 0) {
+                c->cma_min = UB_CMA_OFF;
+                break;
+            }
+            bad = parse_u64(optarg, &v) || v == 0 || v >= UB_CMA_OFF;
+            c->cma_min = (uint32_t)v;
+            break;
         case O_TAGGED:
             c->tagged = 1;
             break;
@@ -337,8 +326,17 @@ static int parse(int argc, char **argv, struct opts *o)
             return -1;
         }
         if (bad) {
-            fprintf(stderr, "softub-perf: bad value for option -%c: %s\n", ch < 256 ? ch : '-',
-                    optarg ? optarg : "");
+            /* A long option without a letter by its name. */
+            const char *name = "";
+            for (const struct option *x = lo; ch >= 256 && x->name; x++)
+                if (x->val == ch)
+                    name = x->name;
+            if (ch < 256)
+                fprintf(stderr, "softub-perf: bad value for option -%c: %s\n", ch,
+                        optarg ? optarg : "");
+            else
+                fprintf(stderr, "softub-perf: bad value for option --%s: %s\n", name,
+                        optarg ? optarg : "");
             return -1;
         }
     }
@@ -421,6 +419,10 @@ static void banner(const struct opts *o, const char *peer)
         printf(" tagged sends into tag-matching receive queues (--tagged)\n");
     if (c->huge)
         printf(" buffers on transparent huge pages (--huge)\n");
+    if (c->cma_min == UB_CMA_OFF)
+        printf(" single copy off (--cma-min off)\n");
+    else if (c->cma_min)
+        printf(" single copy from %u bytes (--cma-min)\n", c->cma_min);
     if (c->dev == DEV_UDP)
         printf(" paths %u  burst %u  cc %s  lb %s  mtu %u%s%s\n", c->paths ? c->paths : 1, c->burst,
                c->cc[0] ? c->cc : "default", c->lb[0] ? c->lb : "default", c->mtu,

@@ -147,8 +147,21 @@ json_check json_window '"iterations":10,.*"window":{"iterations":4,"t_median":[0
 # --huge: 4 MiB operations on buffers of transparent huge pages (a hint the kernel may ignore),
 # each a single copy where the kernel lets the server reach the client
 json_check json_huge '"huge":true,.*"results":\[{"bytes":4194304,.*"cma_min":[1-9][0-9]*,"cma_reqs":[0-9]*,"cma_fallbacks":0,' write_bw -d shm -s 4194304 --huge
+# --cma-min: single copy from the size given (both sides), or never
+json_check json_cma_min '"results":\[{"bytes":65536,.*"cma_min":65536,"cma_reqs":[0-9]*,"cma_fallbacks":0,' write_bw -d shm -s 65536 --cma-min 64K
+json_check json_cma_off '"results":\[{"bytes":65536,.*"cma_min":0,"cma_reqs":0,' write_bw -d shm -s 65536 --cma-min off
 json_check json_cq_mod '"post_list":1,"cq_mod":4,.*"results":\[{"bytes":8,"iterations":10,' write_bw -s 8 -Q 4
 json_check json_tagged '"huge":false,"tagged":true,.*"results":\[{"bytes":8,"iterations":10,' send_bw -s 8 --tagged
+
+# --cma-min takes a size (not 0) or off: anything else is refused before any connection
+for bad in 0 4G1 some; do
+    if timeout 10 "$PERF" write_bw -d shm --cma-min "$bad" -p 1 127.0.0.1 >/dev/null 2>&1; then
+        echo "FAIL cma_min_bad: --cma-min $bad accepted"
+        fails=$((fails + 1))
+    else
+        echo "ok   cma_min_bad $bad"
+    fi
+done
 
 # a mismatched test is refused by the server, and the client says so
 if ! start_server "$WORK/mm.srv" read_lat; then
