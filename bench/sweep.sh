@@ -12,7 +12,8 @@
 # Environment: BUILD_DIR (build-bench), PGO (1: softub-perf from bench/pgo.sh), SIZES,
 # DEVICES (shm udp), LAT_N (5000) and BW_N (200000) iterations at most (fewer for large
 # sizes: about 256 MiB a latency run, 4 GiB a bandwidth run; a short bandwidth run of small
-# messages measures mostly its start), SOFTUB_MTU (udp, 9000),
+# messages measures mostly its start), SOFTUB_MTU (udp, 9000), PERF_OPTS (more softub-perf
+# client options, split on spaces: "--cma-min 16K" compares single copy's threshold),
 # RUN_TIMEOUT (seconds per pair, 90), OUT (also write the tables there), PLOT_DIR
 # (/tmp/softub-sweep), KEEP=1 (keep the tools' outputs). Installs ucx-utils and gnuplot-nox
 # when missing (as root, or through sudo). Every run is bounded; servers are killed on exit.
@@ -71,7 +72,7 @@ for dev in $DEVICES; do
         if [ "$s" -ge 262144 ]; then depth=(-t 32); fi # as compare.sh's 1 MiB runs
         log "sweep: $dev $s B"
         S=(--bind "$HOST" -p PORT --timeout 10000)
-        C=(-p PORT --timeout 10000 "${opts[@]}" -s "$s")
+        C=(-p PORT --timeout 10000 "${opts[@]}" -s "$s" ${PERF_OPTS:-})
         if pair "s-$dev-lat-$s" tcp "$PERF" send_lat "${S[@]}" -- "$PERF" send_lat "${C[@]}" -n "$ln" "$HOST"; then
             R[softub-$dev.lat.$s]=$(awk '/^ *[0-9]/ {print $5; exit}' "$WORK/s-$dev-lat-$s.out")
         fi
@@ -119,7 +120,7 @@ report() {
     local cpu
     cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
     echo "Machine: $(nproc) CPUs ($cpu), Linux $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ); loopback only."
-    echo "softub $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') ($([ "${PGO:-1}" = 1 ] && echo profile-guided || echo Release)), UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p' | head -1)"
+    echo "softub $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') ($([ "${PGO:-1}" = 1 ] && echo profile-guided || echo Release)${PERF_OPTS:+, softub-perf $PERF_OPTS}), UCX $(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p' | head -1)"
     echo
     table lat "Half round trip of a message, p50: softub send_lat, UCX tag_lat" us
     table bw "Bandwidth: softub write_bw, UCX tag_bw" "MB/s"
