@@ -9,9 +9,13 @@
 #include <string.h>
 
 #include <softub/softub.h>
+#include "cms/cc.h"
+#include "cms/lb.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "dev/shm.h"
 #include "engine/testbed.h"
+#include "ses/ses.h"
 #include "wire/datagram.h"
 
 struct rx_check {
@@ -124,12 +128,26 @@ static int run_scenario(const struct scenario *sc, uint32_t count, uint64_t seed
 static void print_info(void)
 {
     printf("softub %s (library %s)\n", UB_VERSION_STRING, ub_version());
-    printf("  devices:     loop\n");
+    printf("  devices:     loop, udp (a path per source port; ring=1: the packet ring), shm\n");
     printf("  wire:        UET 1.0 PDS (RUD/ROD/RUDI/UUD, ACK/ACK_CC/NACK/CTRL), SES (standard,\n"
            "               small, medium, responses, atomic and rendezvous extensions), TSS,\n"
            "               softub extension header; UDP port %d\n",
            UB_WIRE_UDP_PORT);
-    printf("  services:    unreliable datagrams (UUD)\n");
+    printf("  services:    jettys: WRITE, READ, atomics, SEND (immediate, tagged) over RUD or\n"
+           "               ROD; unreliable datagrams (UUD)\n");
+    printf("  cc:         ");
+    for (size_t i = 0; ub__cc_algo_at(i); i++)
+        printf(" %s", ub__cc_algo_at(i)->name);
+    printf(" (NAME+rccc: with receiver credits)\n  lb:         ");
+    for (size_t i = 0; ub__lb_algo_at(i); i++)
+        printf(" %s", ub__lb_algo_at(i)->name);
+    /* What a context with a shm device would choose here (docs/api.md, "Single copy"). */
+    uint64_t cost = ub__shm_cma_cost_ns();
+    if (cost)
+        printf("\n  single copy: over shm from %u bytes here (a one-page copy takes %llu ns)\n",
+               ub__ses_cma_auto_min(cost), (unsigned long long)cost);
+    else
+        printf("\n  single copy: refused here (process_vm_readv): packets only\n");
     printf("  log level:   SOFTUB_LOG=%s\n",
            getenv("SOFTUB_LOG") ? getenv("SOFTUB_LOG") : "(warn)");
 }
