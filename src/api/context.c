@@ -271,8 +271,8 @@ static void cma_setup(struct ub__ctx *x, const struct ub_context_attr *attr)
     c->write = ub__shm_cma_write;
     c->clock = cma_clock;
     /* Where single copy starts paying depends on the host's system calls (a one-page copy took
-     * 2.6 us on one host, and there 16 KiB went faster through the lanes): measured once,
-     * unless the context names a threshold. */
+     * 2.6 us on one host, and there 16 KiB went faster through the lanes): measured once a
+     * process, unless the context names a threshold. */
     if (!attr->cma_min)
         x->c.ses.cma_min = ub__ses_cma_auto_min(ub__shm_cma_cost_ns());
 }

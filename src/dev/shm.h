@@ -165,8 +165,9 @@ int ub__shm_cma_write(pid_t pid, uint64_t remote, const struct iovec *iov, uint3
 /*
  * What a single copy costs on this host before its first byte, in ns: the least of a few
  * one-page process_vm_readv calls on this process (the system call, the pages pinned). 0 when
- * the kernel refuses them. Takes a few tens of microseconds; the threshold below which
- * packets are faster follows from it (ub__ses_cma_auto_min).
+ * the kernel refuses them. Measured at the first call of a process (a few tens of
+ * microseconds), remembered after; the threshold below which packets are faster follows
+ * from it (ub__ses_cma_auto_min).
  */
 uint64_t ub__shm_cma_cost_ns(void);
 

@@ -354,7 +354,7 @@ int ub__shm_cma_write(pid_t pid, uint64_t remote, const struct iovec *iov, uint3
     return cma_xfer(pid, remote, iov, iovcnt, true);
 }
 
-uint64_t ub__shm_cma_cost_ns(void)
+static uint64_t cma_time_ns(void)
 {
     /* One page each way, page-aligned: the copy itself is a few dozen ns of the cost. */
     uint8_t *buf =
@@ -376,4 +376,17 @@ uint64_t ub__shm_cma_cost_ns(void)
     }
     munmap(buf, 2 * CMA_PROBE_PAGE);
     return best;
+}
+
+uint64_t ub__shm_cma_cost_ns(void)
+{
+    /* The host's cost, once a process: every context of it then draws the same line, and
+     * opening another costs no probe. Two first callers may both probe; either result stands. */
+    static _Atomic uint64_t memo; /* the cost + 1; 0: not measured yet */
+    uint64_t v = atomic_load_explicit(&memo, memory_order_relaxed);
+    if (!v) {
+        v = cma_time_ns() + 1;
+        atomic_store_explicit(&memo, v, memory_order_relaxed);
+    }
+    return v - 1;
 }
