@@ -121,12 +121,6 @@ bool ub__tgt_bind_untagged(struct ub__rxmsg *m)
     return m->rb != NULL;
 }
 
-/*
- * Tagged: matches m against posted buffers (in posting order), or queues it as unexpected.
- * A single copy that matches nothing is not bound at all (false): it is answered
- * CMA_UNEXPECTED and comes again as packets, in its place in the send order (its copy could
- * not wait for a buffer: the initiator's descriptor expires).
- */
 struct ub__rbuf *ub__tgt_first_match(ub_jfr *jfr, uint64_t tag)
 {
     struct ub__list *it;
@@ -139,6 +133,12 @@ struct ub__rbuf *ub__tgt_first_match(ub_jfr *jfr, uint64_t tag)
     return NULL;
 }
 
+/*
+ * Tagged: matches m against posted buffers (in posting order), or queues it as unexpected.
+ * A single copy that matches nothing is not bound at all (false): it is answered
+ * CMA_UNEXPECTED and comes again as packets, in its place in the send order (its copy could
+ * not wait for a buffer: the initiator's descriptor expires).
+ */
 static bool bind_tagged(struct ub__rxmsg *m)
 {
     ub_jfr *jfr = m->jfr;
