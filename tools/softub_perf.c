@@ -326,17 +326,14 @@ static int parse(int argc, char **argv, struct opts *o)
             return -1;
         }
         if (bad) {
-            /* A long option without a letter by its name. */
-            const char *name = "";
+            /* -x, or a long option without a letter by its name. */
+            char name[32];
+            snprintf(name, sizeof(name), "-%c", ch < 256 ? ch : '-');
             for (const struct option *x = lo; ch >= 256 && x->name; x++)
                 if (x->val == ch)
-                    name = x->name;
-            if (ch < 256)
-                fprintf(stderr, "softub-perf: bad value for option -%c: %s\n", ch,
-                        optarg ? optarg : "");
-            else
-                fprintf(stderr, "softub-perf: bad value for option --%s: %s\n", name,
-                        optarg ? optarg : "");
+                    snprintf(name, sizeof(name), "--%s", x->name);
+            fprintf(stderr, "softub-perf: bad value for option %s: %s\n", name,
+                    optarg ? optarg : "");
             return -1;
         }
     }
