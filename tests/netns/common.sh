@@ -44,18 +44,29 @@ netns_link_of() {
     awk '{for (i = 1; i < NF; i++) if ($i == "dev") {sub(/^p/, "", $(i + 1)); print $(i + 1); exit}}'
 }
 
-# netns_base_port NS DPORT FIRST LINKS: prints the first base port FIRST + 8 j (j < 64) whose
-# 8 source ports base..base+7 hash onto all LINKS links; prints nothing if none does.
+# netns_base_port NS DPORT FIRST LINKS [MIN]: prints the first base port FIRST + 8 j (j < 64)
+# whose 8 source ports base..base+7 hash onto all LINKS links, each link taking at least MIN
+# of them (default 1); if no base gives every link MIN, the first that covers them all; prints
+# nothing if none does. MIN 2 keeps one EV that an adaptive balancer happens to use little
+# from being a link's whole share (a 5 % per-link check would then fail by chance).
 netns_base_port() {
-  local ns=$1 dport=$2 first=$3 links=$4 j p b
-  local -A seen
+  local ns=$1 dport=$2 first=$3 links=$4 min=${5:-1} j p b k least cover=""
+  local -A count
   for ((j = 0; j < 64; j++)); do
     b=$((first + 8 * j))
-    seen=()
-    for ((p = 0; p < 8; p++)); do seen[$(netns_link_of "$ns" $((b + p)) "$dport")]=1; done
-    if [ "${#seen[@]}" -eq "$links" ]; then
+    count=()
+    for ((p = 0; p < 8; p++)); do
+      k=$(netns_link_of "$ns" $((b + p)) "$dport")
+      count[$k]=$((${count[$k]:-0} + 1))
+    done
+    [ "${#count[@]}" -eq "$links" ] || continue
+    least=8
+    for k in "${!count[@]}"; do ((count[$k] < least)) && least=${count[$k]}; done
+    if ((least >= min)); then
       echo "$b"
       return
     fi
+    [ -n "$cover" ] || cover=$b
   done
+  [ -z "$cover" ] || echo "$cover"
 }

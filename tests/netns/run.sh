@@ -34,7 +34,7 @@ up_opts=(--prefix "$prefix" --hosts 2 --paths "$links")
 [ "$case_" = rate ] && "$tb" rate 50mbit --prefix "$prefix" --host 0 --path 2
 
 # Sender base port: ports base..base+7 must hash onto all links (bounded search).
-base=$(netns_base_port "$A" "$dport" 20000 "$links")
+base=$(netns_base_port "$A" "$dport" 20000 "$links" 2)
 [ -n "$base" ] || fail "no base port whose 8 source ports cover all $links links"
 echo "sender base port $base: EV -> link" \
   "$(for ((p = 0; p < 8; p++)); do

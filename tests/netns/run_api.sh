@@ -29,8 +29,12 @@ up_opts=(--prefix "$prefix" --hosts 2 --paths "$links")
 [ "$case_" = loss ] || [ "$case_" = ring ] && up_opts+=(--loss 5)
 "$tb" up "${up_opts[@]}" >/dev/null || fail "testbed up"
 
-base=$(netns_base_port "$A" "$dport" 21000 "$links")
+base=$(netns_base_port "$A" "$dport" 21000 "$links" 2)
 [ -n "$base" ] || fail "no base port whose 8 source ports cover all $links links"
+echo "initiator base port $base: EV -> link" \
+  "$(for ((p = 0; p < 8; p++)); do
+    printf '%d->p%s ' "$p" "$(netns_link_of "$A" $((base + p)) "$dport")"
+  done)"
 
 args=(--ns-a "$A" --ns-b "$prefix-h1" --a "10.77.0.1:$base" --b "10.77.0.2:$dport" --mb 8 --timeout 25)
 [ "$case_" = ring ] && args+=(--opts ring=1)
