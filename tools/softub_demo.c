@@ -337,6 +337,17 @@ static struct ub_wr rma(enum ub_opcode op, struct ub_sge *sg, ub_tseg *ts, uint6
     return wr;
 }
 
+/* READs 8 bytes at raddr into local and *val (the step's time covers the READ). */
+static bool read_u64(struct cli *c, uint8_t *local, uint64_t raddr, uint64_t *val)
+{
+    struct ub_sge sg = {local, 8, c->seg};
+    struct ub_wr wr = rma(UB_OP_READ, &sg, c->ts, raddr);
+    if (run1(c, &wr, NULL))
+        return false;
+    memcpy(val, local, 8);
+    return true;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -466,12 +477,9 @@ static int client(const char *dev, ub_bootstrap *b, bool quick, pid_t child, str
     wr.u.atomic.compare = 105;
     wr.u.atomic.operand = 999;
     STEP("ATOMIC CAS 105 -> 999 (old value 105)", run1(&c, &wr, NULL) == 0 && old == 105);
-    struct ub_sge cs = {c.mem + 24576, 8, c.seg};
-    wr = rma(UB_OP_READ, &cs, c.ts, c.base + OFF_COUNTER);
     uint64_t now_val = 0;
-    bool rd_ok = run1(&c, &wr, NULL) == 0;
-    memcpy(&now_val, c.mem + 24576, 8);
-    STEP("READ the counter back (999)", rd_ok && now_val == 999);
+    STEP("READ the counter back (999)",
+         read_u64(&c, c.mem + 24576, c.base + OFF_COUNTER, &now_val) && now_val == 999);
     struct ub_sge ts_ = {c.mem + 28672, LEN_TSEND, c.seg};
     fill(c.mem + 28672, LEN_TSEND, 4);
     memset(&wr, 0, sizeof(wr));
