@@ -231,7 +231,8 @@ int ub__rccc_rx_init(struct ub__rccc_rx *rx, struct ub__rccc_slot *slots, uint32
     rx->nslots = nslots;
     rx->rate_bps = rate_bps;
     rx->quantum = quantum;
-    memset(slots, 0, sizeof *slots * nslots);
+    if (nslots) /* no slots may come as NULL: memset must not be given it */
+        memset(slots, 0, sizeof *slots * nslots);
     return 0;
 }
 

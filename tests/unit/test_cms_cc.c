@@ -366,6 +366,22 @@ static void test_dcqcn_hyper(void **state)
     }
 }
 
+/* RCCC's receiver without slots: accepted (no flow can ask); slots missing for a count or
+ * a zero rate or quantum: UB_EINVAL. */
+static void test_rccc_rx_init_args(void **state)
+{
+    (void)state;
+    struct ub__rccc_slot slots[2];
+    struct ub__rccc_rx rx;
+    assert_int_equal(ub__rccc_rx_init(&rx, NULL, 0, 8000000000ULL, 1000), 0);
+    assert_int_equal(ub__rccc_rx_demand(&rx, 1, 1000, 0), UB_EFULL);
+    assert_int_equal(ub__rccc_rx_next_time(&rx), UB_TIME_NEVER);
+    assert_int_equal(ub__rccc_rx_init(&rx, NULL, 2, 8000000000ULL, 1000), UB_EINVAL);
+    assert_int_equal(ub__rccc_rx_init(&rx, slots, 2, 0, 1000), UB_EINVAL);
+    assert_int_equal(ub__rccc_rx_init(&rx, slots, 2, 8000000000ULL, 0), UB_EINVAL);
+    assert_int_equal(ub__rccc_rx_init(NULL, slots, 2, 8000000000ULL, 1000), UB_EINVAL);
+}
+
 /* RCCC: the receiver shares its rate equally; the sender spends credit. */
 static void test_rccc_shares(void **state)
 {
@@ -689,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_nscc_rcv_penalty),
         cmocka_unit_test(test_dcqcn_stages),
         cmocka_unit_test(test_dcqcn_hyper),
+        cmocka_unit_test(test_rccc_rx_init_args),
         cmocka_unit_test(test_rccc_shares),
         cmocka_unit_test(test_caqm),
         cmocka_unit_test(test_pacer),
