@@ -16,6 +16,8 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -99,16 +101,23 @@ static void usage(FILE *f)
 
 static int parse_u64(const char *s, uint64_t *out)
 {
+    /* strtoull would take "-1" as its negation and saturate what is too large: neither is
+     * a count or a size. */
+    while (isspace((unsigned char)*s))
+        s++;
+    if (*s == '-' || *s == '+')
+        return -1;
     char *end;
+    errno = 0;
     unsigned long long v = strtoull(s, &end, 0);
-    if (end == s)
+    if (end == s || errno == ERANGE)
         return -1;
     uint64_t mul = 1;
     if (*end == 'k' || *end == 'K')
         mul = 1024, end++;
     else if (*end == 'm' || *end == 'M')
         mul = 1024 * 1024, end++;
-    if (*end)
+    if (*end || (uint64_t)v > UINT64_MAX / mul)
         return -1;
     *out = (uint64_t)v * mul;
     return 0;
@@ -116,7 +125,7 @@ static int parse_u64(const char *s, uint64_t *out)
 
 static int parse_u32(const char *s, uint32_t *out, uint32_t lo, uint32_t hi)
 {
-    uint64_t v;
+    uint64_t v = 0;
     if (parse_u64(s, &v) || v < lo || v > hi)
         return -1;
     *out = (uint32_t)v;
@@ -185,7 +194,7 @@ static int parse(int argc, char **argv, struct opts *o)
         {"huge", 0, 0, O_HUGE},       {"window", 1, 0, O_WINDOW},   {"cpu", 1, 0, 'c'},
         {"tagged", 0, 0, O_TAGGED},   {"cma-min", 1, 0, O_CMA_MIN}, {0, 0, 0, 0}};
     struct perf_cfg *c = &o->cfg;
-    uint64_t v;
+    uint64_t v = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "p:d:s:an:D:q:t:r:l:Q:I:ebhc:", lo, NULL)) != -1) {
         int bad = 0;

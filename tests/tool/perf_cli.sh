@@ -153,15 +153,23 @@ json_check json_cma_off '"results":\[{"bytes":65536,.*"cma_min":0,"cma_reqs":0,'
 json_check json_cq_mod '"post_list":1,"cq_mod":4,.*"results":\[{"bytes":8,"iterations":10,' write_bw -s 8 -Q 4
 json_check json_tagged '"huge":false,"tagged":true,.*"results":\[{"bytes":8,"iterations":10,' send_bw -s 8 --tagged
 
-# --cma-min takes a size (not 0) or off: anything else is refused before any connection
-for bad in 0 4G1 some; do
-    if timeout 10 "$PERF" write_bw -d shm --cma-min "$bad" -p 1 127.0.0.1 >/dev/null 2>&1; then
-        echo "FAIL cma_min_bad: --cma-min $bad accepted"
-        fails=$((fails + 1))
+# Bad values are refused before any connection, naming the option: --cma-min takes a size
+# (not 0) or off; a size or count is never negative, saturated or wrapped by its suffix.
+bad_value() {
+    local name=$1 opt=$2 val=$3 err
+    shift 3
+    err=$(timeout 10 "$PERF" "$@" "$opt" "$val" -p 1 127.0.0.1 2>&1 >/dev/null) || true
+    if [[ $err == "softub-perf: bad value for option $opt: $val"* ]]; then
+        echo "ok   $name $opt $val"
     else
-        echo "ok   cma_min_bad $bad"
+        echo "FAIL $name: $opt $val: $err"
+        fails=$((fails + 1))
     fi
-done
+}
+for bad in 0 4G1 some; do bad_value cma_min_bad --cma-min "$bad" write_bw -d shm; done
+bad_value size_bad -s -1 write_lat
+bad_value size_bad -s 17592186044416M write_lat
+bad_value iters_bad -n 99999999999999999999 write_lat
 
 # a mismatched test is refused by the server, and the client says so
 if ! start_server "$WORK/mm.srv" read_lat; then
