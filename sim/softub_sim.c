@@ -6,6 +6,8 @@
  * to stderr. The real clock is read here only, never inside the simulation.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,9 +77,13 @@ static void usage(FILE *f)
 
 static uint64_t num(const char *s)
 {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (*end) {
+    /* Digits only: strtoull would take "" as 0, "-1" as its negation, and saturate. */
+    char *end = NULL;
+    unsigned long long v = 0;
+    errno = 0;
+    if (isdigit((unsigned char)*s))
+        v = strtoull(s, &end, 0);
+    if (!end || *end || errno == ERANGE) {
         fprintf(stderr, "softub-sim: not a number: %s\n", s);
         exit(2);
     }

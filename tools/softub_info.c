@@ -4,6 +4,9 @@
  * link and on impaired ones.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +175,20 @@ static int selftest(uint32_t count, uint64_t seed, int verbose)
     return fails ? 1 : 0;
 }
 
+/* A decimal or 0x number in *v, nothing else (no sign, no saturation): false otherwise. */
+static bool parse_num(const char *s, uint64_t max, uint64_t *v)
+{
+    if (!isdigit((unsigned char)*s))
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 0);
+    if (*end || errno == ERANGE || x > max)
+        return false;
+    *v = x;
+    return true;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: softub-info [--selftest] [-n COUNT] [--seed N] [-v]\n"
@@ -188,9 +205,17 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--selftest") == 0) {
             run = 1;
         } else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
-            count = (uint32_t)strtoul(argv[++i], NULL, 0);
+            uint64_t n;
+            if (!parse_num(argv[++i], UINT32_MAX, &n) || n == 0) {
+                fprintf(stderr, "softub-info: -n: not a count: %s\n", argv[i]);
+                return 2;
+            }
+            count = (uint32_t)n;
         } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
-            seed = strtoull(argv[++i], NULL, 0);
+            if (!parse_num(argv[++i], UINT64_MAX, &seed)) {
+                fprintf(stderr, "softub-info: --seed: not a number: %s\n", argv[i]);
+                return 2;
+            }
         } else if (strcmp(argv[i], "-v") == 0) {
             verbose = 1;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -202,5 +227,5 @@ int main(int argc, char **argv)
         }
     }
     print_info();
-    return run ? selftest(count ? count : 1, seed, verbose) : 0;
+    return run ? selftest(count, seed, verbose) : 0;
 }
