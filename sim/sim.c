@@ -104,6 +104,8 @@ int ub_sim_build(struct ub_sim *sim, uint32_t nhosts, uint32_t nswitches,
 {
     if (sim->nodes || nhosts == 0)
         return UB_EINVAL;
+    if ((uint64_t)nhosts + nswitches > UB_SIM_MAX_NODES || nlinks > UB_SIM_MAX_LINKS)
+        return UB_ERANGE;
     uint32_t N = nhosts + nswitches;
     sim->nodes = calloc(N, sizeof(*sim->nodes));
     uint32_t *next = calloc(N, sizeof(*next));

@@ -441,7 +441,16 @@ static inline uint64_t ub_sim_now(const struct ub_sim *sim)
 int ub_sim_init(struct ub_sim *sim, uint64_t seed);
 void ub_sim_fini(struct ub_sim *sim);
 
-/* Builds the fabric from a link list; hosts must have exactly one link. */
+/*
+ * The largest fabric the simulator builds, whatever describes it (a built-in shape's
+ * parameters, a topology file): hosts and switches together, and links. A fat tree of
+ * k = 256 (4.2 M hosts, 12.6 M links) fits; past these a size is a typo, not a fabric.
+ */
+#define UB_SIM_MAX_NODES (1u << 23)
+#define UB_SIM_MAX_LINKS (1u << 24)
+
+/* Builds the fabric from a link list; hosts must have exactly one link. UB_ERANGE past the
+ * limits above. */
 int ub_sim_build(struct ub_sim *sim, uint32_t nhosts, uint32_t nswitches,
                  const struct ub_sim_link_spec *links, uint32_t nlinks,
                  const struct ub_sim_qcfg *q);

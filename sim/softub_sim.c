@@ -360,6 +360,11 @@ int main(int argc, char **argv)
     } else {
         rc = ub_sim_topo_build(&sim, &o.topo, &q);
     }
+    if (rc == UB_ERANGE) {
+        fprintf(stderr, "softub-sim: topology: larger than %u nodes or %u links\n",
+                UB_SIM_MAX_NODES, UB_SIM_MAX_LINKS);
+        exit(1);
+    }
     if (rc)
         die("topology", rc);
     if (o.write_topo) {

@@ -1,6 +1,8 @@
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include <softub/errors.h>
+#include "core/compiler.h"
 #include "core/grow.h"
 #include "sim/topo.h"
 
@@ -21,10 +23,17 @@ static int add(struct links *l, uint32_t a, uint32_t b, uint64_t rate, uint64_t 
     return 0;
 }
 
+/* Whether a shape of these sizes (computed in 64 bits: the parameters are anyone's) stays
+ * within the simulator's limits; checked before a single link is generated. */
+static bool fits(uint64_t hosts, uint64_t switches, uint64_t links)
+{
+    return hosts + switches <= UB_SIM_MAX_NODES && links <= UB_SIM_MAX_LINKS;
+}
+
 /* Switch numbering: edges pod by pod, then aggregations pod by pod, then cores. */
 static int fattree(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t *nh, uint32_t *ns)
 {
-    uint32_t os = c->oversub ? c->oversub : 1;
+    uint64_t os = c->oversub ? c->oversub : 1;
     uint32_t k = c->k;
     if (!k) {
         for (k = 2; (uint64_t)k * k * k / 4 * os < c->hosts; k += 2)
@@ -32,14 +41,15 @@ static int fattree(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t *n
     }
     if (k < 2 || k % 2 || k > 256)
         return UB_EINVAL;
-    uint32_t half = k / 2, hpe = os * half;
-    uint32_t edges = k * half, aggs = k * half, cores = half * half;
-    uint32_t full = edges * hpe;
-    uint32_t H = c->hosts && c->hosts < full ? c->hosts : full;
+    uint32_t half = k / 2, edges = k * half, aggs = k * half, cores = half * half;
+    uint64_t hpe = os * half, full = edges * hpe;
+    uint32_t H = c->hosts && c->hosts < full ? c->hosts : (uint32_t)UB_MIN(full, UINT32_MAX);
+    if (!fits(H, (uint64_t)edges + aggs + cores, H + 2ull * k * half * half))
+        return UB_ERANGE;
     uint32_t E0 = H, A0 = H + edges, C0 = H + edges + aggs;
     int rc = 0;
     for (uint32_t h = 0; h < H && !rc; h++)
-        rc = add(l, h, E0 + h / hpe, c->rate, c->delay);
+        rc = add(l, h, E0 + (uint32_t)(h / hpe), c->rate, c->delay);
     for (uint32_t p = 0; p < k && !rc; p++)
         for (uint32_t e = 0; e < half && !rc; e++)
             for (uint32_t a = 0; a < half && !rc; a++)
@@ -58,6 +68,8 @@ static int leafspine(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t 
     uint32_t L = c->leaves, S = c->spines, hpl = c->hosts_per_leaf;
     if (!L || !S || !hpl)
         return UB_EINVAL;
+    if (!fits((uint64_t)L * hpl, (uint64_t)L + S, (uint64_t)L * hpl + (uint64_t)L * S))
+        return UB_ERANGE;
     uint32_t H = L * hpl;
     int rc = 0;
     for (uint32_t h = 0; h < H && !rc; h++)
@@ -73,7 +85,10 @@ static int leafspine(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t 
 /* Hosts 0..n-1 on the left switch, n..2n-1 on the right. */
 static int dumbbell(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t *nh, uint32_t *ns)
 {
-    uint32_t n = c->hosts ? c->hosts : 1, H = 2 * n;
+    uint32_t n = c->hosts ? c->hosts : 1;
+    if (!fits(2ull * n, 2, 2ull * n + 1))
+        return UB_ERANGE;
+    uint32_t H = 2 * n;
     int rc = 0;
     for (uint32_t h = 0; h < H && !rc; h++)
         rc = add(l, h, H + (h < n ? 0u : 1u), c->rate, c->delay);
@@ -84,14 +99,18 @@ static int dumbbell(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t *
     return rc;
 }
 
-/* Hosts first (hpl per switch, switch by switch), then switch i at node H + i. */
-static int hosts_on_switches(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t ns,
-                             uint32_t *nh)
+/* Hosts first (hpl per switch, switch by switch), then switch i at node H + i; the switches
+ * have links more among themselves. */
+static int hosts_on_switches(const struct ub_sim_topo_cfg *c, struct links *l, uint64_t ns,
+                             uint64_t more, uint32_t *nh)
 {
-    uint32_t hpl = c->hosts_per_leaf ? c->hosts_per_leaf : 1, H = ns * hpl;
+    uint64_t hpl = c->hosts_per_leaf ? c->hosts_per_leaf : 1;
+    if (!fits(ns * hpl, ns, ns * hpl + more))
+        return UB_ERANGE;
+    uint32_t H = (uint32_t)(ns * hpl);
     int rc = 0;
     for (uint32_t h = 0; h < H && !rc; h++)
-        rc = add(l, h, H + h / hpl, c->rate, c->delay);
+        rc = add(l, h, H + (uint32_t)(h / hpl), c->rate, c->delay);
     *nh = H;
     return rc;
 }
@@ -102,7 +121,7 @@ static int ring(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t *nh, 
     uint32_t X = c->x;
     if (X < 3)
         return UB_EINVAL;
-    int rc = hosts_on_switches(c, l, X, nh);
+    int rc = hosts_on_switches(c, l, X, X, nh);
     for (uint32_t i = 0; i < X && !rc; i++)
         rc = add(l, *nh + i, *nh + (i + 1) % X, c->rate, c->delay);
     *ns = X;
@@ -115,7 +134,7 @@ static int torus(const struct ub_sim_topo_cfg *c, struct links *l, uint32_t *nh,
     uint32_t X = c->x, Y = c->y;
     if (X < 3 || Y < 3)
         return UB_EINVAL;
-    int rc = hosts_on_switches(c, l, X * Y, nh);
+    int rc = hosts_on_switches(c, l, (uint64_t)X * Y, 2ull * X * Y, nh);
     uint32_t H = *nh;
     for (uint32_t j = 0; j < Y && !rc; j++)
         for (uint32_t i = 0; i < X && !rc; i++) {

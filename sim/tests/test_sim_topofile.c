@@ -161,12 +161,46 @@ static void test_errors(void **state)
     expect_error("# nothing\n", 0);
 }
 
+/* Shapes past the fabric limits are refused before anything is built (each of these would
+ * have wrapped 32-bit arithmetic or asked for gigabytes of links), in a file or given. */
+static void test_too_large(void **state)
+{
+    (void)state;
+    static const struct ub_sim_topo_cfg big[] = {
+        {.kind = UB_SIM_TOPO_LEAFSPINE, .leaves = 100000, .spines = 100000, .hosts_per_leaf = 1},
+        {.kind = UB_SIM_TOPO_LEAFSPINE, .leaves = 65536, .spines = 1, .hosts_per_leaf = 65536},
+        {.kind = UB_SIM_TOPO_TORUS, .x = 70000, .y = 70000},
+        {.kind = UB_SIM_TOPO_RING, .x = 3, .hosts_per_leaf = 4000000},
+        {.kind = UB_SIM_TOPO_DUMBBELL, .hosts = 5000000},
+        {.kind = UB_SIM_TOPO_FATTREE, .k = 4, .oversub = 4000000000u},
+        {.kind = UB_SIM_TOPO_FATTREE, .k = 256, .oversub = 2},
+    };
+    for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
+        struct ub_sim sim;
+        assert_int_equal(ub_sim_init(&sim, 1), 0);
+        assert_int_equal(ub_sim_topo_build(&sim, &big[i], &Q), UB_ERANGE);
+        assert_int_equal(sim.nnodes, 0);
+        ub_sim_fini(&sim);
+    }
+    struct ub_sim sim;
+    assert_int_equal(ub_sim_init(&sim, 1), 0);
+    uint32_t line = 99;
+    assert_int_equal(load_str(&sim, "builtin torus x 70000 y 70000\n", &line), UB_ERANGE);
+    assert_int_equal(line, 0);
+    /* The builder itself: a count whose sum would wrap. */
+    struct ub_sim_link_spec one = {.a = 0, .b = 1, .rate = 1, .delay = 1};
+    assert_int_equal(ub_sim_build(&sim, UINT32_MAX, 2, &one, 1, &Q), UB_ERANGE);
+    assert_int_equal(ub_sim_build(&sim, 1, 1, &one, UB_SIM_MAX_LINKS + 1, &Q), UB_ERANGE);
+    ub_sim_fini(&sim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builtin_and_round_trip),
         cmocka_unit_test(test_graph_single_flow_exact),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_too_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
