@@ -447,7 +447,10 @@ void ub_sim_fini(struct ub_sim *sim);
  * k = 256 (4.2 M hosts, 12.6 M links) fits; past these a size is a typo, not a fabric.
  */
 #define UB_SIM_MAX_NODES (1u << 23)
-#define UB_SIM_MAX_LINKS (1u << 24)
+/* The longest line of the simulator's text formats (topology files, connection matrices),
+ * its newline included. */
+#define UB_SIM_TEXT_LINE_MAX 1023
+#define UB_SIM_MAX_LINKS     (1u << 24)
 
 /* Builds the fabric from a link list; hosts must have exactly one link. UB_ERANGE past the
  * limits above. */

@@ -355,7 +355,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "softub-sim: %s line %u: %s\n", o.topo_file, line, ub_strerror(rc));
             exit(1);
         }
-        if (!is_builtin)
+        if (is_builtin)
+            rc = ub_sim_topo_build(&sim, &o.topo, &q);
+        else
             o.topo.kind = UB_SIM_TOPO_FILE;
     } else {
         rc = ub_sim_topo_build(&sim, &o.topo, &q);

@@ -1,4 +1,5 @@
 /* Topology files: parse, build, write (see topofile.h). */
+#define _POSIX_C_SOURCE 200809L /* getline */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,17 +371,18 @@ int ub_sim_topo_load(struct ub_sim *sim, FILE *f, const struct ub_sim_qcfg *q, u
     struct tf t;
     memset(&t, 0, sizeof(t));
     uint64_t drate = 100000000000ULL, ddelay = UB_SIM_PS_PER_US;
-    char buf[1024];
+    char *buf = NULL;
+    size_t cap = 0;
     uint32_t ln = 0;
     bool have_builtin = false, have_graph = false;
     int rc = 0;
     *line = 0;
     *is_builtin = false;
-    while (!rc && fgets(buf, sizeof(buf), f)) {
+    ssize_t len;
+    while (!rc && (len = getline(&buf, &cap, f)) >= 0) {
         ln++;
-        size_t len = strlen(buf);
-        if (len == sizeof(buf) - 1 && buf[len - 1] != '\n') {
-            rc = UB_EINVAL; /* line too long */
+        if (len > UB_SIM_TEXT_LINE_MAX || memchr(buf, '\0', (size_t)len)) {
+            rc = UB_EINVAL; /* not a line of text */
             break;
         }
         char *hash_at = strchr(buf, '#');
@@ -411,15 +413,14 @@ int ub_sim_topo_load(struct ub_sim *sim, FILE *f, const struct ub_sim_qcfg *q, u
             have_graph = true;
         }
     }
-    if (rc) {
+    if (rc)
         *line = ln;
-    } else if (have_builtin) {
-        *is_builtin = true;
-        rc = ub_sim_topo_build(sim, cfg, q);
-    } else {
+    else if (have_builtin)
+        *is_builtin = true; /* the caller builds it, as a shape given any other way */
+    else
         rc = finish(sim, &t, q, line);
-    }
     tf_free(&t);
+    free(buf);
     return rc;
 }
 

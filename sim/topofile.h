@@ -28,9 +28,10 @@
 #include "sim/topo.h"
 
 /*
- * Builds sim's fabric from f. 0 on success; UB_EINVAL with *line set to the offending line
- * (0: a problem with the whole file, e.g. a host without a link), UB_ENOMEM. *builtin tells
- * whether the file named a built-in shape (then *cfg holds it) or a graph.
+ * Reads f: a graph is built into sim; a built-in shape is only read, into *cfg with *builtin
+ * true, for ub_sim_topo_build (which checks its size first). 0 on success; UB_EINVAL with
+ * *line set to the offending line (0: a problem with the whole file, e.g. a host without a
+ * link), UB_ERANGE (a graph past the fabric limits), UB_ENOMEM.
  */
 int ub_sim_topo_load(struct ub_sim *sim, FILE *f, const struct ub_sim_qcfg *q, uint32_t *line,
                      bool *builtin, struct ub_sim_topo_cfg *cfg);

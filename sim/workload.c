@@ -1,4 +1,7 @@
+#define _POSIX_C_SOURCE 200809L /* getline */
 #include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,8 +118,9 @@ static bool parse_u64(const char *s, uint64_t *v)
     char *end;
     if (!isdigit((unsigned char)*s))
         return false;
+    errno = 0;
     unsigned long long x = strtoull(s, &end, 10);
-    if (*end)
+    if (*end || errno == ERANGE) /* not saturated into another number */
         return false;
     *v = x;
     return true;
@@ -201,12 +205,18 @@ static int parse_flow(struct ub_sim *sim, char *tok, char **save)
 
 int ub_sim_wl_load_cm(struct ub_sim *sim, FILE *f, uint32_t *line)
 {
-    char buf[1024];
+    char *buf = NULL;
+    size_t cap = 0;
     uint64_t nodes = 0, conns = 0, count = 0, v;
     uint32_t ln = 0;
     int rc = 0;
-    while (fgets(buf, sizeof(buf), f)) {
+    ssize_t len;
+    while ((len = getline(&buf, &cap, f)) >= 0) {
         ln++;
+        if (len > UB_SIM_TEXT_LINE_MAX || memchr(buf, '\0', (size_t)len)) {
+            rc = UB_EBADMSG; /* not a line of text */
+            break;
+        }
         char *save = buf;
         char *tok = next_tok(&save);
         if (!tok || tok[0] == '#')
@@ -233,6 +243,7 @@ int ub_sim_wl_load_cm(struct ub_sim *sim, FILE *f, uint32_t *line)
         if (rc)
             break;
     }
+    free(buf);
     if (!rc && (nodes > sim->nhosts || count != conns))
         rc = UB_EBADMSG;
     if (line)

@@ -32,7 +32,7 @@ static int load_str(struct ub_sim *sim, const char *text, uint32_t *line)
     struct ub_sim_topo_cfg c;
     int rc = ub_sim_topo_load(sim, f, &Q, line, &b, &c);
     fclose(f);
-    return rc;
+    return rc || !b ? rc : ub_sim_topo_build(sim, &c, &Q); /* a shape: as softub-sim does */
 }
 
 static void same_fabric(const struct ub_sim *a, const struct ub_sim *b)
