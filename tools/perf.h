@@ -16,9 +16,19 @@
 #define PERF_MAX_JETTY 64u
 #define PERF_MIN_SWEEP 2u
 #define PERF_MAX_SIZE  (8u << 20)
-#define PERF_TOKEN     0x5eedf00dull
-#define PERF_TAG       0x7a66ull /* --tagged: every message's tag, and every buffer's */
-#define PERF_CTL_MAX   65536u
+/* The options' bounds: the client's parsing and the server's check of what it is sent. */
+#define PERF_MAX_DURATION  86400u /* -D, seconds */
+#define PERF_MAX_WARMUP    (1u << 30)
+#define PERF_MAX_DEPTH     4096u /* -t, -r */
+#define PERF_MAX_CQ_MOD    1024u
+#define PERF_MAX_POST_LIST 64u
+#define PERF_MAX_INLINE    65536u
+#define PERF_MAX_PATHS     64u
+#define PERF_MIN_MTU       64u
+#define PERF_MAX_MTU       65507u
+#define PERF_TOKEN         0x5eedf00dull
+#define PERF_TAG           0x7a66ull /* --tagged: every message's tag, and every buffer's */
+#define PERF_CTL_MAX       65536u
 /* udp MTU towards a loopback peer unless --mtu is given (docs/benchmarks.md; usage()). */
 #define PERF_LOOPBACK_MTU 9000u
 
@@ -152,6 +162,11 @@ bool perf_is_lat(enum perf_test t);
 bool perf_is_half_rtt(enum perf_test t);
 const char *perf_test_name(enum perf_test t);
 int perf_test_parse(const char *s);
+/* What is wrong with a configuration that came over the wire (the first field out of the
+ * bounds the options have), or NULL: a server runs nothing else. */
+const char *perf_cfg_bad(const struct perf_cfg *c);
+/* Whether a RUN message fits the configuration (its size within the buffers set up). */
+bool perf_run_fits(const struct perf_cfg *c, const struct perf_run *r);
 uint64_t perf_now_ns(void);
 
 #endif

@@ -1,4 +1,4 @@
-/* softub-perf: latency statistics, test names, the clock. */
+/* softub-perf: latency statistics, test names, the configuration's bounds, the clock. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -21,6 +21,47 @@ int perf_test_parse(const char *s)
         if (strcmp(s, names[i]) == 0)
             return i;
     return -1;
+}
+
+static bool in(uint64_t v, uint64_t lo, uint64_t hi)
+{
+    return v >= lo && v <= hi;
+}
+
+static bool has_nul(const char *s, size_t n)
+{
+    return memchr(s, '\0', n) != NULL;
+}
+
+const char *perf_cfg_bad(const struct perf_cfg *c)
+{
+    return c->test >= T_COUNT                                                     ? "test"
+           : c->dev > DEV_SHM                                                     ? "device"
+           : !in(c->size, 1, PERF_MAX_SIZE)                                       ? "size"
+           : !in(c->max_size, PERF_MIN_SWEEP, PERF_MAX_SIZE)                      ? "max size"
+           : c->duration > PERF_MAX_DURATION                                      ? "duration"
+           : c->warmup > PERF_MAX_WARMUP                                          ? "warmup"
+           : !in(c->jettys, 1, PERF_MAX_JETTY)                                    ? "jettys"
+           : !in(c->tx_depth, 1, PERF_MAX_DEPTH)                                  ? "tx depth"
+           : !in(c->rx_depth, 1, PERF_MAX_DEPTH)                                  ? "rx depth"
+           : !in(c->post_list, 1, PERF_MAX_POST_LIST)                             ? "post list"
+           : !in(c->cq_mod, 1, PERF_MAX_CQ_MOD)                                   ? "cq mod"
+           : c->inline_sz > PERF_MAX_INLINE                                       ? "inline"
+           : c->order > 2 || c->tm > 1                                            ? "order or mode"
+           : c->paths > PERF_MAX_PATHS                                            ? "paths"
+           : c->mtu && !in(c->mtu, PERF_MIN_MTU, PERF_MAX_MTU)                    ? "mtu"
+           : (c->sweep | c->event | c->spin | c->huge | c->bidir | c->tagged) > 1 ? "flag"
+           : !has_nul(c->cc, sizeof(c->cc)) || !has_nul(c->lb, sizeof(c->lb)) ||
+                   !has_nul(c->server_ip, sizeof(c->server_ip)) ||
+                   !has_nul(c->udp_opts, sizeof(c->udp_opts))
+               ? "name"
+               : NULL;
+}
+
+bool perf_run_fits(const struct perf_cfg *c, const struct perf_run *r)
+{
+    uint64_t top = c->sweep ? c->max_size : c->size;
+    return in(r->size, 1, top < 8 ? 8 : top) && r->duration_ms <= PERF_MAX_DURATION * 1000ull;
 }
 
 bool perf_is_lat(enum perf_test t)

@@ -232,29 +232,29 @@ static int parse(int argc, char **argv, struct opts *o)
             o->set_iters = true;
             break;
         case 'D':
-            bad = parse_u32(optarg, &c->duration, 1, 86400);
+            bad = parse_u32(optarg, &c->duration, 1, PERF_MAX_DURATION);
             break;
         case O_WARM:
-            bad = parse_u32(optarg, &c->warmup, 0, 1u << 30);
+            bad = parse_u32(optarg, &c->warmup, 0, PERF_MAX_WARMUP);
             break;
         case 'q':
             bad = parse_u32(optarg, &c->jettys, 1, PERF_MAX_JETTY);
             break;
         case 't':
-            bad = parse_u32(optarg, &c->tx_depth, 1, 4096);
+            bad = parse_u32(optarg, &c->tx_depth, 1, PERF_MAX_DEPTH);
             o->set_tx = true;
             break;
         case 'r':
-            bad = parse_u32(optarg, &c->rx_depth, 1, 4096);
+            bad = parse_u32(optarg, &c->rx_depth, 1, PERF_MAX_DEPTH);
             break;
         case 'Q':
-            bad = parse_u32(optarg, &c->cq_mod, 1, 1024);
+            bad = parse_u32(optarg, &c->cq_mod, 1, PERF_MAX_CQ_MOD);
             break;
         case 'l':
-            bad = parse_u32(optarg, &c->post_list, 1, 64);
+            bad = parse_u32(optarg, &c->post_list, 1, PERF_MAX_POST_LIST);
             break;
         case 'I':
-            bad = parse_u32(optarg, &c->inline_sz, 0, 65536);
+            bad = parse_u32(optarg, &c->inline_sz, 0, PERF_MAX_INLINE);
             o->set_inline = true;
             break;
         case O_ORDER:
@@ -276,13 +276,13 @@ static int parse(int argc, char **argv, struct opts *o)
                 strcpy(c->lb, optarg);
             break;
         case O_PATHS:
-            bad = parse_u32(optarg, &c->paths, 1, 64);
+            bad = parse_u32(optarg, &c->paths, 1, PERF_MAX_PATHS);
             break;
         case O_BURST:
             bad = parse_u32(optarg, &c->burst, 0, UINT32_MAX);
             break;
         case O_MTU:
-            bad = parse_u32(optarg, &c->mtu, 64, 65507);
+            bad = parse_u32(optarg, &c->mtu, PERF_MIN_MTU, PERF_MAX_MTU);
             o->set_mtu = true;
             break;
         case O_UDPO:
@@ -615,7 +615,14 @@ static int server(struct opts *o)
         fprintf(stderr, "softub-perf: %s\n", t);
         goto out;
     }
-    e.cfg.server_ip[sizeof(e.cfg.server_ip) - 1] = '\0';
+    const char *bad = perf_cfg_bad(&e.cfg); /* whoever connected: nothing unchecked is used */
+    if (bad) {
+        char t[64];
+        snprintf(t, sizeof(t), "bad configuration (%s)", bad);
+        send_error(&e, t);
+        fprintf(stderr, "softub-perf: %s from the client\n", t);
+        goto out;
+    }
     snprintf(e.local_ip, sizeof(e.local_ip), "%s", e.cfg.server_ip);
     if (perf_setup(&e)) {
         send_error(&e, "server setup failed");
@@ -633,7 +640,11 @@ static int server(struct opts *o)
             print_transport(&st);
             break;
         }
-        if (r.type != M_RUN || m != (int)sizeof(r) || perf_server_run(&e, &r))
+        if (r.type != M_RUN || m != (int)sizeof(r) || !perf_run_fits(&e.cfg, &r)) {
+            fprintf(stderr, "softub-perf: bad run request from the client\n");
+            goto out;
+        }
+        if (perf_server_run(&e, &r))
             goto out;
     }
     ret = 0;

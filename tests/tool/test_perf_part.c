@@ -1,7 +1,8 @@
 /*
- * softub-perf's parting of the two processes (tools/perf_run.c perf_part): a client on the
- * server's CPU moves to another CPU of its set and keeps its set; on another CPU, or with
- * nowhere else to go, it stays.
+ * softub-perf's parts that a run cannot show deterministically: the parting of the two
+ * processes (tools/perf_run.c perf_part: a client on the server's CPU moves to another CPU of
+ * its set and keeps its set; on another CPU, or with nowhere else to go, it stays), and the
+ * server's check of the configuration and run requests it is sent (perf_stats.c).
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <string.h>
 
 #include "perf.h"
 
@@ -79,11 +81,103 @@ static void test_stays_elsewhere_or_alone(void **state)
     assert_int_equal(sched_setaffinity(0, sizeof(own), &own), 0);
 }
 
+/* A client's configuration after its defaults (softub-perf's main and parse). */
+static struct perf_cfg good_cfg(void)
+{
+    struct perf_cfg c;
+    memset(&c, 0, sizeof(c));
+    c.magic = PERF_MAGIC;
+    c.version = PERF_VERSION;
+    c.test = T_WRITE_BW;
+    c.size = 65536;
+    c.max_size = PERF_MAX_SIZE;
+    c.jettys = 1;
+    c.tx_depth = 128;
+    c.rx_depth = 256;
+    c.post_list = 1;
+    c.cq_mod = 1;
+    c.inline_sz = 128;
+    c.warmup = 16;
+    strcpy(c.server_ip, "127.0.0.1");
+    return c;
+}
+
+/* Every field out of its option's bounds is named; in bounds, nothing is. */
+static void test_cfg_bad(void **state)
+{
+    (void)state;
+    struct perf_cfg c = good_cfg();
+    assert_null(perf_cfg_bad(&c));
+    c.jettys = PERF_MAX_JETTY;
+    c.tx_depth = c.rx_depth = PERF_MAX_DEPTH;
+    c.mtu = PERF_MIN_MTU;
+    c.sweep = c.tagged = 1;
+    assert_null(perf_cfg_bad(&c));
+#define EXPECT_BAD(name, stmt)                       \
+    do {                                             \
+        struct perf_cfg x = good_cfg();              \
+        stmt;                                        \
+        assert_non_null(perf_cfg_bad(&x));           \
+        assert_string_equal(perf_cfg_bad(&x), name); \
+    } while (0)
+    EXPECT_BAD("test", x.test = T_COUNT);
+    EXPECT_BAD("device", x.dev = 2);
+    EXPECT_BAD("size", x.size = 0);
+    EXPECT_BAD("size", x.size = PERF_MAX_SIZE + 1ull);
+    EXPECT_BAD("max size", x.max_size = 1);
+    EXPECT_BAD("duration", x.duration = PERF_MAX_DURATION + 1);
+    EXPECT_BAD("warmup", x.warmup = PERF_MAX_WARMUP + 1);
+    EXPECT_BAD("jettys", x.jettys = PERF_MAX_JETTY + 1);
+    EXPECT_BAD("jettys", x.jettys = 0);
+    EXPECT_BAD("tx depth", x.tx_depth = PERF_MAX_DEPTH + 1);
+    EXPECT_BAD("rx depth", x.rx_depth = 0);
+    EXPECT_BAD("post list", x.post_list = PERF_MAX_POST_LIST + 1);
+    EXPECT_BAD("cq mod", x.cq_mod = PERF_MAX_CQ_MOD + 1);
+    EXPECT_BAD("inline", x.inline_sz = PERF_MAX_INLINE + 1);
+    EXPECT_BAD("order or mode", x.order = 3);
+    EXPECT_BAD("order or mode", x.tm = 2);
+    EXPECT_BAD("paths", x.paths = PERF_MAX_PATHS + 1);
+    EXPECT_BAD("mtu", x.mtu = PERF_MIN_MTU - 1);
+    EXPECT_BAD("mtu", x.mtu = PERF_MAX_MTU + 1);
+    EXPECT_BAD("flag", x.bidir = 2);
+    EXPECT_BAD("name", memset(x.cc, 'a', sizeof(x.cc)));
+    EXPECT_BAD("name", memset(x.server_ip, '1', sizeof(x.server_ip)));
+    EXPECT_BAD("name", memset(x.udp_opts, 'k', sizeof(x.udp_opts)));
+#undef EXPECT_BAD
+}
+
+/* A run request fits the buffers the configuration set up, or is refused. */
+static void test_run_fits(void **state)
+{
+    (void)state;
+    struct perf_cfg c = good_cfg();
+    struct perf_run r = {.type = M_RUN, .size = 65536, .iters = 10};
+    assert_true(perf_run_fits(&c, &r));
+    r.size = 65537;
+    assert_false(perf_run_fits(&c, &r));
+    r.size = 0;
+    assert_false(perf_run_fits(&c, &r));
+    c.sweep = 1;
+    c.max_size = 1024;
+    r.size = 1024;
+    assert_true(perf_run_fits(&c, &r));
+    r.size = 2048;
+    assert_false(perf_run_fits(&c, &r));
+    c.size = 2; /* a 2-byte test still has room for an 8-byte atomic */
+    c.sweep = 0;
+    r.size = 8;
+    assert_true(perf_run_fits(&c, &r));
+    r.duration_ms = PERF_MAX_DURATION * 1000u + 1;
+    assert_false(perf_run_fits(&c, &r));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_moves_off_the_shared_cpu),
         cmocka_unit_test(test_stays_elsewhere_or_alone),
+        cmocka_unit_test(test_cfg_bad),
+        cmocka_unit_test(test_run_fits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
