@@ -23,8 +23,8 @@ static int add(struct links *l, uint32_t a, uint32_t b, uint64_t rate, uint64_t 
     return 0;
 }
 
-/* Whether a shape of these sizes (computed in 64 bits: the parameters are anyone's) stays
- * within the simulator's limits; checked before a single link is generated. */
+/* Whether a shape of these sizes stays within the simulator's limits: computed in 64 bits
+ * (the parameters come from a command line or a file) before a single link is generated. */
 static bool fits(uint64_t hosts, uint64_t switches, uint64_t links)
 {
     return hosts + switches <= UB_SIM_MAX_NODES && links <= UB_SIM_MAX_LINKS;
