@@ -3,12 +3,18 @@
 # perf_server LOG WAIT CMD...: starts a softub-perf server (CMD, with -p 0) and reads its
 # output until it says which port it listens on (at most WAIT seconds); the rest of its
 # output goes to LOG in the background. Sets SRV_PORT ("" if it never said) and SRV_PID.
-# Lines that are not the port's (valgrind's "==" ones, say) are skipped.
+# Lines that are not the port's (valgrind's "==" ones, say) are skipped. The server is a
+# background job writing into a FIFO (bash's `wait` on a process substitution is not
+# reliable: tests/tool/perf_cli.sh).
 perf_server() {
-    local log=$1 wait=$2 fd line
+    local log=$1 wait=$2 fd line fifo
     shift 2
-    exec {fd}< <("$@" 2>&1)
+    fifo=$(mktemp -u "${TMPDIR:-/tmp}/softub-srv.XXXXXX")
+    mkfifo "$fifo"
+    "$@" >"$fifo" 2>&1 &
     SRV_PID=$!
+    exec {fd}<"$fifo"
+    rm -f "$fifo"
     SRV_PORT=""
     while IFS= read -r -t "$wait" -u "$fd" line; do
         SRV_PORT=$(printf '%s\n' "$line" | sed -n 's/.*waiting on tcp:.*:\([0-9][0-9]*\)$/\1/p')

@@ -19,12 +19,19 @@ fails=0
 
 # start_server LOGFILE ARGS...: starts softub-perf ARGS on a port the kernel picks (-p 0) and
 # sets SRV (its pid) and PORT from the line it prints once it listens. The server's output
-# goes on to LOGFILE. A fixed port could be taken by any socket on the machine.
+# goes on to LOGFILE. A fixed port could be taken by any socket on the machine. The server is
+# a background job writing into a FIFO, not a process substitution: bash 5.2's `wait` on a
+# process substitution's pid now and then returns a status that is not the process's (about
+# once in a thousand waits here), which failed a run that had passed.
 start_server() {
-    local log=$1 line fd
+    local log=$1 line fd fifo=$WORK/server.fifo
     shift
-    exec {fd}< <(timeout 30 "$PERF" "$@" --bind 127.0.0.1 -p 0 --timeout "${SRV_TIMEOUT:-5000}" 2>&1)
+    rm -f "$fifo"
+    mkfifo "$fifo"
+    timeout 30 "$PERF" "$@" --bind 127.0.0.1 -p 0 --timeout "${SRV_TIMEOUT:-5000}" >"$fifo" 2>&1 &
     SRV=$!
+    exec {fd}<"$fifo"
+    rm -f "$fifo"
     PORT=""
     if IFS= read -r -t 10 -u "$fd" line; then
         echo "$line" >"$log"
