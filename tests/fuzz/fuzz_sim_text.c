@@ -4,8 +4,8 @@
  * of 16 hosts. Invariants: one of the documented results, naming a line of the input; a graph
  * that loads is written out (ub_sim_topo_write), reads back as the same fabric port for port
  * and is written again byte for byte; a built-in shape is only read (building is
- * ub_sim_topo_build's, tested by size); a matrix that loads adds flows between two distinct
- * hosts of the fabric, as many as it declares.
+ * ub_sim_topo_build's, tested by size); every flow a matrix adds, whole or cut short by an
+ * error, joins two distinct hosts of the fabric.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdbool.h>
