@@ -6,8 +6,6 @@
  * to stderr. The real clock is read here only, never inside the simulation.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <ctype.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +13,7 @@
 #include <time.h>
 
 #include <softub/errors.h>
+#include "core/num.h"
 #include "sim/plot.h"
 #include "sim/reftp.h"
 #include "sim/series.h"
@@ -77,13 +76,8 @@ static void usage(FILE *f)
 
 static uint64_t num(const char *s)
 {
-    /* Digits only: strtoull would take "" as 0, "-1" as its negation, and saturate. */
-    char *end = NULL;
-    unsigned long long v = 0;
-    errno = 0;
-    if (isdigit((unsigned char)*s))
-        v = strtoull(s, &end, 0);
-    if (!end || *end || errno == ERANGE) {
+    uint64_t v;
+    if (!ub__num_u64_all(s, 0, &v)) {
         fprintf(stderr, "softub-sim: not a number: %s\n", s);
         exit(2);
     }

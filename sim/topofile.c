@@ -6,6 +6,7 @@
 
 #include <softub/errors.h>
 #include "core/grow.h"
+#include "core/num.h"
 #include "sim/topofile.h"
 
 #define NAME_MAX_LEN 63
@@ -102,9 +103,10 @@ static uint32_t intern(struct names *nm, const char *name)
 /* "100G", "2500M", "40000000000": bit/s; 0 if malformed. */
 static uint64_t parse_rate(const char *s)
 {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    uint64_t mul = 1;
+    const char *end;
+    uint64_t v, mul = 1;
+    if (!ub__num_u64(s, 10, &v, &end))
+        return 0;
     if (*end == 'K' || *end == 'k')
         mul = 1000ULL, end++;
     else if (*end == 'M')
@@ -113,7 +115,7 @@ static uint64_t parse_rate(const char *s)
         mul = 1000000000ULL, end++;
     else if (*end == 'T')
         mul = 1000000000000ULL, end++;
-    if (end == s || *end || v == 0 || v > UINT64_MAX / mul)
+    if (*end || v == 0 || v > UINT64_MAX / mul)
         return 0;
     return v * mul;
 }
@@ -121,10 +123,9 @@ static uint64_t parse_rate(const char *s)
 /* "1us", "500ns", "1500ps", "2ms": ps; UINT64_MAX if malformed. */
 static uint64_t parse_delay(const char *s)
 {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    uint64_t mul;
-    if (end == s)
+    const char *end;
+    uint64_t v, mul;
+    if (!ub__num_u64(s, 10, &v, &end))
         return UINT64_MAX;
     if (!strcmp(end, "ps"))
         mul = 1;
@@ -160,9 +161,8 @@ static int link_opts(char **tok, uint32_t i, uint32_t n, uint64_t *rate, uint64_
 
 static int u32_of(const char *s, uint32_t *out)
 {
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (end == s || *end || v > UINT32_MAX)
+    uint64_t v;
+    if (!ub__num_u64_all(s, 10, &v) || v > UINT32_MAX)
         return UB_EINVAL;
     *out = (uint32_t)v;
     return 0;

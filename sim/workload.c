@@ -1,11 +1,11 @@
 #define _POSIX_C_SOURCE 200809L /* getline */
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <softub/errors.h>
+#include "core/num.h"
 #include "sim/workload.h"
 
 int ub_sim_wl_permutation(struct ub_sim *sim, uint64_t size, uint64_t start)
@@ -113,19 +113,6 @@ int ub_sim_wl_allreduce(struct ub_sim *sim, uint64_t size, uint64_t start)
     return 0;
 }
 
-static bool parse_u64(const char *s, uint64_t *v)
-{
-    char *end;
-    if (!isdigit((unsigned char)*s))
-        return false;
-    errno = 0;
-    unsigned long long x = strtoull(s, &end, 10);
-    if (*end || errno == ERANGE) /* not saturated into another number */
-        return false;
-    *v = x;
-    return true;
-}
-
 /* Decimal microseconds to picoseconds, without floating point. */
 static bool parse_us(const char *s, uint64_t *ps)
 {
@@ -173,7 +160,7 @@ static int parse_flow(struct ub_sim *sim, char *tok, char **save)
     char *arrow = strstr(tok, "->");
     uint64_t src, dst, id = 0, start = UB_SIM_NEVER, size = UB_SIM_NEVER, prio;
     *arrow = '\0';
-    if (!parse_u64(tok, &src) || !parse_u64(arrow + 2, &dst))
+    if (!ub__num_u64_all(tok, 10, &src) || !ub__num_u64_all(arrow + 2, 10, &dst))
         return UB_EBADMSG;
     char *k;
     while ((k = next_tok(save)) != NULL) {
@@ -185,13 +172,13 @@ static int parse_flow(struct ub_sim *sim, char *tok, char **save)
             return UB_EBADMSG;
         bool ok;
         if (!strcmp(k, "id"))
-            ok = parse_u64(v, &id) && id > 0 && id <= UINT32_MAX;
+            ok = ub__num_u64_all(v, 10, &id) && id > 0 && id <= UINT32_MAX;
         else if (!strcmp(k, "start"))
             ok = parse_us(v, &start);
         else if (!strcmp(k, "size"))
-            ok = parse_u64(v, &size);
+            ok = ub__num_u64_all(v, 10, &size);
         else if (!strcmp(k, "prio"))
-            ok = parse_u64(v, &prio);
+            ok = ub__num_u64_all(v, 10, &prio);
         else
             ok = false;
         if (!ok)
@@ -227,7 +214,7 @@ int ub_sim_wl_load_cm(struct ub_sim *sim, FILE *f, uint32_t *line)
         } else if (!strcmp(tok, "Nodes") || !strcmp(tok, "Connections") ||
                    !strcmp(tok, "Triggers") || !strcmp(tok, "Failures")) {
             char *val = next_tok(&save);
-            if (!val || !parse_u64(val, &v))
+            if (!val || !ub__num_u64_all(val, 10, &v))
                 rc = UB_EBADMSG;
             else if (tok[0] == 'N')
                 nodes = v;

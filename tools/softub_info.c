@@ -4,9 +4,6 @@
  * link and on impaired ones.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <ctype.h>
-#include <errno.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +13,7 @@
 #include "cms/lb.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/num.h"
 #include "dev/shm.h"
 #include "engine/testbed.h"
 #include "ses/ses.h"
@@ -175,20 +173,6 @@ static int selftest(uint32_t count, uint64_t seed, int verbose)
     return fails ? 1 : 0;
 }
 
-/* A decimal or 0x number in *v, nothing else (no sign, no saturation): false otherwise. */
-static bool parse_num(const char *s, uint64_t max, uint64_t *v)
-{
-    if (!isdigit((unsigned char)*s))
-        return false;
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(s, &end, 0);
-    if (*end || errno == ERANGE || x > max)
-        return false;
-    *v = x;
-    return true;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: softub-info [--selftest] [-n COUNT] [--seed N] [-v]\n"
@@ -206,13 +190,13 @@ int main(int argc, char **argv)
             run = 1;
         } else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
             uint64_t n;
-            if (!parse_num(argv[++i], UINT32_MAX, &n) || n == 0) {
+            if (!ub__num_u64_all(argv[++i], 0, &n) || n == 0 || n > UINT32_MAX) {
                 fprintf(stderr, "softub-info: -n: not a count: %s\n", argv[i]);
                 return 2;
             }
             count = (uint32_t)n;
         } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
-            if (!parse_num(argv[++i], UINT64_MAX, &seed)) {
+            if (!ub__num_u64_all(argv[++i], 0, &seed)) {
                 fprintf(stderr, "softub-info: --seed: not a number: %s\n", argv[i]);
                 return 2;
             }

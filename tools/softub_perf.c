@@ -16,8 +16,6 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <ctype.h>
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -29,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/num.h"
 #include "perf.h"
 
 struct opts {
@@ -99,27 +98,20 @@ static void usage(FILE *f)
                "  -c, --cpu LIST        run on these CPUs (e.g. 1 or 0,2-3; this side only)\n");
 }
 
+/* A number with an optional K or M suffix (times 1024, 1024^2). */
 static int parse_u64(const char *s, uint64_t *out)
 {
-    /* strtoull would take "-1" as its negation and saturate what is too large: neither is
-     * a count or a size. */
-    while (isspace((unsigned char)*s))
-        s++;
-    if (*s == '-' || *s == '+')
+    uint64_t v, mul = 1;
+    const char *end;
+    if (!ub__num_u64(s, 0, &v, &end))
         return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (end == s || errno == ERANGE)
-        return -1;
-    uint64_t mul = 1;
     if (*end == 'k' || *end == 'K')
         mul = 1024, end++;
     else if (*end == 'm' || *end == 'M')
         mul = 1024 * 1024, end++;
-    if (*end || (uint64_t)v > UINT64_MAX / mul)
+    if (*end || v > UINT64_MAX / mul)
         return -1;
-    *out = (uint64_t)v * mul;
+    *out = v * mul;
     return 0;
 }
 

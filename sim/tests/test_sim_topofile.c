@@ -148,11 +148,13 @@ static void expect_error(const char *text, uint32_t want_line)
 static void test_errors(void **state)
 {
     (void)state;
-    expect_error("switch s0\nhost h0 s0\nhost h1 s9\n", 3);             /* undeclared switch */
-    expect_error("switch s0 s1\nhost h0 s0\nlink h0 s1\n", 3);          /* a host's 2nd link */
-    expect_error("switch s0\nhost h0 s0\nhost h1\n", 3);                /* a host without link */
-    expect_error("switch s0\nswitch s0\n", 2);                          /* declared twice */
-    expect_error("switch s0 s1\nhost h0 s0\nlink s0 s1 rate 1X\n", 3);  /* bad rate */
+    expect_error("switch s0\nhost h0 s0\nhost h1 s9\n", 3);            /* undeclared switch */
+    expect_error("switch s0 s1\nhost h0 s0\nlink h0 s1\n", 3);         /* a host's 2nd link */
+    expect_error("switch s0\nhost h0 s0\nhost h1\n", 3);               /* a host without link */
+    expect_error("switch s0\nswitch s0\n", 2);                         /* declared twice */
+    expect_error("switch s0 s1\nhost h0 s0\nlink s0 s1 rate 1X\n", 3); /* bad rate */
+    expect_error("switch s0 s1\nhost h0 s0\nlink s0 s1 rate -5\n", 3); /* a sign, not 2^64 - 5 */
+    expect_error("builtin fattree k +4\n", 1);
     expect_error("switch s0 s1\nhost h0 s0\nlink s0 s1 delay 5\n", 3);  /* delay without unit */
     expect_error("switch s0\nhost h0 s0\nhost h1 s0\nlink h0 h1\n", 4); /* host to host */
     expect_error("builtin fattree k 4\nswitch s0\n", 2);                /* builtin is alone */
