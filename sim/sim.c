@@ -1,4 +1,6 @@
-/* The simulation world: set-up, the descriptor pool, the fabric builder, ideal FCTs. */
+/* The simulation world: set-up, the descriptor pool, the fabric builder, ideal FCTs; the
+ * text formats' line reader. */
+#define _POSIX_C_SOURCE 200809L /* getline */
 #include <stdlib.h>
 #include <string.h>
 
@@ -264,4 +266,12 @@ uint64_t ub_sim_ideal_fct(const struct ub_sim *sim, uint32_t src, uint32_t dst, 
             best += ub_sim_port_ser(&sim->ports[back[i]], ack_size) + sim->ports[back[i]].delay;
     }
     return best;
+}
+
+int ub_sim_text_line(FILE *f, char **buf, size_t *cap)
+{
+    ssize_t len = getline(buf, cap, f);
+    if (len < 0)
+        return 0;
+    return len > UB_SIM_TEXT_LINE_MAX || memchr(*buf, '\0', (size_t)len) ? -1 : 1;
 }

@@ -450,7 +450,10 @@ void ub_sim_fini(struct ub_sim *sim);
 /* The longest line of the simulator's text formats (topology files, connection matrices),
  * its newline included. */
 #define UB_SIM_TEXT_LINE_MAX 1023
-#define UB_SIM_MAX_LINKS     (1u << 24)
+/* Reads the next line of such a file into *buf (getline's buffer, the caller frees it): 1 a
+ * line, 0 the end, -1 not a line of text (longer than the above, or holding a NUL). */
+int ub_sim_text_line(FILE *f, char **buf, size_t *cap);
+#define UB_SIM_MAX_LINKS (1u << 24)
 
 /* Builds the fabric from a link list; hosts must have exactly one link. UB_ERANGE past the
  * limits above. */

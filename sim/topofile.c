@@ -1,5 +1,4 @@
 /* Topology files: parse, build, write (see topofile.h). */
-#define _POSIX_C_SOURCE 200809L /* getline */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,11 +377,11 @@ int ub_sim_topo_load(struct ub_sim *sim, FILE *f, const struct ub_sim_qcfg *q, u
     int rc = 0;
     *line = 0;
     *is_builtin = false;
-    ssize_t len;
-    while (!rc && (len = getline(&buf, &cap, f)) >= 0) {
+    int got;
+    while (!rc && (got = ub_sim_text_line(f, &buf, &cap)) != 0) {
         ln++;
-        if (len > UB_SIM_TEXT_LINE_MAX || memchr(buf, '\0', (size_t)len)) {
-            rc = UB_EINVAL; /* not a line of text */
+        if (got < 0) {
+            rc = UB_EINVAL;
             break;
         }
         char *hash_at = strchr(buf, '#');

@@ -1,6 +1,4 @@
-#define _POSIX_C_SOURCE 200809L /* getline */
 #include <ctype.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,11 +195,11 @@ int ub_sim_wl_load_cm(struct ub_sim *sim, FILE *f, uint32_t *line)
     uint64_t nodes = 0, conns = 0, count = 0, v;
     uint32_t ln = 0;
     int rc = 0;
-    ssize_t len;
-    while ((len = getline(&buf, &cap, f)) >= 0) {
+    int got;
+    while ((got = ub_sim_text_line(f, &buf, &cap)) != 0) {
         ln++;
-        if (len > UB_SIM_TEXT_LINE_MAX || memchr(buf, '\0', (size_t)len)) {
-            rc = UB_EBADMSG; /* not a line of text */
+        if (got < 0) {
+            rc = UB_EBADMSG;
             break;
         }
         char *save = buf;
