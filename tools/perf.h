@@ -165,6 +165,8 @@ int perf_test_parse(const char *s);
 /* What is wrong with a configuration that came over the wire (the first field out of the
  * bounds the options have), or NULL: a server runs nothing else. */
 const char *perf_cfg_bad(const struct perf_cfg *c);
+/* The largest operation a configuration runs: what its buffers are set up for. */
+uint64_t perf_cfg_top(const struct perf_cfg *c);
 /* Whether a RUN message fits the configuration (its size within the buffers set up). */
 bool perf_run_fits(const struct perf_cfg *c, const struct perf_run *r);
 uint64_t perf_now_ns(void);

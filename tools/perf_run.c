@@ -135,10 +135,7 @@ int perf_setup(struct perf_ep *e)
         return fail("congestion control / load balancer", rc);
     if (rc)
         return fail(uri, rc);
-    size_t top = c->sweep ? c->max_size : c->size;
-    if (top < 8)
-        top = 8;
-    e->half = (top + 4095) & ~(size_t)4095;
+    e->half = (perf_cfg_top(c) + 4095) & ~(size_t)4095;
     size_t total = 2 * e->half + 4096; /* + the control words */
     /* --huge: transparent huge pages where the kernel gives them on request (its madvise
      * mode), so that a single copy (process_vm_readv) looks up a page per 2 MiB instead of

@@ -58,10 +58,15 @@ const char *perf_cfg_bad(const struct perf_cfg *c)
                : NULL;
 }
 
-bool perf_run_fits(const struct perf_cfg *c, const struct perf_run *r)
+uint64_t perf_cfg_top(const struct perf_cfg *c)
 {
     uint64_t top = c->sweep ? c->max_size : c->size;
-    return in(r->size, 1, top < 8 ? 8 : top) && r->duration_ms <= PERF_MAX_DURATION * 1000ull;
+    return top < 8 ? 8 : top; /* room for an atomic's word whatever the size */
+}
+
+bool perf_run_fits(const struct perf_cfg *c, const struct perf_run *r)
+{
+    return in(r->size, 1, perf_cfg_top(c)) && r->duration_ms <= PERF_MAX_DURATION * 1000ull;
 }
 
 bool perf_is_lat(enum perf_test t)
