@@ -162,6 +162,8 @@ bool perf_is_lat(enum perf_test t);
 bool perf_is_half_rtt(enum perf_test t);
 const char *perf_test_name(enum perf_test t);
 int perf_test_parse(const char *s);
+/* The options' defaults before any is given (the test's own follow from its name). */
+void perf_cfg_defaults(struct perf_cfg *c);
 /* What is wrong with a configuration that came over the wire (the first field out of the
  * bounds the options have), or NULL: a server runs nothing else. */
 const char *perf_cfg_bad(const struct perf_cfg *c);

@@ -23,6 +23,19 @@ int perf_test_parse(const char *s)
     return -1;
 }
 
+void perf_cfg_defaults(struct perf_cfg *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->magic = PERF_MAGIC;
+    c->version = PERF_VERSION;
+    c->jettys = 1;
+    c->rx_depth = 256;
+    c->post_list = 1;
+    c->cq_mod = 1;
+    c->max_size = PERF_MAX_SIZE;
+    c->warmup = 16;
+}
+
 static bool in(uint64_t v, uint64_t lo, uint64_t hi)
 {
     return v >= lo && v <= hi;

@@ -880,15 +880,7 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof(o));
     o.port = 18515;
     o.timeout_ms = 10000;
-    struct perf_cfg *c = &o.cfg;
-    c->magic = PERF_MAGIC;
-    c->version = PERF_VERSION;
-    c->jettys = 1;
-    c->rx_depth = 256;
-    c->post_list = 1;
-    c->cq_mod = 1;
-    c->max_size = PERF_MAX_SIZE;
-    c->warmup = 16;
+    perf_cfg_defaults(&o.cfg);
     if (parse(argc, argv, &o))
         return 2;
     if (o.pin && sched_setaffinity(0, sizeof(o.cpus), &o.cpus)) {

@@ -81,23 +81,15 @@ static void test_stays_elsewhere_or_alone(void **state)
     assert_int_equal(sched_setaffinity(0, sizeof(own), &own), 0);
 }
 
-/* A client's configuration after its defaults (softub-perf's main and parse). */
+/* A write_bw client's configuration: the defaults, then those its test sets (parse). */
 static struct perf_cfg good_cfg(void)
 {
     struct perf_cfg c;
-    memset(&c, 0, sizeof(c));
-    c.magic = PERF_MAGIC;
-    c.version = PERF_VERSION;
+    perf_cfg_defaults(&c);
     c.test = T_WRITE_BW;
     c.size = 65536;
-    c.max_size = PERF_MAX_SIZE;
-    c.jettys = 1;
     c.tx_depth = 128;
-    c.rx_depth = 256;
-    c.post_list = 1;
-    c.cq_mod = 1;
     c.inline_sz = 128;
-    c.warmup = 16;
     strcpy(c.server_ip, "127.0.0.1");
     return c;
 }
