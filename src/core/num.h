@@ -12,12 +12,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* The number whose digits start at s, in base (0: C's 0x and 0 prefixes), in *v; *rest is
- * where its digits end (a suffix may follow). false: no digit at s, or past 64 bits. */
+/* The number whose digits start at s, in base (0: hexadecimal after 0x, else decimal: unlike
+ * C's, a leading 0 is not octal, so that "010" is ten), in *v; *rest is where its digits end
+ * (a suffix may follow). false: no digit at s, or past 64 bits. */
 static inline bool ub__num_u64(const char *s, int base, uint64_t *v, const char **rest)
 {
     if (!isdigit((unsigned char)*s))
         return false;
+    if (base == 0)
+        base = s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10;
     char *end;
     errno = 0;
     unsigned long long x = strtoull(s, &end, base);

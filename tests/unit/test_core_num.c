@@ -18,8 +18,14 @@ static void test_whole(void **state)
     assert_int_equal(v, UINT64_MAX);
     assert_true(ub__num_u64_all("0x10", 0, &v));
     assert_int_equal(v, 16);
+    assert_true(ub__num_u64_all("0X1f", 0, &v));
+    assert_int_equal(v, 31);
     assert_true(ub__num_u64_all("010", 10, &v));
     assert_int_equal(v, 10);
+    assert_true(ub__num_u64_all("010", 0, &v)); /* not octal */
+    assert_int_equal(v, 10);
+    assert_true(ub__num_u64_all("08", 0, &v)); /* C's base 0 stops at the 8 */
+    assert_int_equal(v, 8);
     v = 7;                                                         /* refusals leave *v alone */
     assert_false(ub__num_u64_all("18446744073709551616", 10, &v)); /* past 64 bits */
     assert_false(ub__num_u64_all("-1", 10, &v));
@@ -29,6 +35,7 @@ static void test_whole(void **state)
     assert_false(ub__num_u64_all("1 ", 10, &v));
     assert_false(ub__num_u64_all("0x10", 10, &v));
     assert_false(ub__num_u64_all("12abc", 0, &v));
+    assert_false(ub__num_u64_all("0x", 0, &v));
     assert_int_equal(v, 7);
 }
 
