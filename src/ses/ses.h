@@ -60,10 +60,16 @@
 #define UB_SES_EAGER_MAX        65536
 #define UB_SES_RSP_TIMEOUT_NS   2000000000ull /* default response bound per transaction */
 #define UB_SES_DEFER_TIMEOUT_NS 1000000000ull /* default bound on a deferred message */
-#define UB_SES_DEFER_MAX        4096          /* deferred messages remembered per JFR (then RNR) */
-#define UB_SES_PKT_BUDGET       512 /* packets queued in PDS per peer before the pump waits */
-#define UB_SES_POOL_RESERVE     256 /* pool buffers the pump leaves for ACKs and responses */
-#define UB_SES_PUMP_BUSY        8   /* busy peers a pump pass passes over without asking */
+/* A parked rendezvous message (PENDING) may wait for its buffer as long as the receiver takes:
+ * the target says PENDING again this often while it holds one, and the initiator gives the
+ * message up after UB_SES_PARK_BOUND_NS (or its response bound, if longer) without word. A
+ * target that died meanwhile thus ends the message within a bound. */
+#define UB_SES_PARK_REFRESH_NS  500000000ull
+#define UB_SES_PARK_BOUND_NS    (4 * UB_SES_PARK_REFRESH_NS)
+#define UB_SES_DEFER_MAX        4096 /* deferred messages remembered per JFR (then RNR) */
+#define UB_SES_PKT_BUDGET       512  /* packets queued in PDS per peer before the pump waits */
+#define UB_SES_POOL_RESERVE     256  /* pool buffers the pump leaves for ACKs and responses */
+#define UB_SES_PUMP_BUSY        8    /* busy peers a pump pass passes over without asking */
 #define UB_SES_MAX_MSG          0xffffffffull
 #define UB_SES_RC_RNR           0x30  /* vendor return code: receiver not ready */
 #define UB_SES_RC_DEFERRED      0x31  /* vendor: no buffer; wait for DEFER_RTR (deferrable send) */
@@ -390,6 +396,7 @@ struct ub__ses_stats {
     uint64_t dup_executed; /* target: READs delivered again after they ran, read again */
     uint64_t staged_bytes, rndv_reads;
     uint64_t rndv_sent, rndv_served_pkts, rndv_done, dup_bytes;
+    uint64_t rndv_park_refresh; /* target: PENDING said again for a parked message */
     uint64_t deferred_sent, rtr_sent, rtr_rx, defer_restarts, rsp_timeouts, peer_failed;
     uint64_t cma_reqs;            /* initiator: requests sent as single copy */
     uint64_t cma_fallbacks;       /* initiator: refused or unmatched, sent again as packets */

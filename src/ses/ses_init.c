@@ -1096,10 +1096,11 @@ void ub__ses_rsp_in(struct ub__tl *s, const struct ub__ses_rsp_in *in, uint64_t 
         return;
     }
     if (r->rc == UB_SES_RC_PENDING && w->eager) {
-        /* Rendezvous parked at the target until a buffer matches: no bound while it waits
-         * (the target's READ, when it comes, restarts the bound). */
+        /* Rendezvous parked at the target until a buffer matches, for as long as that takes:
+         * the target says PENDING again while it holds it, and each says it is still alive
+         * (the target's READ, when it comes, restarts the response bound). */
         w->parked = true;
-        w->rsp_on = false;
+        rsp_bound(s, w, now + UB_MAX(s->rsp_timeout_ns, UB_SES_PARK_BOUND_NS));
         return;
     }
     if (r->rc == UB_SES_RC_RNR) {

@@ -458,9 +458,17 @@ bool ub__tgt_rndv_begin(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
 void ub__tgt_rndv_timeout(struct ub__timer *t, uint64_t now)
 {
     struct ub__rxmsg *m = UB_CONTAINER_OF(t, struct ub__rxmsg, rd_timer);
-    if (!m->in_rndv || !m->jfr)
+    if (!m->jfr)
         return;
     struct ub__tl *s = &m->jfr->ctx->ses;
+    if (m->on_unexp) { /* parked: still held, the sender hears (no cache: m left its stream) */
+        s->st.rndv_park_refresh++;
+        ub__tgt_respond(s, m, UB_SES_RC_PENDING, 0, false, 0, now);
+        ub__timer_arm(&s->eng->timers, &m->rd_timer, now + UB_SES_PARK_REFRESH_NS);
+        return;
+    }
+    if (!m->in_rndv)
+        return;
     rndv_fail(s, m, UB_CR_PEER_UNREACHABLE, UB_SES_RC_CANCELLED, now);
     ub__tgt_msg_free(s, m);
 }

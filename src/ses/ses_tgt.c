@@ -434,11 +434,13 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
         if (m->rndv) {
             if (m->bind == BIND_UNEXP) {
                 /* Parked: matched in order, bulk READ once a buffer matches. The sender
-                 * learns the target holds it (no response bound while it waits). */
+                 * learns the target holds it, and hears so again while it waits
+                 * (UB_SES_PARK_REFRESH_NS): its bound on a parked message. */
                 ub__tgt_respond(s, m, UB_SES_RC_PENDING, 0, false, 0, now);
                 ub__tgt_executed_now(ts, m);
                 msg_untrack(ts, m);
                 m->ts = NULL;
+                ub__timer_arm(&s->eng->timers, &m->rd_timer, now + UB_SES_PARK_REFRESH_NS);
                 return false;
             }
             ub__tgt_executed_now(ts, m);

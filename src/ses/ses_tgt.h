@@ -56,7 +56,7 @@ struct ub__rxmsg {
     uint64_t restart; /* deferrable: the initiator's restart token */
     uint8_t rc;
     bool cma;                  /* single copy */
-    struct ub__timer rd_timer; /* rendezvous: bound on the READ data */
+    struct ub__timer rd_timer; /* rendezvous: bound on the READ data; parked: PENDING again */
     struct ub__ivl ivl;        /* which bytes arrived (request packets, then READ data) */
     uint8_t amo;
     bool has_imm, som_seen, complete, staged, on_wait, running, on_unexp;
@@ -153,7 +153,8 @@ bool ub__tgt_defer_add(ub_jfr *jfr, const struct ub__addr *src, uint64_t token);
 /* Rendezvous message m, executed and out of its stream, has a buffer: READ the rest. Returns
  * true if m is over (and must be freed by the caller). */
 bool ub__tgt_rndv_begin(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
-/* m->rd_timer's callback: the initiator stopped answering our READ. */
+/* m->rd_timer's callback: the initiator stopped answering our READ, or a parked message's
+ * PENDING is due again. */
 void ub__tgt_rndv_timeout(struct ub__timer *t, uint64_t now);
 
 #endif

@@ -2,7 +2,8 @@
  * Rendezvous: messages longer than the eager threshold send an eager part; the target READs
  * the rest from the initiator's transaction once a buffer holds the message, then answers.
  * Expected and unexpected, tagged and untagged, SGLs on both sides, loss, a too-small buffer,
- * and a READ that does not present the transaction's token.
+ * a READ that does not present the transaction's token, and a message parked at a target
+ * that waits long or dies.
  */
 #include "unit/api_util.h"
 
@@ -257,13 +258,68 @@ static void test_rndv_token(void **state)
     teardown();
 }
 
+/* The initiator's record for a message parked at the target, polled while time moves on in
+ * steps of 1 ms for at most ms milliseconds: its status, or NONE; the ms it took in *took. */
+#define NONE (-1)
+static int park_wait(uint32_t ms, uint32_t *took)
+{
+    struct ub_cr cr;
+    for (uint32_t i = 0; i < ms; i++) {
+        if (ub_poll_jfc(T.jfc[0], 1, &cr) == 1) {
+            assert_int_equal(cr.user_ctx, 6);
+            *took = i;
+            return (int)cr.status;
+        }
+        tnet_step(&T, 1000000);
+    }
+    *took = ms;
+    return NONE;
+}
+
+/* A receiver that posts its buffer ten seconds late: the parked message waits for it (the
+ * target says PENDING again every half second, and the initiator takes that as word). */
+static void test_rndv_parked_long(void **state)
+{
+    (void)state;
+    setup(0, true);
+    fill_pattern(M0, LONG, 3);
+    post_msg(true, 2, 0, LONG, 1, 6);
+    uint32_t took;
+    assert_int_equal(park_wait(10000, &took), NONE);
+    uint64_t refresh = T.ctx[1]->ses.st.rndv_park_refresh;
+    assert_true(refresh >= 19 && refresh <= 20); /* every 500 ms of the 10 s */
+    post_buf(2, 0, LONG, 1, 7);
+    assert_int_equal(wait_cr(1).status, UB_CR_SUCCESS);
+    assert_int_equal(park_wait(1000, &took), UB_CR_SUCCESS);
+    assert_memory_equal(M1, M0, LONG);
+    assert_int_equal(T.ctx[0]->ses.st.rsp_timeouts, 0);
+    teardown();
+}
+
+/* A target that dies while it holds a parked message: the initiator's record says so within
+ * the bound on a parked message, not never. */
+static void test_rndv_parked_target_dies(void **state)
+{
+    (void)state;
+    setup(0, true);
+    post_msg(true, 2, 0, LONG, 1, 6);
+    uint32_t took;
+    assert_int_equal(park_wait(1200, &took), NONE); /* parked, said again twice */
+    assert_int_equal(ub_context_close(T.ctx[1]), 0);
+    T.ctx[1] = NULL;
+    /* The last PENDING came 1 000 ms after the first, 200 ms before the close. */
+    assert_int_equal(park_wait(5000, &took), UB_CR_PEER_UNREACHABLE);
+    assert_true(took >= 1750 && took <= 1850);
+    assert_int_equal(T.ctx[0]->ses.st.rsp_timeouts, 1);
+    teardown();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rndv_matrix),
-        cmocka_unit_test(test_rndv_unexpected_order),
-        cmocka_unit_test(test_rndv_too_long),
-        cmocka_unit_test(test_rndv_token),
+        cmocka_unit_test(test_rndv_matrix),      cmocka_unit_test(test_rndv_unexpected_order),
+        cmocka_unit_test(test_rndv_too_long),    cmocka_unit_test(test_rndv_token),
+        cmocka_unit_test(test_rndv_parked_long), cmocka_unit_test(test_rndv_parked_target_dies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
