@@ -397,6 +397,7 @@ struct ub__ses_stats {
     uint64_t staged_bytes, rndv_reads;
     uint64_t rndv_sent, rndv_served_pkts, rndv_done, dup_bytes;
     uint64_t rndv_park_refresh; /* target: PENDING said again for a parked message */
+    uint64_t rndv_park_dropped; /* target: parked messages let go, their sender failed */
     uint64_t deferred_sent, rtr_sent, rtr_rx, defer_restarts, rsp_timeouts, peer_failed;
     uint64_t cma_reqs;            /* initiator: requests sent as single copy */
     uint64_t cma_fallbacks;       /* initiator: refused or unmatched, sent again as packets */

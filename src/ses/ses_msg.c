@@ -407,6 +407,27 @@ static void rndv_done(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
     ub__tgt_respond(s, m, UB_SES_RC_OK, (uint32_t)m->len, false, 0, now);
 }
 
+/* Puts m in s->rndv under a fresh read id (its READ's, and a parked message's PENDING's PDS
+ * cookie: a failure names it). false: no memory. */
+static bool rndv_track(struct ub__tl *s, struct ub__rxmsg *m)
+{
+    uint32_t id;
+    do
+        id = ++s->next_rndv;
+    while (!id || ub__hmap_get(&s->rndv, id));
+    if (ub__hmap_put(&s->rndv, id, m))
+        return false;
+    m->read_id = id;
+    m->in_rndv = true;
+    return true;
+}
+
+void ub__tgt_rndv_park(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
+{
+    (void)rndv_track(s, m); /* without an id its PENDINGs go untracked: kept until matched */
+    ub__timer_arm(&s->eng->timers, &m->rd_timer, now + UB_SES_PARK_REFRESH_NS);
+}
+
 bool ub__tgt_rndv_begin(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
 {
     if (m->len > m->rb->cap) { /* the record says so; the sender learns it too */
@@ -423,16 +444,11 @@ bool ub__tgt_rndv_begin(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now)
         rndv_done(s, m, now);
         return true;
     }
-    uint32_t id;
-    do
-        id = ++s->next_rndv;
-    while (!id || ub__hmap_get(&s->rndv, id));
-    if (ub__hmap_put(&s->rndv, id, m)) {
+    if (!m->in_rndv && !rndv_track(s, m)) { /* a parked one has its id */
         rndv_fail(s, m, UB_CR_REM_OP_ERR, UB_SES_RC_HOST_UNSUCCESS_CMPL, now);
         return true;
     }
-    m->read_id = id;
-    m->in_rndv = true;
+    uint32_t id = m->read_id;
     /* One READ request for the whole rest (UET reads are single-packet requests). */
     struct ub__ses_std q;
     memset(&q, 0, sizeof(q));
@@ -461,9 +477,13 @@ void ub__tgt_rndv_timeout(struct ub__timer *t, uint64_t now)
     if (!m->jfr)
         return;
     struct ub__tl *s = &m->jfr->ctx->ses;
-    if (m->on_unexp) { /* parked: still held, the sender hears (no cache: m left its stream) */
-        s->st.rndv_park_refresh++;
-        ub__tgt_respond(s, m, UB_SES_RC_PENDING, 0, false, 0, now);
+    if (m->on_unexp) {
+        /* Parked: still held, the sender hears. Tracked by PDS under the read id, so that a
+         * sender gone for good (it failed) lets go of it (ub__ses_rndv_failed); one that
+         * cannot go now is skipped (the sender's bound spans several). */
+        if (ub__tgt_rsp_tracked(s, &m->src, m->stream, m->seq, UB_SES_RC_PENDING,
+                                m->in_rndv ? m->read_id : 0, now))
+            s->st.rndv_park_refresh++;
         ub__timer_arm(&s->eng->timers, &m->rd_timer, now + UB_SES_PARK_REFRESH_NS);
         return;
     }
@@ -478,6 +498,11 @@ void ub__ses_rndv_failed(struct ub__tl *s, uint32_t read_id, uint64_t now)
     struct ub__rxmsg *m = ub__hmap_get(&s->rndv, read_id);
     if (!m)
         return;
+    if (m->on_unexp) { /* parked, its sender gone: nothing could ever be READ of it */
+        s->st.rndv_park_dropped++;
+        ub__tgt_msg_free(s, m);
+        return;
+    }
     rndv_fail(s, m, UB_CR_PEER_UNREACHABLE, UB_SES_RC_CANCELLED, now);
     ub__tgt_msg_free(s, m);
 }

@@ -74,7 +74,7 @@ int ub__ses_rsp_data_pkt(struct ub__tl *s, uint32_t seq, uint8_t rc, uint32_t mo
  */
 static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
                         uint8_t rc, uint32_t mod_len, const uint8_t *data, uint32_t n, uint32_t off,
-                        bool seg, uint64_t now)
+                        bool seg, uint64_t cookie, uint64_t now)
 {
     struct ub__engine *e = s->eng;
     struct ub__pkt *p;
@@ -93,7 +93,8 @@ static int send_rsp_now(struct ub__tl *s, const struct ub__addr *dst, uint16_t s
                             .mode = UB_PDS_RUD,
                             .ses_kind = UB_PDS_NH_RSP_DATA,
                             .ack_req = true,
-                            .after_ack = n == 0};
+                            .after_ack = n == 0,
+                            .cookie = cookie};
     tx.ext.stream = stream;
     tx.ext.order_seq = seq;
     err = ub__pds_send(e->pds, &tx, p, now);
@@ -148,7 +149,14 @@ static bool rsp_send_one(struct ub__tl *s, const struct ub__addr *dst, const str
                          uint64_t now)
 {
     return rsp_may_go(s) && send_rsp_now(s, dst, r->stream, r->seq, r->rc, r->mod_len, r->data,
-                                         r->n, r->off, false, now) == 0;
+                                         r->n, r->off, false, 0, now) == 0;
+}
+
+bool ub__tgt_rsp_tracked(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream,
+                         uint32_t seq, uint8_t rc, uint64_t cookie, uint64_t now)
+{
+    return rsp_may_go(s) &&
+           send_rsp_now(s, dst, stream, seq, rc, 0, NULL, 0, 0, false, cookie, now) == 0;
 }
 
 void ub__ses_rsp_flush(struct ub__tl *s, uint64_t now)
@@ -316,7 +324,7 @@ bool ub__tgt_read_packet(struct ub__tl *s, const struct ub__addr *dst, uint16_t 
         if (rsp_ride(s, &r, data, len))
             return true;
     }
-    return send_rsp_now(s, dst, stream, seq, UB_SES_RC_OK, len, data, len, 0, true, now) == 0;
+    return send_rsp_now(s, dst, stream, seq, UB_SES_RC_OK, len, data, len, 0, true, 0, now) == 0;
 }
 
 /* ---- READ responses ------------------------------------------------------------------------- */
@@ -354,9 +362,10 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
     while (!ub__list_empty(&s->rspq)) {
         struct ub__rspq *q = UB_CONTAINER_OF(s->rspq.next, struct ub__rspq, link);
         const struct ub__prsp *r = &q->r[0];
-        if (!rsp_room(s) || (q->n == 1 ? send_rsp_now(s, &q->dst, r->stream, r->seq, r->rc,
-                                                      r->mod_len, r->data, r->n, r->off, false, now)
-                                       : ub__ses_prsp_send(s, &q->dst, q->r, q->n, now)))
+        if (!rsp_room(s) ||
+            (q->n == 1 ? send_rsp_now(s, &q->dst, r->stream, r->seq, r->rc, r->mod_len, r->data,
+                                      r->n, r->off, false, 0, now)
+                       : ub__ses_prsp_send(s, &q->dst, q->r, q->n, now)))
             return false;
         ub__list_remove(&q->link);
         free(q);
@@ -384,7 +393,7 @@ bool ub__ses_rd_pump(struct ub__tl *s, uint64_t now)
              * exec_msg answers them.) */
             const uint8_t *src = seg->addr + (m->addr - (uint64_t)(uintptr_t)seg->addr) + j->off;
             int err = send_rsp_now(s, &m->src, m->stream, m->seq, UB_SES_RC_OK, (uint32_t)m->len,
-                                   src, n, (uint32_t)j->off, true, now);
+                                   src, n, (uint32_t)j->off, true, 0, now);
             if (err)
                 return false;
             j->off += n;

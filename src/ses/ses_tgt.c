@@ -440,7 +440,7 @@ static bool exec_msg(struct ub__tl *s, struct ub__tstream *ts, struct ub__rxmsg 
                 ub__tgt_executed_now(ts, m);
                 msg_untrack(ts, m);
                 m->ts = NULL;
-                ub__timer_arm(&s->eng->timers, &m->rd_timer, now + UB_SES_PARK_REFRESH_NS);
+                ub__tgt_rndv_park(s, m, now);
                 return false;
             }
             ub__tgt_executed_now(ts, m);

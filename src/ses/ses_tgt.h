@@ -60,8 +60,8 @@ struct ub__rxmsg {
     struct ub__ivl ivl;        /* which bytes arrived (request packets, then READ data) */
     uint8_t amo;
     bool has_imm, som_seen, complete, staged, on_wait, running, on_unexp;
-    bool rndv, in_rndv;
-    bool in_map; /* in ts->msgs */
+    bool rndv, in_rndv; /* in_rndv: in s->rndv under read_id (parked, or being READ) */
+    bool in_map;        /* in ts->msgs */
     uint64_t imm;
     uint64_t got;                /* request bytes that arrived (ivl.total) */
     uint32_t rd_jfs, read_id;    /* rendezvous: the initiator's JFS, our READ's id */
@@ -97,6 +97,10 @@ bool ub__tgt_cma_allowed(struct ub__tl *s, struct ub__rxmsg *m);
 bool ub__tgt_cma_start(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
 
 /* ---- ses_rsp.c ---- */
+/* Sends a response without data now, its packet tracked by PDS under cookie (0: none); false
+ * if it cannot go now (nothing queued). */
+bool ub__tgt_rsp_tracked(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream,
+                         uint32_t seq, uint8_t rc, uint64_t cookie, uint64_t now);
 /* Sends a response (without data, or an 8-byte value); queued if it cannot go now. */
 void ub__tgt_send_rsp(struct ub__tl *s, const struct ub__addr *dst, uint16_t stream, uint32_t seq,
                       uint8_t rc, uint32_t len, bool has_val, uint64_t val, uint64_t now);
@@ -150,6 +154,9 @@ void ub__tgt_recv_done(struct ub__tl *s, ub_jfr *jfr, struct ub__rbuf *rb, struc
                        const struct ub__addr *src, bool solicited);
 /* Remembers a deferred message of src (FIFO per JFR); false if the JFR remembers too many. */
 bool ub__tgt_defer_add(ub_jfr *jfr, const struct ub__addr *src, uint64_t token);
+/* Rendezvous message m, executed and out of its stream, matched nothing and was answered
+ * PENDING: it waits for a buffer, and its sender hears PENDING again while it does. */
+void ub__tgt_rndv_park(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);
 /* Rendezvous message m, executed and out of its stream, has a buffer: READ the rest. Returns
  * true if m is over (and must be freed by the caller). */
 bool ub__tgt_rndv_begin(struct ub__tl *s, struct ub__rxmsg *m, uint64_t now);

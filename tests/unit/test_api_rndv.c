@@ -314,12 +314,46 @@ static void test_rndv_parked_target_dies(void **state)
     teardown();
 }
 
+/* A sender that dies while its message is parked: the target's PENDING to it fails at PDS,
+ * and the target lets go of the message (its bytes could never be READ), so that a buffer
+ * posted later waits for a live one. */
+static void test_rndv_parked_sender_dies(void **state)
+{
+    (void)state;
+    setup(0, true);
+    post_msg(true, 2, 0, LONG, 1, 6);
+    uint32_t took;
+    assert_int_equal(park_wait(100, &took), NONE);
+    ub_jfr *jfr = ub_jetty_jfr(T.jetty[1]);
+    assert_false(ub__list_empty(&jfr->unexpected));
+    assert_int_equal(ub_context_close(T.ctx[0]), 0);
+    T.ctx[0] = NULL;
+    struct ub__ses_stats *st = &T.ctx[1]->ses.st;
+    uint32_t ms = 0;
+    for (; ms < 10000 && !st->rndv_park_dropped; ms++)
+        tnet_step(&T, 1000000);
+    /* The next PENDING, 400 ms on, and PDS's retries to the dead sender (here ~1.4 s). */
+    assert_int_equal(st->rndv_park_dropped, 1);
+    assert_true(ms >= 400 && ms < 3000);
+    assert_true(ub__list_empty(&jfr->unexpected));
+    post_buf(2, 0, LONG, 1, 7);
+    for (int i = 0; i < 1000; i++)
+        tnet_step(&T, 1000000);
+    struct ub_cr cr;
+    assert_int_equal(ub_poll_jfc(T.jfc[1], 1, &cr), 0);
+    teardown();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rndv_matrix),      cmocka_unit_test(test_rndv_unexpected_order),
-        cmocka_unit_test(test_rndv_too_long),    cmocka_unit_test(test_rndv_token),
-        cmocka_unit_test(test_rndv_parked_long), cmocka_unit_test(test_rndv_parked_target_dies),
+        cmocka_unit_test(test_rndv_matrix),
+        cmocka_unit_test(test_rndv_unexpected_order),
+        cmocka_unit_test(test_rndv_too_long),
+        cmocka_unit_test(test_rndv_token),
+        cmocka_unit_test(test_rndv_parked_long),
+        cmocka_unit_test(test_rndv_parked_target_dies),
+        cmocka_unit_test(test_rndv_parked_sender_dies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
