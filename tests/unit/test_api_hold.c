@@ -215,6 +215,11 @@ static uint64_t holds(const struct node *n)
     return atomic_load(&ub__ctx_of(n->ctx)->hold_gen);
 }
 
+/* The same for a WRITE ping-pong played in one thread, which progresses the other side while
+ * it polls memory: ~1 020 datagrams for 400 pings held, ~1 400 not (SOFTUB_HOLD=0). The
+ * bound lies midway (HELD_MAX left it ~100 datagrams of room, little on a loaded machine). */
+#define HELD_WRITE_MAX (2 * PINGS * 3 / 2)
+
 /*
  * A WRITE ping-pong (perftest's write_lat: each side polls the byte the other writes, then
  * writes back) has no records to hold for, but its answers come too: once a side has
@@ -229,7 +234,7 @@ static void test_write_pingpong_one_datagram(void **state)
     pair_up(&p);
     uint64_t d = 0;
     uint32_t ra = 0, rb = 0, posted = 0;
-    for (int tries = 0; tries < 3 && (tries == 0 || d > HELD_MAX); tries++) {
+    for (int tries = 0; tries < 3 && (tries == 0 || d > HELD_WRITE_MAX); tries++) {
         uint64_t d0 = datagrams(&p.a) + datagrams(&p.b);
         for (uint32_t i = 0; i < PINGS; i++, posted++) {
             uint8_t v = (uint8_t)(i % 255 + 1);
@@ -241,7 +246,7 @@ static void test_write_pingpong_one_datagram(void **state)
         d = datagrams(&p.a) + datagrams(&p.b) - d0;
         print_message("WRITE ping-pong: %lu datagrams for %u pings\n", (unsigned long)d, PINGS);
     }
-    assert_true(d <= HELD_MAX);
+    assert_true(d <= HELD_WRITE_MAX);
 
     /* b's own WRITEs complete first: a record of one that came during the stream below
      * (a's response held for a's next post, or sent by a's watchdog when the host delays
