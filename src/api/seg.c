@@ -14,6 +14,10 @@ static int seg_register_impl(ub_context *ctx, void *addr, size_t len, uint32_t a
 {
     if (!ctx || !addr || !len || !out || (access & ~(uint32_t)ACCESS_ALL))
         return UB_EINVAL;
+    /* A range past the end of the address space is no memory anyone has (a length of
+     * (size_t)-1 for "all of it", say): peers would be let at addresses that wrap. */
+    if (len > UINTPTR_MAX - (uintptr_t)addr)
+        return UB_EINVAL;
     uint32_t key = ub__ctx_new_id(ctx, UB__OBJ_SEG);
     ub_seg *s = calloc(1, sizeof(*s));
     if (!s || !key) {
@@ -99,7 +103,9 @@ static int seg_import_impl(ub_context *ctx, const void *desc, size_t len, uint64
     if (!ctx || !desc || !out || len < UB_SEG_DESC_SIZE)
         return UB_EINVAL;
     const uint8_t *d = desc;
-    if (memcmp(d, "UBS1", 4) != 0 || (d[4] & ~ACCESS_ALL))
+    /* What registration accepts: a non-empty range that does not wrap. */
+    uint64_t base = ub__ld64(d + 32), n = ub__ld64(d + 40);
+    if (memcmp(d, "UBS1", 4) != 0 || (d[4] & ~ACCESS_ALL) || !n || n > UINT64_MAX - base)
         return UB_EINVAL;
     ub_tseg *t = calloc(1, sizeof(*t));
     if (!t)
@@ -112,8 +118,8 @@ static int seg_import_impl(ub_context *ctx, const void *desc, size_t len, uint64
     t->ctx = ctx;
     t->access = d[4];
     t->key = ((uint32_t)d[28] << 24) | ((uint32_t)d[29] << 16) | ((uint32_t)d[30] << 8) | d[31];
-    t->base = ub__ld64(d + 32);
-    t->len = ub__ld64(d + 40);
+    t->base = base;
+    t->len = n;
     t->token = token;
     ub__list_push_back(&ctx->tsegs, &t->link);
     *out = t;

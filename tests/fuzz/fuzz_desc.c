@@ -58,6 +58,7 @@ static void seg(ub_context *ctx, const uint8_t *d, size_t n)
     CHECK(ts->access == d[4] && !(ts->access & ~(uint32_t)(UB_ACCESS_LOCAL_WRITE | UB_ACCESS_READ |
                                                            UB_ACCESS_WRITE | UB_ACCESS_ATOMIC)));
     CHECK(ts->key == be32(d + 28) && ts->token == 0x1234);
+    CHECK(ts->len && ts->base + ts->len > ts->base); /* a range that does not wrap */
     CHECK(ts->addr.family == d[5] && ts->addr.family != UB_AF_NONE && ts->addr.family <= UB_AF_SHM);
     CHECK(ub_seg_unimport(ts) == 0);
 }

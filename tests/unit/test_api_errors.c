@@ -178,6 +178,23 @@ static void test_lengths_and_ops(void **state)
     struct ub_wr *bad = NULL;
     assert_int_equal(ub_post_send(jfs, &wr, &bad), UB_EINVAL);
     assert_ptr_equal(bad, &wr);
+    /* A segment must be memory: no empty range, none past the end of the address space;
+     * nor may an imported one say so. */
+    ub_seg *sg2 = NULL;
+    assert_int_equal(ub_seg_register(T.ctx[0], M0, 0, ALL_ACCESS, 1, &sg2), UB_EINVAL);
+    assert_int_equal(ub_seg_register(T.ctx[0], M0, SIZE_MAX, ALL_ACCESS, 1, &sg2), UB_EINVAL);
+    assert_int_equal(
+        ub_seg_register(T.ctx[0], M0, SIZE_MAX - (uintptr_t)M0 + 1, ALL_ACCESS, 1, &sg2),
+        UB_EINVAL);
+    assert_null(sg2);
+    uint8_t sd[UB_SEG_DESC_SIZE];
+    assert_int_equal(ub_seg_export(S0, sd, sizeof(sd)), UB_SEG_DESC_SIZE);
+    ub_tseg *ts2 = NULL;
+    memset(sd + 40, 0xff, 8); /* length 2^64 - 1 from a base above 0 */
+    assert_int_equal(ub_seg_import(T.ctx[1], sd, sizeof(sd), 1, &ts2), UB_EINVAL);
+    memset(sd + 40, 0, 8); /* empty */
+    assert_int_equal(ub_seg_import(T.ctx[1], sd, sizeof(sd), 1, &ts2), UB_EINVAL);
+    assert_null(ts2);
     /* A NOP completes locally. */
     memset(&wr, 0, sizeof(wr));
     wr.opcode = UB_OP_NOP;
