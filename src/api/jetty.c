@@ -227,7 +227,7 @@ static int jfr_destroy_impl(ub_jfr *r)
     if (!r)
         return UB_EINVAL;
     if (r->refs > 1)
-        return UB_EBUSY; /* still shared by a jetty */
+        return UB_EBUSY; /* a jetty's, or still shared by one: destroy the jetty first */
     ub_context *ctx = r->ctx;
     ub__ses_jfr_flush(r, ub__ctx_now(ctx));
     ub__hmap_del(&ctx->objs, ub__obj_key(UB__OBJ_JFR, r->id));
@@ -316,13 +316,13 @@ static int jetty_create_impl(ub_context *ctx, const struct ub_jetty_attr *attr, 
     }
     if (attr->shared_jfr) {
         jt->jfr = attr->shared_jfr;
-        jt->jfr->refs++;
         jt->shared_jfr = true;
     } else if ((rc = ub_jfr_create(ctx, &attr->jfr, &jt->jfr)) != 0) {
         ub_jfs_destroy(jt->jfs);
         free(jt);
         return rc;
     }
+    jt->jfr->refs++; /* its own too: ub_jfr_destroy leaves it to ub_jetty_destroy (UB_EBUSY) */
     jt->ctx = ctx;
     jt->jfs->jetty = jt;
     ub__list_push_back(&ctx->jettys, &jt->link);
@@ -341,9 +341,8 @@ static int jetty_destroy_impl(ub_jetty *jt)
         return UB_EINVAL;
     jt->jfs->jetty = NULL;
     ub_jfs_destroy(jt->jfs);
-    if (jt->shared_jfr)
-        jt->jfr->refs--;
-    else
+    jt->jfr->refs--;
+    if (!jt->shared_jfr)
         ub_jfr_destroy(jt->jfr);
     ub__list_remove(&jt->link);
     free(jt);

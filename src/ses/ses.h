@@ -339,7 +339,7 @@ struct ub_jfr {
     uint32_t id;
     struct ub_jfr_attr attr;
     ub_jfc *jfc;
-    uint32_t refs; /* jettys sharing it, plus one for its creator */
+    uint32_t refs; /* jettys using it (sharing it, or its own jetty), plus one for its creator */
     struct ub__rbuf *bufs;
     uint32_t *free_stack;
     uint32_t nfree;

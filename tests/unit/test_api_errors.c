@@ -342,6 +342,37 @@ static void test_berths(void **state)
     teardown();
 }
 
+/* A jetty's JFS and JFR are the jetty's to destroy, and a shared JFR outlives its jettys. */
+static void test_owned_objects(void **state)
+{
+    (void)state;
+    setup(false);
+    ub_jetty *jt = T.jetty[0];
+    assert_int_equal(ub_jfs_destroy(ub_jetty_jfs(jt)), UB_EBUSY);
+    assert_int_equal(ub_jfr_destroy(ub_jetty_jfr(jt)), UB_EBUSY);
+    struct ub_rwr rw = {.user_ctx = 1};
+    assert_int_equal(ub_post_jetty_recv(jt, &rw, NULL), 0); /* both still there */
+    struct ub_jfr_attr ra = {.depth = 8, .jfc = T.jfc[0]};
+    ub_jfr *shared;
+    assert_int_equal(ub_jfr_create(T.ctx[0], &ra, &shared), 0);
+    struct ub_jetty_attr ja;
+    memset(&ja, 0, sizeof(ja));
+    ja.jfs.depth = 4;
+    ja.jfs.jfc = T.jfc[0];
+    ja.shared_jfr = shared;
+    ub_jetty *a, *b;
+    assert_int_equal(ub_jetty_create(T.ctx[0], &ja, &a), 0);
+    assert_int_equal(ub_jetty_create(T.ctx[0], &ja, &b), 0);
+    assert_ptr_equal(ub_jetty_jfr(a), shared);
+    assert_int_equal(ub_jfr_destroy(shared), UB_EBUSY);
+    assert_int_equal(ub_jetty_destroy(a), 0);
+    assert_int_equal(ub_jfr_destroy(shared), UB_EBUSY);
+    assert_int_equal(ub_jetty_destroy(b), 0);
+    assert_int_equal(ub_post_recv(shared, &rw, NULL), 0); /* the creator's still */
+    assert_int_equal(ub_jfr_destroy(shared), 0);
+    teardown();
+}
+
 static void test_flush(void **state)
 {
     (void)state;
@@ -400,13 +431,10 @@ static void test_dead_and_restarted_peer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_protection),
-        cmocka_unit_test(test_lengths_and_ops),
-        cmocka_unit_test(test_rnr),
-        cmocka_unit_test(test_rnr_duplicate),
-        cmocka_unit_test(test_berths),
-        cmocka_unit_test(test_flush),
-        cmocka_unit_test(test_dead_and_restarted_peer),
+        cmocka_unit_test(test_protection), cmocka_unit_test(test_lengths_and_ops),
+        cmocka_unit_test(test_rnr),        cmocka_unit_test(test_rnr_duplicate),
+        cmocka_unit_test(test_berths),     cmocka_unit_test(test_owned_objects),
+        cmocka_unit_test(test_flush),      cmocka_unit_test(test_dead_and_restarted_peer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
