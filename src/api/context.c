@@ -96,7 +96,7 @@ static void failure_bound(const struct ub_context_attr *a, struct ub__pds_cfg *p
     pc->fail_after_ns = (uint64_t)(a->timeout_ms ? a->timeout_ms : 1000) * UB_NS_PER_MS;
     if (!a->timeout_ms)
         return;
-    uint32_t r = (a->retries ? a->retries : 8) + 1;
+    uint64_t r = (uint64_t)(a->retries ? a->retries : 8) + 1; /* (retries 2^32 - 1: no wrap) */
     uint64_t rto_max = (uint64_t)a->timeout_ms * UB_NS_PER_MS / r;
     if (rto_max < 50 * UB_NS_PER_US)
         rto_max = 50 * UB_NS_PER_US;

@@ -373,6 +373,27 @@ static void test_owned_objects(void **state)
     teardown();
 }
 
+/* The failure bound's attributes at their extremes: a context opens (retries of 2^32 - 1
+ * once divided the timeout by zero). */
+static void test_failure_bound_extremes(void **state)
+{
+    (void)state;
+    ub_loopnet *net;
+    struct ub_loopnet_attr la = {.ports = 4, .seed = 3};
+    assert_int_equal(ub_loopnet_create(&la, &net), 0);
+    static const uint32_t attrs[][2] = {{1000, UINT32_MAX}, {UINT32_MAX, UINT32_MAX}, {1, 1}};
+    for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+        struct ub_context_attr ca = {.loopnet = net,
+                                     .progress = UB_PROGRESS_MANUAL,
+                                     .timeout_ms = attrs[i][0],
+                                     .retries = attrs[i][1]};
+        ub_context *c;
+        assert_int_equal(ub_context_open("loop:0", &ca, &c), 0);
+        assert_int_equal(ub_context_close(c), 0);
+    }
+    assert_int_equal(ub_loopnet_destroy(net), 0);
+}
+
 static void test_flush(void **state)
 {
     (void)state;
@@ -431,10 +452,15 @@ static void test_dead_and_restarted_peer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_protection), cmocka_unit_test(test_lengths_and_ops),
-        cmocka_unit_test(test_rnr),        cmocka_unit_test(test_rnr_duplicate),
-        cmocka_unit_test(test_berths),     cmocka_unit_test(test_owned_objects),
-        cmocka_unit_test(test_flush),      cmocka_unit_test(test_dead_and_restarted_peer),
+        cmocka_unit_test(test_protection),
+        cmocka_unit_test(test_lengths_and_ops),
+        cmocka_unit_test(test_rnr),
+        cmocka_unit_test(test_rnr_duplicate),
+        cmocka_unit_test(test_berths),
+        cmocka_unit_test(test_owned_objects),
+        cmocka_unit_test(test_failure_bound_extremes),
+        cmocka_unit_test(test_flush),
+        cmocka_unit_test(test_dead_and_restarted_peer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
