@@ -296,17 +296,26 @@ static void test_rndv_parked_long(void **state)
     teardown();
 }
 
+/* A message parked at node 1 for ms milliseconds, then node `dies` gone (its context closed,
+ * its messages never answered). */
+static void park_then_close(uint32_t ms, uint32_t dies)
+{
+    setup(0, true);
+    post_msg(true, 2, 0, LONG, 1, 6);
+    uint32_t took;
+    assert_int_equal(park_wait(ms, &took), NONE);
+    assert_false(ub__list_empty(&ub_jetty_jfr(T.jetty[1])->unexpected));
+    assert_int_equal(ub_context_close(T.ctx[dies]), 0);
+    T.ctx[dies] = NULL;
+}
+
 /* A target that dies while it holds a parked message: the initiator's record says so within
  * the bound on a parked message, not never. */
 static void test_rndv_parked_target_dies(void **state)
 {
     (void)state;
-    setup(0, true);
-    post_msg(true, 2, 0, LONG, 1, 6);
+    park_then_close(1200, 1); /* parked, said again twice */
     uint32_t took;
-    assert_int_equal(park_wait(1200, &took), NONE); /* parked, said again twice */
-    assert_int_equal(ub_context_close(T.ctx[1]), 0);
-    T.ctx[1] = NULL;
     /* The last PENDING came 1 000 ms after the first, 200 ms before the close. */
     assert_int_equal(park_wait(5000, &took), UB_CR_PEER_UNREACHABLE);
     assert_true(took >= 1750 && took <= 1850);
@@ -320,14 +329,8 @@ static void test_rndv_parked_target_dies(void **state)
 static void test_rndv_parked_sender_dies(void **state)
 {
     (void)state;
-    setup(0, true);
-    post_msg(true, 2, 0, LONG, 1, 6);
-    uint32_t took;
-    assert_int_equal(park_wait(100, &took), NONE);
+    park_then_close(100, 0);
     ub_jfr *jfr = ub_jetty_jfr(T.jetty[1]);
-    assert_false(ub__list_empty(&jfr->unexpected));
-    assert_int_equal(ub_context_close(T.ctx[0]), 0);
-    T.ctx[0] = NULL;
     struct ub__ses_stats *st = &T.ctx[1]->ses.st;
     uint32_t ms = 0;
     for (; ms < 10000 && !st->rndv_park_dropped; ms++)
