@@ -628,7 +628,8 @@ bool ub__ses_link_rsp(struct ub__tl *s, const struct ub__addr *src,
                       const struct ub__wire_link_rsp *r, uint64_t now);
 void ub__ses_on_acked(struct ub__tl *s, uint64_t cookie, uint64_t now);
 void ub__ses_on_failed(struct ub__tl *s, uint64_t cookie, int err, uint64_t now);
-/* dst is gone (a shm peer's process died): every request to it completes PEER_UNREACHABLE. */
+/* dst is gone (a shm peer's process died): every request to it completes PEER_UNREACHABLE,
+ * and the rendezvous messages it left parked here are let go. */
 void ub__ses_peer_gone(struct ub__tl *s, const struct ub__addr *dst);
 /* The link path heard a new process at dst (PDS's restarted upcall): the async
  * UB_ASYNC_PEER_RESTARTED event, and, unless the old one was noticed gone (its requests have
@@ -781,6 +782,9 @@ void ub__ses_rndv_on_data(struct ub__tl *s, const struct ub__pds_rx *rx,
                           const struct ub__ses_tail *t, uint64_t now);
 /* Target: the rendezvous READ with this id failed in PDS (the initiator is gone). */
 void ub__ses_rndv_failed(struct ub__tl *s, uint32_t read_id, uint64_t now);
+/* Target: src is gone; the messages it left parked here are let go (nothing of them could be
+ * READ). Its exact address: another process on its host keeps its own. */
+void ub__ses_rndv_peer_gone(struct ub__tl *s, const struct ub__addr *src);
 
 /* ---- ses_cma.c: single copy (both sides) ---- */
 /* Initiator: whether w (WRITE, WRITE_IMM, READ) goes by single copy. */

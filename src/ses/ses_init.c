@@ -1201,6 +1201,7 @@ void ub__ses_peer_gone(struct ub__tl *s, const struct ub__addr *dst)
             finish(s, x, UB_CR_PEER_UNREACHABLE);
         }
     }
+    ub__ses_rndv_peer_gone(s, dst); /* and what it left parked here (over shm: no PDS to say) */
 }
 
 static void restarted_event(struct ub__tl *s, const struct ub__addr *dst)

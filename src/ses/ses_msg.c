@@ -507,6 +507,24 @@ void ub__ses_rndv_failed(struct ub__tl *s, uint32_t read_id, uint64_t now)
     ub__tgt_msg_free(s, m);
 }
 
+void ub__ses_rndv_peer_gone(struct ub__tl *s, const struct ub__addr *src)
+{
+    uint64_t k;
+    void *v;
+    for (bool again = true; again;) { /* freeing changes the map: from its start again */
+        again = false;
+        for (uint32_t i = 0; (i = ub__hmap_next(&s->rndv, i, &k, &v)) != 0;) {
+            struct ub__rxmsg *m = v;
+            if (m->on_unexp && ub__addr_eq(&m->src, src)) {
+                s->st.rndv_park_dropped++;
+                ub__tgt_msg_free(s, m);
+                again = true;
+                break;
+            }
+        }
+    }
+}
+
 void ub__ses_rndv_on_data(struct ub__tl *s, const struct ub__pds_rx *rx,
                           const struct ub__ses_tail *t, uint64_t now)
 {

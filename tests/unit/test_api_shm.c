@@ -576,6 +576,42 @@ static void test_peer_killed(void **state)
  * reaches the new one at the first try, never locked out by the link header's check; hearing
  * the new incarnation raises UB_ASYNC_PEER_RESTARTED.
  */
+/* A sender whose tagged rendezvous message is parked here (no buffer matches) closes: over shm
+ * no PDS says so, the peers' check does, and the message is let go (nothing of it could be READ
+ * any more), so that a buffer posted later waits for a live one. */
+static void test_parked_sender_gone(void **state)
+{
+    (void)state;
+    struct node a, b;
+    struct peer p;
+    struct ub_context_attr ca = {.progress = UB_PROGRESS_MANUAL};
+    t_pair(&a, "shm://0", &b, "shm://0", &ca, &p);
+    struct ub_sge sg = {a.mem, 200u << 10, a.seg}; /* past eager_max: a rendezvous */
+    struct ub_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = UB_OP_TSEND;
+    wr.sge = &sg;
+    wr.num_sge = 1;
+    wr.tjetty = p.ttj;
+    wr.u.send.tag = 4;
+    assert_int_equal(ub_post_jetty_send(a.jetty, &wr, NULL), 0);
+    uint64_t end = t_now() + N_WAIT_NS;
+    while (ub__list_empty(&b.tjfr->unexpected)) {
+        ub_progress(a.ctx);
+        ub_progress(b.ctx);
+        assert_true(t_now() < end);
+    }
+    node_close(&a);
+    const struct ub__ses_stats *st = &b.ctx->ses.st;
+    while (!st->rndv_park_dropped) {
+        ub_progress(b.ctx);
+        assert_true(t_now() < end);
+    }
+    assert_true(ub__list_empty(&b.tjfr->unexpected));
+    assert_int_equal(st->rndv_park_dropped, 1);
+    node_close(&b);
+}
+
 static void test_server_restarted(void **state)
 {
     (void)state;
@@ -680,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_composite_full_lane),
         cmocka_unit_test(test_composite_error_and_full_lane),
         cmocka_unit_test(test_peer_killed),
+        cmocka_unit_test(test_parked_sender_gone),
         cmocka_unit_test(test_server_restarted),
         cmocka_unit_test(test_auto_progress_spins_without_wakeups),
     };
