@@ -216,6 +216,7 @@ void ub__ses_pump_work(struct ub__tl *s, uint64_t now)
     while (it != &s->txq) {
         struct ub__wr *w = UB_CONTAINER_OF(it, struct ub__wr, txq);
         if (nbusy && busy_peer(busy, nbusy, w)) {
+            s->st.tx_passed++;
             it = it->next;
             continue;
         }
@@ -233,6 +234,13 @@ void ub__ses_pump_work(struct ub__tl *s, uint64_t now)
             if (!nbusy && s->txq_idle_gen == s->txq_gen)
                 break;
             busy[nbusy < UB_SES_PUMP_BUSY ? nbusy++ : nbusy - 1] = w;
+            /* Every request queued goes to this peer (a bulk sender of many JFSs waiting on its
+             * window): passing over the thousands behind it one by one would find only that,
+             * and the pass's end below would record it so. */
+            if (!s->txq_mixed) {
+                s->txq_idle_gen = s->txq_gen;
+                break;
+            }
         }
         it = w->on_txq ? w->txq.next : prev->next;
     }

@@ -414,6 +414,7 @@ struct ub__ses_stats {
     uint64_t rx_fast;                    /* target: usual requests taken whole (fast_req) */
     uint64_t rx_rsp_fast; /* initiator: link-path responses taken whole (ub__ses_link_rsp) */
     uint64_t tx_busy;     /* initiator: requests the pump found held back by their peer's budget */
+    uint64_t tx_passed;   /* initiator: queued requests a pump pass passed over (peer busy) */
     uint64_t rd_streamed; /* target: READs whose data the READ pump sent (not answered at once) */
 };
 
@@ -453,6 +454,11 @@ struct ub__tl {
     /* txq's changes so far, and their count when a pass of the pump last found only the
      * first busy request's peer behind it (ub__ses_pump_work) */
     uint64_t txq_gen, txq_idle_gen;
+    /* Whether txq has held requests to more than one (mode, destination) since it was last
+     * empty, and the one it held until then: a pass that finds that peer busy is over. */
+    bool txq_mixed;
+    uint8_t txq_mode;
+    struct ub__addr txq_dst;
     struct ub__list rdq;         /* READ responses with data to hand out */
     struct ub__list rspq;        /* responses that found no buffer yet */
     struct ub__hmap tstreams;    /* target side, by (source, incarnation, stream) */
@@ -536,6 +542,13 @@ void ub__ses_pump_work(struct ub__tl *s, uint64_t now);
 /* w joins / leaves s->txq. */
 static inline void ub__ses_txq_add(struct ub__tl *s, struct ub__wr *w)
 {
+    if (ub__list_empty(&s->txq)) {
+        s->txq_mixed = false;
+        s->txq_mode = w->mode;
+        s->txq_dst = w->dst;
+    } else if (!s->txq_mixed && (w->mode != s->txq_mode || !ub__addr_eq(&w->dst, &s->txq_dst))) {
+        s->txq_mixed = true;
+    }
     ub__list_push_back(&s->txq, &w->txq);
     w->on_txq = true;
     s->txq_gen++;
