@@ -184,7 +184,7 @@ void ub__ses_fini(struct ub__tl *s)
 static inline bool busy_peer(const struct ub__wr *const *busy, uint32_t n, const struct ub__wr *w)
 {
     for (uint32_t i = 0; i < n; i++)
-        if (w->mode == busy[i]->mode && ub__addr_eq(&w->dst, &busy[i]->dst))
+        if (ub__ses_wr_to(w, busy[i]->mode, &busy[i]->dst))
             return true;
     return false;
 }

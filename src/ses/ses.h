@@ -539,6 +539,12 @@ int ub__ses_init(struct ub__tl *s, ub_context *ctx);
 void ub__ses_fini(struct ub__tl *s);
 /* Hands pending request and response packets to PDS, as far as budgets allow. */
 void ub__ses_pump_work(struct ub__tl *s, uint64_t now);
+/* Whether w goes to dst in mode: one peer as PDS's budgets count it (the pump's unit). */
+static inline bool ub__ses_wr_to(const struct ub__wr *w, uint8_t mode, const struct ub__addr *dst)
+{
+    return w->mode == mode && ub__addr_eq(&w->dst, dst);
+}
+
 /* w joins / leaves s->txq. */
 static inline void ub__ses_txq_add(struct ub__tl *s, struct ub__wr *w)
 {
@@ -546,7 +552,7 @@ static inline void ub__ses_txq_add(struct ub__tl *s, struct ub__wr *w)
         s->txq_mixed = false;
         s->txq_mode = w->mode;
         s->txq_dst = w->dst;
-    } else if (!s->txq_mixed && (w->mode != s->txq_mode || !ub__addr_eq(&w->dst, &s->txq_dst))) {
+    } else if (!s->txq_mixed && !ub__ses_wr_to(w, s->txq_mode, &s->txq_dst)) {
         s->txq_mixed = true;
     }
     ub__list_push_back(&s->txq, &w->txq);
